@@ -1,0 +1,23 @@
+"""Registered vendor adapters, in the order discovery and detection try them.
+
+Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
+``base.Adapter``), and one line here.
+"""
+
+from __future__ import annotations
+
+from .base import Adapter
+from . import canonical
+
+VENDORS: tuple[Adapter, ...] = (canonical.ADAPTER,)
+
+
+def get(name: str) -> Adapter:
+    for adapter in VENDORS:
+        if adapter.name == name:
+            return adapter
+    raise KeyError(name)
+
+
+def names() -> list[str]:
+    return [a.name for a in VENDORS]

@@ -1,0 +1,112 @@
+"""Canonical JSONL: the seed's Thread and Message records, one per line.
+
+This is the interchange format of ``JsonlMessageStore`` and of ``emit --to canonical``;
+ingest reads it back. A line is a thread record (has ``createdAt``, no ``role``) or a
+message record (has ``threadId`` and ``role``). Ids are taken as written: a canonical
+file re-ingested next to the vendor file it came from stores nothing twice.
+
+Invariants: stateless parser (every line stands alone), so resuming is trivial; a later
+thread record for the same id overwrites the earlier one's fields (ingest folds facts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from ..model import JsonObject, Message, ModelError, Thread
+from .base import (
+    INVALID,
+    PARSE_ERROR,
+    Adapter,
+    EmitResult,
+    MessageRow,
+    Report,
+    Row,
+    SourceInfo,
+    ThreadFact,
+    UsageRow,
+)
+
+NAME = "canonical"
+
+
+def thread_fact(thread: Thread) -> ThreadFact:
+    fields = thread.to_dict()
+    fields.pop("id")
+    fields.pop("v", None)
+    return ThreadFact(thread.id, fields)
+
+
+class CanonicalParser:
+    def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
+        self.source = source
+
+    def state(self) -> JsonObject:
+        return {}
+
+    def feed(self, offset: int, line: bytes) -> Iterator[Row]:
+        if not line.strip():
+            yield from ()
+            return
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            yield _report(PARSE_ERROR, "invalid JSON", str(e))
+            return
+        if not isinstance(d, dict):
+            yield _report(PARSE_ERROR, "not a JSON object")
+            return
+        try:
+            if "role" in d and "threadId" in d:
+                msg = Message.from_dict(d)
+                yield MessageRow(msg)
+                if msg.usage is not None:
+                    yield UsageRow(
+                        key=f"{NAME}:{msg.id}",
+                        thread_id=msg.thread_id,
+                        message_id=msg.id,
+                        usage=msg.usage,
+                        model=(msg.extra or {}).get("model"),
+                        ts=msg.ts,
+                    )
+            elif "createdAt" in d and "id" in d:
+                yield thread_fact(Thread.from_dict(d))
+            else:
+                yield _report(INVALID, "neither a thread nor a message record")
+        except ModelError as e:
+            yield _report(INVALID, "not a canonical record", str(e))
+
+
+def _report(kind: str, reason: str, detail: str | None = None) -> Row:
+    return Report(kind, reason, detail)
+
+
+class CanonicalAdapter(Adapter):
+    name = NAME
+
+    def classify(self, path: Path) -> str | None:
+        return None  # canonical files are only ingested when named explicitly
+
+    def detect(self, head: bytes) -> bool:
+        first = head.split(b"\n", 1)[0]
+        try:
+            d = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return False
+        return isinstance(d, dict) and d.get("v") == 1 and ("createdAt" in d or "threadId" in d)
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CanonicalParser:
+        return CanonicalParser(source, state)
+
+    def emit(self, thread: Thread, messages: list[Message], **options: object) -> EmitResult:
+        lines = [orjson.dumps(thread.to_dict())]
+        lines += [orjson.dumps(m.to_dict()) for m in messages]
+        result = EmitResult(thread_id=thread.id)
+        result.files[f"{thread.id}.jsonl"] = b"\n".join(lines) + b"\n"
+        return result
+
+
+ADAPTER = CanonicalAdapter()
