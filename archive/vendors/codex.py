@@ -1,0 +1,998 @@
+"""OpenAI Codex CLI rollouts: default locations, detection, a resumable parser, and emit.
+
+Generations read (field notes: ``formats/codex.md``):
+
+* G0, TypeScript CLI: one pretty-printed ``{"session": {...}, "items": [...]}`` document
+  per session (``rollout-*.json``), a SNAPSHOT source fed as one line at offset 0.
+* G1, Rust bare JSONL: a bare SessionMeta first line (``id``, ``timestamp``, no ``type``),
+  bare ResponseItems, ``{"record_type": "state"}`` bookkeeping lines. No line timestamps.
+* G2, wrapped JSONL: ``{"timestamp", "type", "payload"}`` per line.
+* G3 (0.14x+): G2 plus ``ordinal``, ``world_state``, ``token_usage_record``,
+  ``inter_agent_communication*``, item ids, ``turn_id`` passthrough on items.
+
+Invariants (each is tested):
+
+* **Content comes from ``response_item`` only.** ``event_msg`` views that repeat it
+  (``user_message``, ``agent_message``, ``agent_reasoning``, ``item_completed``,
+  ``*_end`` events) never produce messages: they become ``Report(DUPLICATE)``.
+  One response item is one message; its blocks keep the item's order.
+* **Injected context** (``<environment_context>``, ``<user_instructions>``, AGENTS.md,
+  developer permission/skills text, G3 items whose provenance is ``harness``) is kept with
+  ``extra["injected"] = True`` and never opens a turn. ``developer`` messages become
+  role ``system`` with ``extra["codexRole"] = "developer"``.
+* **Turns.** ``turnId`` is Codex's own turn id where the file has one (``task_started``,
+  ``turn_context.turn_id``, the item's ``internal_chat_message_metadata_passthrough``);
+  in older files each non-injected user message opens a turn whose id is that message's id.
+* **Usage, never counted twice.** Token counts follow Codex: ``inputTokens`` is the
+  total input *including* cached input (``cacheReadTokens`` is the cached part),
+  ``outputTokens`` *includes* reasoning (``reasoningTokens`` is the reasoning part),
+  ``cacheWriteTokens`` is G3's ``cache_write_input_tokens``. ``token_count`` events give
+  deltas of the cumulative ``total_token_usage``; a line whose total did not advance
+  (0.66 writes every total twice) or whose ``info`` is null is ``SKIPPED``; a total that
+  goes down (reset) falls back to ``last_token_usage``. G3 ``token_usage_record`` lines
+  give one response each. Both kinds carry the cumulative thread total, and the parser
+  keeps the last counted total, so a response seen through both kinds counts once.
+  A ``UsageRow`` key is ``codex:<thread>:<response id>`` for records and
+  ``codex:<thread>:cum:<cumulative total tokens>`` for deltas: a replay of the same
+  history produces the same keys.
+* **Forks and subagents.** Thread id = the first ``session_meta`` id (G0: the
+  document's session id). Parent ids come from ``forked_from_id``, ``parent_thread_id``
+  and ``source.subagent.thread_spawn.parent_thread_id``. A later ``session_meta`` with a
+  different id starts a *replay* of that thread's history: the lines that follow belong
+  to that thread, with the ids the parent's own file gives them, so the history is
+  stored once. Codex writes the replay as one burst when the fork is created, so the
+  replay ends at the first line stamped more than ``REPLAY_BURST_MS`` after the replayed
+  ``session_meta`` line (a heuristic; nested forks replayed inside a fork are attributed
+  to the innermost replayed meta). The child's ``originMessageId`` is the last replayed
+  message; its usage baseline continues from the parent's cumulative total.
+* **Message ids** are ``stable_id(thread, key)``. The key is the vendor item id plus a
+  hash of the item's content when the item has an id (G1/G3; the hash keeps recorded mock
+  ids such as ``msg_1`` from colliding across sessions), otherwise the content hash plus
+  the occurrence number of that hash within the thread. Both are the same in the
+  parent's file and in a child's replay of it, so replayed items dedupe.
+* Resumable (state is small JSON), deterministic, never raises on input; every non-blank
+  line yields at least one row.
+
+Emit (``CodexAdapter.emit``) builds a G2/G3-style rollout from canonical messages of any
+vendor; see :func:`emit_rollout`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..model import (
+    Attachment,
+    Block,
+    FileChange,
+    JsonObject,
+    Message,
+    Provenance,
+    Reasoning,
+    Text,
+    Thread,
+    ToolCall,
+    ToolResult,
+    Unknown,
+    Usage,
+    WebSearch,
+)
+from .base import (
+    DUPLICATE,
+    INVALID,
+    LINES,
+    METADATA,
+    PARSE_ERROR,
+    SKIPPED,
+    SNAPSHOT,
+    UNKNOWN,
+    Adapter,
+    EmitResult,
+    MessageRow,
+    Report,
+    Row,
+    SourceInfo,
+    ThreadFact,
+    UsageRow,
+    env_path,
+    stable_id,
+)
+
+NAME = "codex"
+REPLAY_BURST_MS = 1000
+
+ENVELOPE_TYPES = {
+    "session_meta",
+    "response_item",
+    "compacted",
+    "turn_context",
+    "event_msg",
+    "world_state",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "token_usage_record",
+}
+
+# Harness-written text that Codex puts into user/developer messages (0.3x-0.171).
+INJECTED_PREFIXES = (
+    "<environment_context",
+    "<user_instructions",
+    "# AGENTS.md instructions",
+    "<permissions instructions",
+    "<skills_instructions",
+    "<INSTRUCTIONS>",
+    "<collaboration_mode",
+    "<personality",
+    "<apps_instructions",
+    "<turn_aborted",
+    "<user_shell_command",
+)
+
+# event_msg types whose content lives in a response_item (or enriches one).
+DUPLICATE_EVENTS = {
+    "user_message",
+    "agent_message",
+    "agent_reasoning",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_section_break",
+    "item_completed",
+    "exec_command_end",
+    "patch_apply_end",
+    "web_search_end",
+    "mcp_tool_call_end",
+    "view_image_tool_call",
+    "image_generation_end",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+}
+# event_msg types that are session bookkeeping: recorded, not content.
+METADATA_EVENTS = {
+    "task_complete",
+    "turn_complete",
+    "turn_aborted",
+    "context_compacted",
+    "entered_review_mode",
+    "exited_review_mode",
+    "undo_completed",
+    "thread_rolled_back",
+    "thread_settings_applied",
+    "thread_goal_updated",
+    "sub_agent_activity",
+    "guardian_assessment",
+    "collab_agent_spawn_end",
+    "collab_agent_interaction_end",
+    "collab_waiting_end",
+    "collab_close_end",
+    "error",
+    "plan_update",
+    "session_configured",
+}
+
+_TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Delete|Update) File: (.+)$")
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def _valid_ts(value: Any) -> str | None:
+    return value if isinstance(value, str) and _TS_RE.match(value) else None
+
+
+def _parse_ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _content_hash(payload: JsonObject) -> str:
+    # Volatile bookkeeping (ids, status, G3 metadata) is left out so a replayed copy of an
+    # item hashes like the original.
+    core = {
+        k: v
+        for k, v in payload.items()
+        if k not in ("id", "status", "metadata", "internal_chat_message_metadata_passthrough")
+    }
+    return hashlib.sha256(_dumps(core)).hexdigest()[:16]
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _item_turn_id(payload: JsonObject) -> str | None:
+    for key in ("internal_chat_message_metadata_passthrough", "metadata"):
+        sub = payload.get(key)
+        if isinstance(sub, dict) and _str(sub.get("turn_id")):
+            return str(sub["turn_id"])
+    return None
+
+
+def _is_injected(role: str, payload: JsonObject, texts: list[str]) -> bool:
+    if role in ("developer", "system"):
+        return True
+    passthrough = payload.get("internal_chat_message_metadata_passthrough")
+    if isinstance(passthrough, dict):
+        for meta in passthrough.get("content_item_metadata") or []:
+            prov = meta.get("provenance") if isinstance(meta, dict) else None
+            if isinstance(prov, dict) and prov.get("type") == "harness":
+                return True
+    first = texts[0].lstrip() if texts else ""
+    return bool(first) and first.startswith(INJECTED_PREFIXES)
+
+
+def parse_patch(patch: str) -> list[tuple[str, str, str, str | None]]:
+    """(op, path, section text, move path) for each file of an apply_patch text."""
+    files: list[tuple[str, str, list[str], str | None]] = []
+    for line in patch.splitlines():
+        m = _PATCH_FILE_RE.match(line)
+        if m:
+            files.append((m.group(1).lower(), m.group(2).strip(), [line], None))
+            continue
+        if line.startswith("*** End Patch") or line.startswith("*** Begin Patch"):
+            continue
+        if files:
+            op, path, lines, move = files[-1]
+            if line.startswith("*** Move to: "):
+                move = line[len("*** Move to: ") :].strip()
+            lines.append(line)
+            files[-1] = (op, path, lines, move)
+    return [(op, path, "\n".join(lines), move) for op, path, lines, move in files]
+
+
+def _patch_from_call(name: str, payload: JsonObject, args: Any) -> str | None:
+    """The apply_patch text of a custom tool call, a function call or a shell command."""
+    if name == "apply_patch":
+        if isinstance(payload.get("input"), str):
+            return str(payload["input"])
+        if isinstance(args, dict):
+            for key in ("input", "patch"):
+                if isinstance(args.get(key), str):
+                    return str(args[key])
+        if isinstance(args, str):
+            return args
+    if name in ("shell", "container.exec", "local_shell", "shell_command", "exec_command") and isinstance(args, dict):
+        command = args.get("command", args.get("cmd"))
+        # G1 shell: ["apply_patch", "<patch>"]; older models: bash -lc "apply_patch <<'EOF' ..."
+        if isinstance(command, list) and len(command) >= 2 and command[0] in ("apply_patch", "applypatch"):
+            return str(command[1]) if isinstance(command[1], str) else None
+        text = command[-1] if isinstance(command, list) and command and isinstance(command[-1], str) else command
+        if isinstance(text, str) and "apply_patch" in text and "*** Begin Patch" in text:
+            start = text.index("*** Begin Patch")
+            end = text.find("*** End Patch", start)
+            return text[start : end + len("*** End Patch")] if end >= 0 else text[start:]
+    return None
+
+
+def _output_meta(output: Any) -> tuple[Any, JsonObject]:
+    """The tool output as stored, plus exit code / duration when Codex wrote them."""
+    extra: JsonObject = {}
+    parsed = _maybe_json(output) if isinstance(output, str) and output.startswith("{") else None
+    if isinstance(parsed, dict) and isinstance(parsed.get("metadata"), dict):
+        meta = parsed["metadata"]
+        if isinstance(meta.get("exit_code"), int):
+            extra["exitCode"] = meta["exit_code"]
+        if isinstance(meta.get("duration_seconds"), (int, float)):
+            extra["durationSeconds"] = meta["duration_seconds"]
+    elif isinstance(output, str):
+        # shell_command (0.6x): "Exit code: 1\nWall time: ..."; unified exec (0.17x):
+        # "...Process exited with code 0"
+        m = re.search(r"^(?:Exit code: |Process exited with code )(-?\d+)$", output, re.M)
+        if m:
+            extra["exitCode"] = int(m.group(1))
+    return output, extra
+
+
+def _image_block(url: Any, extra: JsonObject | None = None) -> Block:
+    extra = dict(extra or {})
+    if isinstance(url, str) and url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media = header[5:].split(";")[0] or None
+        if ";base64" in header:
+            return Attachment(media_type=media, data=data, extra=extra or None)
+        return Attachment(media_type=media, uri=url, extra=extra or None)
+    if isinstance(url, str) and url:
+        return Attachment(uri=url, extra=extra or None)
+    extra["imageUrl"] = url
+    return Attachment(extra=extra)
+
+
+def _content_blocks(content: Any) -> list[Block]:
+    blocks: list[Block] = []
+    if isinstance(content, str):
+        return [Text(content)]
+    if not isinstance(content, list):
+        return [Unknown(source_type=type(content).__name__, raw=content)] if content is not None else []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text"):
+            extra = {k: v for k, v in part.items() if k not in ("type", "text") and v not in (None, [])}
+            if kind != "input_text":
+                extra["codexType"] = kind
+            blocks.append(Text(str(part.get("text", "")), extra=extra or None))
+        elif kind == "input_image":
+            extra = {"detail": part["detail"]} if part.get("detail") is not None else None
+            blocks.append(_image_block(part.get("image_url"), extra))
+        else:
+            blocks.append(Unknown(source_type=str(kind), raw=part))
+    return blocks
+
+
+def _usage_of(d: Any) -> Usage | None:
+    if not isinstance(d, dict):
+        return None
+    return Usage(
+        input_tokens=d.get("input_tokens"),
+        output_tokens=d.get("output_tokens"),
+        cache_read_tokens=d.get("cached_input_tokens"),
+        cache_write_tokens=d.get("cache_write_input_tokens"),
+        reasoning_tokens=d.get("reasoning_output_tokens"),
+    )
+
+
+_CUM_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens")
+
+
+def _cum(d: Any) -> list[int] | None:
+    if not isinstance(d, dict) or not isinstance(d.get("input_tokens"), int):
+        return None
+    return [int(d.get(k) or 0) for k in _CUM_KEYS]
+
+
+def _usage_from_vector(v: list[int], with_cache_write: bool) -> Usage:
+    return Usage(
+        input_tokens=v[0],
+        cache_read_tokens=v[1],
+        output_tokens=v[2],
+        reasoning_tokens=v[3],
+        cache_write_tokens=v[4] if with_cache_write else None,
+    )
+
+
+# ---------------------------------------------------------------- parser
+
+
+class CodexParser:
+    """Feeds rollout lines; see the module docstring for what each line becomes."""
+
+    def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
+        self.source = source
+        s = state or {}
+        self.thread: str | None = s.get("thread")  # the file's own session id
+        self.seg: str | None = s.get("seg")  # thread the current lines belong to
+        self.replay_ts: str | None = s.get("replayTs")  # replayed meta's line time
+        self.turn: dict[str, str] = s.get("turn", {})  # seg -> current turn id
+        self.model: str | None = s.get("model")
+        self.facts: JsonObject = s.get("facts", {})  # last metadata facts emitted
+        self.seen: dict[str, dict[str, int]] = s.get("seen", {})  # seg -> hash -> count
+        self.cum: dict[str, list[int]] = s.get("cum", {})  # seg -> cumulative usage
+        self.last_msg: dict[str, str] = s.get("lastMsg", {})  # seg -> last message id
+        self.last_assistant: dict[str, str] = s.get("lastAssistant", {})
+        self.pending_images: list[str] = s.get("pendingImages", [])
+        self.ts: str | None = None  # timestamp of the line being fed
+
+    def state(self) -> JsonObject:
+        return {
+            "thread": self.thread,
+            "seg": self.seg,
+            "replayTs": self.replay_ts,
+            "turn": self.turn,
+            "model": self.model,
+            "facts": self.facts,
+            "seen": self.seen,
+            "cum": self.cum,
+            "lastMsg": self.last_msg,
+            "lastAssistant": self.last_assistant,
+            "pendingImages": self.pending_images,
+        }
+
+    # -- identity
+
+    def _seg(self) -> str:
+        if self.seg is None:
+            # No session_meta before content (a torn or trimmed file): a stable stand-in.
+            self.seg = self.thread = "codex-" + stable_id(self.source.source_id, "thread")
+        return self.seg
+
+    def _message_id(self, payload: JsonObject) -> str:
+        seg = self._seg()
+        h = _content_hash(payload)
+        vid = _str(payload.get("id"))
+        if vid:
+            return stable_id(NAME, seg, "id", vid, h)
+        counts = self.seen.setdefault(seg, {})
+        n = counts.get(h, 0)
+        counts[h] = n + 1
+        return stable_id(NAME, seg, "h", h, n)
+
+    # -- feeding
+
+    def feed(self, offset: int, line: bytes) -> Iterator[Row]:
+        if not line.strip():
+            return iter(())
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
+        if not isinstance(d, dict):
+            return iter([Report(PARSE_ERROR, "not a JSON object")])
+        try:
+            return iter(list(self._dispatch(d)))
+        except Exception as e:  # noqa: BLE001 - the contract: never raise on input
+            return iter([Report(INVALID, "unexpected shape", f"{type(e).__name__}: {e}")])
+
+    def _dispatch(self, d: JsonObject) -> Iterator[Row]:
+        if isinstance(d.get("session"), dict) and isinstance(d.get("items"), list):
+            yield from self._g0_document(d)
+            return
+        kind = d.get("type")
+        if "payload" in d and isinstance(kind, str) and "timestamp" in d:
+            self.ts = _valid_ts(d.get("timestamp"))
+            yield from self._end_replay_if_due(d.get("timestamp"))
+            handler = ENVELOPE_HANDLERS.get(kind)
+            if handler is None:
+                yield Report(UNKNOWN, f"line type {kind}", _dumps(d)[:2000].decode())
+                return
+            payload = d["payload"]
+            if not isinstance(payload, dict):
+                yield Report(INVALID, f"{kind}: payload is not an object")
+                return
+            yield from handler(self, payload)
+            return
+        self.ts = None
+        if "record_type" in d:
+            # G1 (Jul-Sep 2025): {"record_type":"state"} bookkeeping between items
+            yield Report(SKIPPED, f"record_type {d.get('record_type')}")
+        elif kind is None and "id" in d and "timestamp" in d:
+            yield from _session_meta(self, d)
+        elif isinstance(kind, str):
+            yield from _response_item(self, d)
+        else:
+            yield Report(UNKNOWN, "line without type", _dumps(d)[:2000].decode())
+
+    def _g0_document(self, d: JsonObject) -> Iterator[Row]:
+        # TypeScript CLI (Apr-May 2025): the whole session, rewritten on every save.
+        session = d["session"]
+        yield from _session_meta(self, session)
+        for item in d["items"]:
+            if isinstance(item, dict):
+                yield from _response_item(self, item)
+            else:
+                yield Report(INVALID, "G0 item is not an object")
+
+    def _end_replay_if_due(self, ts: Any) -> Iterator[Row]:
+        if self.replay_ts is None or self.thread is None:
+            return
+        start, now = _parse_ts(self.replay_ts), _parse_ts(_valid_ts(ts))
+        if start is None or now is None or now - start <= timedelta(milliseconds=REPLAY_BURST_MS):
+            return
+        parent = self.seg or ""
+        self.replay_ts = None
+        self.seg = self.thread
+        # the fork continues from the parent's cumulative usage (Codex seeds it on fork)
+        if parent in self.cum:
+            self.cum[self.thread] = list(self.cum[parent])
+        origin = self.last_msg.get(parent)
+        if origin:
+            yield ThreadFact(self.thread, {"originMessageId": origin})
+
+    # -- building rows
+
+    def message(
+        self,
+        payload: JsonObject,
+        role: str,
+        blocks: list[Block],
+        extra: JsonObject | None = None,
+        opens_turn: bool = False,
+    ) -> Iterator[Row]:
+        seg = self._seg()
+        mid = self._message_id(payload)
+        item_turn = _item_turn_id(payload)
+        if item_turn:
+            self.turn[seg] = item_turn
+        elif opens_turn:
+            self.turn[seg] = mid
+        x: JsonObject = {"codexType": payload.get("type")}
+        if _str(payload.get("id")):
+            x["vendorId"] = payload["id"]
+        if role == "assistant" and self.model:
+            x["model"] = self.model
+        x.update(extra or {})
+        self.last_msg[seg] = mid
+        if role == "assistant":
+            self.last_assistant[seg] = mid
+        yield MessageRow(
+            Message(
+                id=mid,
+                thread_id=seg,
+                role=role,
+                ts=self.ts,
+                content=tuple(blocks),
+                turn_id=self.turn.get(seg),
+                provenance=Provenance(provider=NAME, session_id=seg),
+                extra=x,
+            )
+        )
+
+    def usage(self, key: str, usage: Usage) -> Row:
+        seg = self._seg()
+        return UsageRow(
+            key=f"{NAME}:{seg}:{key}",
+            thread_id=seg,
+            usage=usage,
+            message_id=self.last_assistant.get(seg),
+            model=self.model,
+            ts=self.ts,
+        )
+
+
+# ---------------------------------------------------------------- envelope handlers
+
+
+def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
+    sid = _str(m.get("id")) or _str(m.get("session_id"))
+    if sid is None:
+        yield Report(INVALID, "session_meta without id")
+        return
+    fields: JsonObject = {}
+    if _valid_ts(m.get("timestamp")):
+        fields["createdAt"] = m["timestamp"]
+    meta: JsonObject = {"provider": NAME}
+    for src, dst in (("cwd", "cwd"), ("originator", "originator"), ("cli_version", "version"), ("model_provider", "modelProvider")):
+        if _str(m.get(src)):
+            meta[dst] = m[src]
+    source = m.get("source")
+    if source is not None:
+        meta["source"] = source
+    git = m.get("git")
+    if isinstance(git, dict):
+        for src, dst in (("branch", "gitBranch"), ("commit_hash", "gitCommit"), ("repository_url", "gitRepository")):
+            if _str(git.get(src)):
+                meta[dst] = git[src]
+    base = m.get("base_instructions")
+    if isinstance(base, dict) and isinstance(base.get("provenance"), dict) and _str(base["provenance"].get("model")):
+        meta["model"] = base["provenance"]["model"]
+    parent = _str(m.get("forked_from_id")) or _str(m.get("parent_thread_id"))
+    if isinstance(source, dict):
+        sub = source.get("subagent")
+        meta["subagent"] = True if sub is not None else meta.get("subagent")
+        if isinstance(sub, dict) and isinstance(sub.get("thread_spawn"), dict):
+            parent = parent or _str(sub["thread_spawn"].get("parent_thread_id"))
+            if _str(sub["thread_spawn"].get("agent_nickname")):
+                fields["agentId"] = sub["thread_spawn"]["agent_nickname"]
+        if meta.get("subagent") is None:
+            meta.pop("subagent")
+    if parent and parent != sid:
+        fields["parentThreadId"] = parent
+        if _str(m.get("forked_from_id")):
+            meta["forkedFrom"] = m["forked_from_id"]
+    fields["metadata"] = meta
+
+    if p.thread is None:
+        p.thread = p.seg = sid
+        if meta.get("model"):
+            p.model = str(meta["model"])
+        yield ThreadFact(sid, fields)
+        return
+    if sid == p.seg:
+        yield Report(METADATA, "session_meta", "repeated meta of the current thread")
+        return
+    # A forked/spawned file replays its parent's history after the parent's meta.
+    p.seg = sid
+    p.replay_ts = p.ts
+    yield ThreadFact(sid, fields)
+
+
+def _response_item_line(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    yield from _response_item(p, payload)
+
+
+def _response_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    kind = payload.get("type")
+    handler = ITEM_HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        yield Report(UNKNOWN, f"response_item {kind}")
+        yield from p.message(payload, "system", [Unknown(source_type=str(kind), raw=payload)])
+        return
+    yield from handler(p, payload)
+
+
+def _compacted(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    history = payload.get("replacement_history")
+    n = len(history) if isinstance(history, list) else 0
+    # The replacement history repeats items already read from earlier lines (or a
+    # summary of them); it stays in the source layer.
+    yield Report(METADATA, "compacted", f"replacement_history: {n} items")
+    text = payload.get("message")
+    if isinstance(text, str) and text:
+        yield from p.message(payload, "system", [Text(text)], {"injected": True, "compacted": True})
+
+
+def _turn_context(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    seg = p._seg()
+    if _str(payload.get("turn_id")):
+        p.turn[seg] = payload["turn_id"]
+    changed: JsonObject = {}
+    for key in ("model", "cwd"):
+        value = payload.get(key)
+        if _str(value) and p.facts.get(f"{seg}:{key}") != value:
+            p.facts[f"{seg}:{key}"] = value
+            changed[key] = value
+    if _str(payload.get("model")):
+        p.model = payload["model"]
+    if changed:
+        yield ThreadFact(seg, {"metadata": changed})
+    else:
+        yield Report(METADATA, "turn_context")
+
+
+def _event_msg(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    kind = payload.get("type")
+    handler = EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is not None:
+        yield from handler(p, payload)
+    elif kind in DUPLICATE_EVENTS:
+        sub = payload.get("item", {}).get("type") if isinstance(payload.get("item"), dict) else None
+        if kind == "item_completed" and sub == "Plan":
+            yield Report(METADATA, "item_completed:Plan")
+        else:
+            yield Report(DUPLICATE, f"{kind}:{sub}" if sub else str(kind))
+    elif kind in METADATA_EVENTS:
+        yield Report(METADATA, str(kind))
+    else:
+        yield Report(UNKNOWN, f"event_msg {kind}", _dumps(payload)[:2000].decode())
+
+
+def _metadata_line(name: str) -> Callable[[CodexParser, JsonObject], Iterator[Row]]:
+    def handle(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+        yield Report(METADATA, name)
+
+    return handle
+
+
+def _inter_agent(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    yield from p.message(
+        payload, "user", [Unknown(source_type="inter_agent_communication", raw=payload)], {"interAgent": True}
+    )
+
+
+def _token_usage_record(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    seg = p._seg()
+    total = _cum(payload.get("thread_token_usage"))
+    if total is not None and total == p.cum.get(seg):
+        yield Report(DUPLICATE, "token_usage_record", "already counted from token_count")
+        return
+    usage = _usage_of(payload.get("usage"))
+    if usage is None:
+        yield Report(INVALID, "token_usage_record without usage")
+        return
+    if total is not None:
+        p.cum[seg] = total
+    key = _str(payload.get("response_id")) or f"cum:{sum(total or [])}"
+    yield p.usage(key, usage)
+
+
+ENVELOPE_HANDLERS: dict[str, Callable[[CodexParser, JsonObject], Iterator[Row]]] = {
+    "session_meta": _session_meta,
+    "response_item": _response_item_line,
+    "compacted": _compacted,
+    "turn_context": _turn_context,
+    "event_msg": _event_msg,
+    "world_state": _metadata_line("world_state"),
+    "inter_agent_communication_metadata": _metadata_line("inter_agent_communication_metadata"),
+    "inter_agent_communication": _inter_agent,
+    "token_usage_record": _token_usage_record,
+}
+
+
+# ---------------------------------------------------------------- response items
+
+
+def _message_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    vrole = payload.get("role")
+    blocks = _content_blocks(payload.get("content"))
+    texts = [b.text for b in blocks if isinstance(b, Text)]
+    extra: JsonObject = {}
+    if _str(payload.get("phase")):
+        extra["phase"] = payload["phase"]
+    if vrole == "assistant":
+        yield from p.message(payload, "assistant", blocks, extra)
+        return
+    role = "user" if vrole == "user" else "system"
+    if role == "system":
+        extra["codexRole"] = vrole
+    injected = _is_injected(str(vrole), payload, texts)
+    if injected:
+        extra["injected"] = True
+    elif role == "user" and p.pending_images:
+        extra["localImages"] = p.pending_images
+        p.pending_images = []
+    yield from p.message(payload, role, blocks, extra, opens_turn=role == "user" and not injected)
+
+
+def _reasoning_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    blocks: list[Block] = []
+    enc = payload.get("encrypted_content")
+    summary = payload.get("summary") if isinstance(payload.get("summary"), list) else []
+    for part in summary:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            blocks.append(Reasoning(text=part["text"]))
+    content = payload.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                blocks.append(Reasoning(text=part["text"], extra={"codexContent": part.get("type")}))
+    if not blocks:
+        blocks.append(Reasoning(redacted=True) if enc else Reasoning(text=""))
+    if isinstance(enc, str):
+        # kept verbatim: Codex re-sends this ciphertext to the API on resume
+        first = blocks[0]
+        assert isinstance(first, Reasoning)
+        blocks[0] = Reasoning(text=first.text, redacted=first.redacted, extra={**(first.extra or {}), "encryptedContent": enc})
+    yield from p.message(payload, "assistant", blocks)
+
+
+def _tool_call(p: CodexParser, payload: JsonObject, name: str, call_id: str, raw_input: Any) -> Iterator[Row]:
+    args = _maybe_json(raw_input)
+    extra: JsonObject = {}
+    if _str(payload.get("namespace")):
+        extra["namespace"] = payload["namespace"]
+    if isinstance(raw_input, str) and args is raw_input and payload.get("type") == "function_call":
+        extra["argumentsNotJson"] = True
+    blocks: list[Block] = [ToolCall(call_id=call_id, name=name, input=args, extra=extra or None)]
+    patch = _patch_from_call(name, payload, args)
+    if patch:
+        for op, path, section, move in parse_patch(patch):
+            fx: JsonObject = {"op": op}
+            if move:
+                fx["movePath"] = move
+            blocks.append(FileChange(call_id=call_id, path=path, patch=section, extra=fx))
+    yield from p.message(payload, "assistant", blocks)
+
+
+def _function_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    yield from _tool_call(p, payload, str(payload.get("name", "")), str(payload.get("call_id", "")), payload.get("arguments"))
+
+
+def _custom_tool_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    # freeform tools (apply_patch, gpt-5 family, 0.4x+): input is raw text, never parsed
+    name, call_id = str(payload.get("name", "")), str(payload.get("call_id", ""))
+    extra: JsonObject = {"namespace": payload["namespace"]} if _str(payload.get("namespace")) else {}
+    raw = payload.get("input")
+    blocks: list[Block] = [ToolCall(call_id=call_id, name=name, input=raw, extra=extra or None)]
+    patch = _patch_from_call(name, payload, raw)
+    if patch:
+        for op, path, section, move in parse_patch(patch):
+            fx: JsonObject = {"op": op}
+            if move:
+                fx["movePath"] = move
+            blocks.append(FileChange(call_id=call_id, path=path, patch=section, extra=fx))
+    yield from p.message(payload, "assistant", blocks)
+
+
+def _local_shell_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    call_id = _str(payload.get("call_id")) or _str(payload.get("id")) or ""
+    yield from _tool_call(p, payload, "local_shell", call_id, payload.get("action"))
+
+
+def _tool_search_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    yield from _tool_call(p, payload, "tool_search", str(payload.get("call_id", "")), payload.get("arguments"))
+
+
+def _tool_output(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    if payload.get("type") == "tool_search_output":
+        output: Any = payload.get("tools")
+        extra: JsonObject = {}
+    else:
+        output, extra = _output_meta(payload.get("output"))
+    code = extra.get("exitCode")
+    block = ToolResult(
+        call_id=str(payload.get("call_id", "")),
+        output=output,
+        is_error=(code != 0) if isinstance(code, int) else None,
+        extra=extra or None,
+    )
+    yield from p.message(payload, "tool", [block])
+
+
+def _web_search_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
+    query = action.get("query") or action.get("url") or action.get("pattern")
+    if not query and isinstance(action.get("queries"), list):
+        query = " | ".join(str(q) for q in action["queries"])
+    extra = {"action": action} if action else None
+    block = WebSearch(call_id=_str(payload.get("call_id")) or _str(payload.get("id")), query=str(query or ""), extra=extra)
+    yield from p.message(payload, "assistant", [block])
+
+
+def _image_generation_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    result = payload.get("result")
+    extra = {"revisedPrompt": payload["revised_prompt"]} if _str(payload.get("revised_prompt")) else None
+    try:
+        base64.b64decode(str(result), validate=True)
+        block: Block = Attachment(media_type="image/png", data=str(result), extra=extra)
+    except (ValueError, TypeError):
+        block = Unknown(source_type="image_generation_call", raw=payload)
+    yield from p.message(payload, "assistant", [block])
+
+
+def _agent_message_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    # G3 inter-agent message (0.14x): from another agent of the same session tree
+    blocks = _content_blocks(payload.get("content"))
+    extra = {"interAgent": True, "author": payload.get("author"), "recipient": payload.get("recipient")}
+    yield from p.message(payload, "user", blocks, extra)
+
+
+def _ghost_snapshot(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    # undo checkpoints written by the harness (0.4x-0.6x): not conversation content
+    commit = payload.get("ghost_commit")
+    yield Report(METADATA, "ghost_snapshot", commit.get("id") if isinstance(commit, dict) else None)
+
+
+def _opaque_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    # server-side compaction: an opaque ciphertext that resume sends back as is
+    kind = str(payload.get("type"))
+    yield from p.message(payload, "system", [Unknown(source_type=kind, raw=payload)], {"injected": True})
+
+
+ITEM_HANDLERS: dict[str, Callable[[CodexParser, JsonObject], Iterator[Row]]] = {
+    "message": _message_item,
+    "reasoning": _reasoning_item,
+    "function_call": _function_call,
+    "custom_tool_call": _custom_tool_call,
+    "local_shell_call": _local_shell_call,
+    "tool_search_call": _tool_search_call,
+    "function_call_output": _tool_output,
+    "custom_tool_call_output": _tool_output,
+    "tool_search_output": _tool_output,
+    "web_search_call": _web_search_call,
+    "image_generation_call": _image_generation_call,
+    "agent_message": _agent_message_item,
+    "ghost_snapshot": _ghost_snapshot,
+    "compaction": _opaque_item,
+    "compaction_summary": _opaque_item,
+    "context_compaction": _opaque_item,
+}
+
+
+# ---------------------------------------------------------------- events
+
+
+def _task_started(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    if _str(payload.get("turn_id")):
+        p.turn[p._seg()] = payload["turn_id"]
+    yield Report(METADATA, str(payload.get("type")))
+
+
+def _user_message_event(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    images = payload.get("local_images")
+    if isinstance(images, list) and images:
+        # G3 writes the event before the item: attach the paths to the coming message
+        p.pending_images = [str(i) for i in images]
+    detail = orjson.dumps({"local_images": images}).decode() if images else None
+    yield Report(DUPLICATE, "user_message", detail)
+
+
+def _token_count(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        yield Report(SKIPPED, "token_count", "info is null (rate limits only)")
+        return
+    seg = p._seg()
+    total = _cum(info.get("total_token_usage"))
+    if total is None:
+        last = _usage_of(info.get("last_token_usage"))
+        if last is None:
+            yield Report(SKIPPED, "token_count", "no usage")
+            return
+        yield p.usage(f"last:{p.last_assistant.get(seg)}", last)
+        return
+    prev = p.cum.get(seg)
+    if prev == total:
+        yield Report(SKIPPED, "token_count", "total already counted (repeated line or token_usage_record)")
+        return
+    with_cw = "cache_write_input_tokens" in (info.get("total_token_usage") or {})
+    if prev is None or all(t >= q for t, q in zip(total, prev)):
+        delta = [t - q for t, q in zip(total, prev or [0] * len(total))]
+        usage = _usage_from_vector(delta, with_cw)
+    else:
+        # total went down: Codex reset its counter (compaction, resume); trust "last"
+        usage = _usage_of(info.get("last_token_usage")) or _usage_from_vector(total, with_cw)
+    p.cum[seg] = total
+    tt = info["total_token_usage"].get("total_tokens")
+    yield p.usage(f"cum:{tt if isinstance(tt, int) else total[0] + total[2]}", usage)
+
+
+def _thread_name(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
+    name = _str(payload.get("thread_name"))
+    if name and not name.startswith("[trimmed"):
+        yield ThreadFact(p._seg(), {"title": name})
+    else:
+        yield Report(METADATA, "thread_name_updated")
+
+
+EVENT_HANDLERS: dict[str, Callable[[CodexParser, JsonObject], Iterator[Row]]] = {
+    "task_started": _task_started,
+    "turn_started": _task_started,
+    "user_message": _user_message_event,
+    "token_count": _token_count,
+    "thread_name_updated": _thread_name,
+}
+
+
+# ---------------------------------------------------------------- adapter
+
+
+class CodexAdapter(Adapter):
+    name = NAME
+    env_vars = ("CODEX_HOME",)
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "CODEX_HOME") or home / ".codex"
+        return [base / "sessions", base / "archived_sessions"]
+
+    def classify(self, path: Path) -> str | None:
+        name = path.name
+        if not name.startswith("rollout-"):
+            return None
+        if name.endswith(".jsonl") or name.endswith(".jsonl.zst"):
+            return LINES
+        if name.endswith(".json"):
+            return SNAPSHOT
+        return None
+
+    def detect(self, head: bytes) -> bool:
+        text = head.lstrip()
+        if text.startswith(b"{") and b'"session"' in head[:4096] and b'"items"' in head:
+            try:
+                d = orjson.loads(head)
+            except orjson.JSONDecodeError:
+                d = None
+            if isinstance(d, dict) and isinstance(d.get("session"), dict) and "items" in d:
+                return True
+        first = head.split(b"\n", 1)[0]
+        try:
+            d = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(d, dict):
+            return False
+        if d.get("type") == "session_meta" and isinstance(d.get("payload"), dict):
+            return True
+        # G1: a bare SessionMeta first line
+        return "type" not in d and isinstance(d.get("id"), str) and "timestamp" in d and "instructions" in d
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CodexParser:
+        return CodexParser(source, state)
+
+    def emit(self, thread: Any, messages: list[Message], children: Any = None, **options: Any) -> EmitResult:
+        return emit_rollout(thread, messages, children=children, **options)
+
+
+ADAPTER = CodexAdapter()
