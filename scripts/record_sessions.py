@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Record real Claude Code and Codex sessions against the scripted mock model servers.
+
+    scripts/install_clients.sh            # once: puts the CLIs in ./.clients
+    python scripts/record_sessions.py     # writes tests/fixtures/recorded/<vendor>-<version>/
+
+Each scenario (tests/clients/scenarios.py) runs in a fresh home and working folder under
+/tmp/sesh-record/, offline: the clients talk only to a mock on 127.0.0.1. The session
+files the client wrote are copied, relative to the vendor home (``projects/...`` for
+Claude Code, ``sessions/...`` for Codex), into ``<scenario>/``, next to ``scenario.json``:
+the session id, the prompts, and the conversation the client sent in its last request plus
+the scripted reply to it (what a resume must send again).
+
+Re-running this on a new client version writes a new ``<vendor>-<version>/`` folder; the
+diff against the previous version's files is the format drift to look at, and
+``pytest -m clients`` checks the new version against every recording.
+
+Invariants: nothing outside /tmp/sesh-record/ and the output folder is written; the real
+home is never read (the clients get an explicit environment); recordings stay under
+200 KB per scenario (checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+from clients import conversation as conv  # noqa: E402
+from clients import runner  # noqa: E402
+from clients.mock_servers import AnthropicMock, MockServer, ResponsesMock  # noqa: E402
+from clients.scenarios import Scenario, scenarios  # noqa: E402
+
+OUT = REPO / "tests" / "fixtures" / "recorded"
+WORK = Path("/tmp/sesh-record")
+MAX_BYTES = 200_000
+
+VENDORS = {"claude-code": "claude", "codex": "codex"}
+
+
+def final_conversations(vendor: str, mock: MockServer) -> dict[str, list[list]]:
+    """Per prompt key, the conversation of the last request with that key plus its reply.
+    The key "" holds the whole session (the last request of all)."""
+    read = conv.from_anthropic if vendor == "claude-code" else conv.from_responses
+    out: dict[str, list[list]] = {}
+    reqs = mock.model_requests()
+    for i, req in enumerate(reqs):
+        key, _prompt, _step, reply = mock.reply_for(req.body)  # type: ignore[attr-defined]
+        c = conv.to_json(read(req.body) + conv.reply_turns(reply))
+        out[key] = c
+        if i == len(reqs) - 1:
+            out[""] = c
+    return out
+
+
+def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> dict:
+    root = WORK / f"{vendor}-{sc.name}"
+    shutil.rmtree(root, ignore_errors=True)
+    home, cwd = root / "home", root / "work"
+    home.mkdir(parents=True)
+    cwd.mkdir()
+    sc = next(s for s in scenarios(vendor, cwd) if s.name == sc.name)  # paths for this cwd
+    mock_cls = AnthropicMock if vendor == "claude-code" else ResponsesMock
+    session_id: str | None = None
+    t0 = time.time()
+    with mock_cls(sc.script) as mock:
+        for prompt in sc.prompts:
+            if vendor == "claude-code":
+                res = runner.run_claude(exe, home, cwd, mock.url, prompt, resume=session_id).check()
+                session_id = res.json()["session_id"]
+            else:
+                res = runner.run_codex(exe, home, cwd, mock.url, prompt, resume=session_id).check()
+                session_id = session_id or runner.codex_session_id(runner.codex_sessions(home)[0])
+        conversations = final_conversations(vendor, mock)
+        n_requests = len(mock.requests)
+    vendor_home = home / (".claude" if vendor == "claude-code" else ".codex")
+    sub = "projects" if vendor == "claude-code" else "sessions"
+    target = dest / sc.name
+    shutil.rmtree(target, ignore_errors=True)
+    files = []
+    for f in sorted((vendor_home / sub).rglob("*")):
+        if f.is_file():
+            rel = f.relative_to(vendor_home)
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target / rel)
+            files.append(str(rel))
+    meta = {
+        "vendor": vendor,
+        "version": version,
+        "scenario": sc.name,
+        "covers": sc.covers,
+        "session_id": session_id,
+        "cwd": str(cwd),
+        "home": str(home),
+        "prompts": sc.prompts,
+        "files": files,
+        "requests": n_requests,
+        "conversation": conversations[""],
+        "conversations_by_prompt": {k: v for k, v in conversations.items() if k},
+    }
+    (target / "scenario.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    if size > MAX_BYTES:
+        raise SystemExit(f"{target}: {size} bytes, over the {MAX_BYTES} limit; shorten the scenario")
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"  {sc.name}: {len(files)} files, {size} bytes, {n_requests} requests, {time.time() - t0:.1f}s", file=sys.stderr)
+    return meta
+
+
+SOURCES = """# Recorded with the real client: {label} {version}
+
+Recorded by `scripts/record_sessions.py` with {label} {version} (npm `{package}`, installed by
+`scripts/install_clients.sh`), offline: the client talked only to the scripted mock model
+server in `tests/clients/mock_servers.py` on 127.0.0.1 ({api}). Each scenario ran in a fresh
+HOME=/tmp/sesh-record/{vendor}-<scenario>/home, cwd /tmp/sesh-record/{vendor}-<scenario>/work,
+with the command lines in `tests/clients/runner.py`. The files are copied byte for byte from
+the vendor home ({vhome}), keeping their paths relative to it. `scenario.json` holds the
+session id, the prompts (the second and later ones were sent with resume) and the
+conversation the client sent in its last request plus the mock's reply
+(`tests/clients/conversation.py` format).
+
+| scenario | covers | files |
+|---|---|---|
+{rows}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vendor", choices=sorted(VENDORS), action="append", help="default: both")
+    ap.add_argument("--scenario", action="append", help="record only these scenario names")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    for vendor in args.vendor or sorted(VENDORS):
+        exe = runner.find_client(VENDORS[vendor])
+        if exe is None:
+            print(f"{vendor}: client not installed (run scripts/install_clients.sh); skipped", file=sys.stderr)
+            continue
+        version = runner.client_version(exe)
+        dest = args.out / f"{vendor}-{version}"
+        dest.mkdir(parents=True, exist_ok=True)
+        print(f"{vendor} {version} -> {dest}", file=sys.stderr)
+        for sc in scenarios(vendor, WORK):
+            if args.scenario and sc.name not in args.scenario:
+                continue
+            record(vendor, exe, version, sc, dest)
+        rows = []
+        for meta_path in sorted(dest.glob("*/scenario.json")):
+            meta = json.loads(meta_path.read_text())
+            rows.append(f"| `{meta['scenario']}` | {meta['covers']} | {', '.join('`' + f + '`' for f in meta['files'])} |")
+        claude = vendor == "claude-code"
+        (dest / "SOURCES.md").write_text(SOURCES.format(
+            label="Claude Code" if claude else "Codex CLI", version=version, vendor=vendor,
+            package="@anthropic-ai/claude-code" if claude else "@openai/codex",
+            api="Anthropic Messages API, streaming" if claude else "OpenAI Responses API, SSE; config.toml model_provider \"mock\"",
+            vhome="`~/.claude`" if claude else "`~/.codex`", rows="\n".join(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,262 @@
+"""One normalised view of a conversation, from three places: what Claude Code sends to the
+Anthropic Messages API, what Codex sends to the Responses API, and a canonical thread
+(archive.model messages). Comparing two of them is how the harness checks that a client
+resumed exactly the history we recorded, archived or emitted.
+
+A conversation is a list of :class:`Turn` ``(role, kind, name, value)``:
+
+==============  ============  ==========  ==========================================
+kind            role          name        value
+==============  ============  ==========  ==========================================
+``text``        user/assist.  None        the text
+``reasoning``   assistant     None        thinking text / reasoning summary (or None)
+``tool_call``   assistant     tool name   input: dict (JSON arguments) or str (freeform)
+``tool_result`` tool          None        output as text (images as ``[image <type>]``)
+``image``       user          None        media type
+``web_search``  assistant     None        the query
+==============  ============  ==========  ==========================================
+
+Invariants:
+
+* Client-injected context is not conversation: Claude ``<system-reminder>`` blocks, Codex
+  developer messages and ``<environment_context>``-style user messages, and canonical
+  ``system`` messages are left out by every reader the same way.
+* Reading never raises on unknown shapes: an unknown block becomes kind ``unknown`` with
+  its type as the name, so a format change shows up as a diff, not as a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+
+class Turn(NamedTuple):
+    role: str
+    kind: str
+    name: str | None
+    value: Any
+
+
+Conversation = list[Turn]
+
+# Text the clients add to user messages as context (not typed by the user).
+CONTEXT_PREFIXES = (
+    "<system-reminder>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<skills_instructions>",
+    "<permissions instructions>",
+    "<collaboration_mode>",
+    "<apps_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
+
+
+def is_context(text: str) -> bool:
+    return text.lstrip().startswith(CONTEXT_PREFIXES)
+
+
+def _maybe_json(value: Any) -> Any:
+    """Tool inputs are compared as JSON values; Codex sends function arguments as a string."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def output_text(output: Any) -> str:
+    """A tool output as text: strings as they are, content lists joined by newlines, images
+    as ``[image <media type>]``, anything else as compact JSON."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        parts = []
+        for c in output:
+            if not isinstance(c, dict):
+                parts.append(str(c))
+                continue
+            t = c.get("type")
+            if t in ("text", "input_text", "output_text"):
+                parts.append(c.get("text", ""))
+            elif t == "image":
+                parts.append(f"[image {(c.get('source') or {}).get('media_type')}]")
+            elif t == "input_image":
+                parts.append(f"[image {_data_url_type(c.get('image_url'))}]")
+            else:
+                parts.append(json.dumps(c, sort_keys=True))
+        return "\n".join(parts)
+    return json.dumps(output, sort_keys=True)
+
+
+def _data_url_type(url: Any) -> str | None:
+    if isinstance(url, str) and url.startswith("data:"):
+        return url[5:].split(";", 1)[0]
+    return None
+
+
+# ---------------------------------------------------------------- Anthropic Messages API
+
+
+def from_anthropic(body: dict[str, Any]) -> Conversation:
+    """The conversation in one Messages API request body (``messages``; ``system`` is context)."""
+    out: Conversation = []
+    for m in body.get("messages") or []:
+        role = m.get("role", "?")
+        content = m.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for b in content or []:
+            out.extend(_anthropic_block(role, b))
+    return out
+
+
+def _anthropic_block(role: str, b: dict[str, Any]) -> list[Turn]:
+    t = b.get("type")
+    if t == "text":
+        text = b.get("text", "")
+        return [] if is_context(text) else [Turn(role, "text", None, text)]
+    if t == "thinking":
+        return [Turn("assistant", "reasoning", None, b.get("thinking") or None)]
+    if t == "redacted_thinking":
+        return [Turn("assistant", "reasoning", None, None)]
+    if t == "tool_use":
+        return [Turn("assistant", "tool_call", b.get("name"), b.get("input"))]
+    if t == "tool_result":
+        return [Turn("tool", "tool_result", None, output_text(b.get("content")))]
+    if t == "image":
+        return [Turn(role, "image", None, (b.get("source") or {}).get("media_type"))]
+    return [Turn(role, "unknown", str(t), None)]
+
+
+# ---------------------------------------------------------------- OpenAI Responses API
+
+
+def from_responses(body: dict[str, Any]) -> Conversation:
+    """The conversation in one Responses API request body (``input``; ``instructions`` and
+    developer messages are context)."""
+    out: Conversation = []
+    for it in body.get("input") or []:
+        out.extend(_responses_item(it))
+    return out
+
+
+def _responses_item(it: dict[str, Any]) -> list[Turn]:
+    t = it.get("type", "message")
+    if t == "message":
+        role = it.get("role", "?")
+        if role in ("developer", "system"):
+            return []
+        content = it.get("content")
+        if isinstance(content, str):
+            content = [{"type": "input_text", "text": content}]
+        out = []
+        for c in content or []:
+            ct = c.get("type")
+            if ct in ("input_text", "output_text", "text"):
+                if not is_context(c.get("text", "")):
+                    out.append(Turn(role, "text", None, c.get("text", "")))
+            elif ct == "input_image":
+                out.append(Turn(role, "image", None, _data_url_type(c.get("image_url"))))
+            else:
+                out.append(Turn(role, "unknown", str(ct), None))
+        return out
+    if t == "reasoning":
+        summary = "\n".join(s.get("text", "") for s in it.get("summary") or [])
+        return [Turn("assistant", "reasoning", None, summary or None)]
+    if t == "function_call":
+        return [Turn("assistant", "tool_call", it.get("name"), _maybe_json(it.get("arguments")))]
+    if t == "custom_tool_call":
+        return [Turn("assistant", "tool_call", it.get("name"), it.get("input"))]
+    if t in ("function_call_output", "custom_tool_call_output"):
+        return [Turn("tool", "tool_result", None, output_text(it.get("output")))]
+    if t == "web_search_call":
+        return [Turn("assistant", "web_search", None, (it.get("action") or {}).get("query"))]
+    return [Turn("?", "unknown", str(t), None)]
+
+
+# ---------------------------------------------------------------- canonical thread
+
+
+def from_canonical(messages: Iterable[Any]) -> Conversation:
+    """The conversation in canonical messages (``archive.model.Message``, or their dicts)."""
+    from archive import model as m
+
+    out: Conversation = []
+    for msg in messages:
+        if isinstance(msg, dict):
+            msg = m.Message.from_dict(msg)
+        if msg.role == "system":
+            continue
+        for b in msg.content:
+            if isinstance(b, m.Text):
+                if not is_context(b.text):
+                    out.append(Turn("assistant" if msg.role == "assistant" else "user", "text", None, b.text))
+            elif isinstance(b, m.Reasoning):
+                out.append(Turn("assistant", "reasoning", None, b.text or None))
+            elif isinstance(b, m.ToolCall):
+                out.append(Turn("assistant", "tool_call", b.name, _maybe_json(b.input)))
+            elif isinstance(b, m.ToolResult):
+                out.append(Turn("tool", "tool_result", None, output_text(b.output)))
+            elif isinstance(b, m.Attachment):
+                out.append(Turn("user", "image", None, b.media_type))
+            elif isinstance(b, m.WebSearch):
+                out.append(Turn("assistant", "web_search", None, b.query))
+            # FileChange is derived from a tool call and Unknown is not sent to a model
+    return out
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def project(conv: Sequence[Turn], kinds: Iterable[str] = ("text", "tool_call", "tool_result"),
+            names: bool = True, values: bool = True) -> Conversation:
+    """A coarser view for comparisons across vendors (tool names and inputs differ there)."""
+    keep = set(kinds)
+    return [Turn(t.role, t.kind, t.name if names else None, t.value if values else None) for t in conv if t.kind in keep]
+
+
+def diff(expected: Sequence[Turn], actual: Sequence[Turn]) -> str:
+    """A readable, line-per-turn unified diff ('' when equal)."""
+    import difflib
+
+    def lines(conv: Sequence[Turn]) -> list[str]:
+        return [json.dumps(list(t), sort_keys=True, default=str)[:400] for t in conv]
+
+    return "\n".join(difflib.unified_diff(lines(expected), lines(actual), "expected", "actual", lineterm=""))
+
+
+def assert_same(expected: Sequence[Turn], actual: Sequence[Turn]) -> None:
+    if list(expected) != list(actual):
+        raise AssertionError("conversations differ:\n" + diff(expected, actual))
+
+
+def to_json(conv: Sequence[Turn]) -> list[list[Any]]:
+    return [list(t) for t in conv]
+
+
+def from_json(data: list[list[Any]]) -> Conversation:
+    return [Turn(*t) for t in data]
+
+
+def reply_turns(reply: Sequence[Any]) -> Conversation:
+    """A mock's scripted reply as turns (what the client will store after the request)."""
+    from .mock_servers import Text, Thinking, Tool, WebSearchCall
+
+    out: Conversation = []
+    for p in reply:
+        if isinstance(p, Text):
+            out.append(Turn("assistant", "text", None, p.text))
+        elif isinstance(p, Thinking):
+            out.append(Turn("assistant", "reasoning", None, p.text))
+        elif isinstance(p, Tool):
+            out.append(Turn("assistant", "tool_call", p.name, p.input))
+        elif isinstance(p, WebSearchCall):
+            out.append(Turn("assistant", "web_search", None, p.query))
+    return out

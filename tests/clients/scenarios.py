@@ -1,0 +1,122 @@
+"""The scripted sessions recorded from the real clients (scripts/record_sessions.py) and
+replayed by tests/test_clients.py.
+
+Invariants:
+
+* A scenario is data: prompts (the first one starts the session, the others continue it
+  with ``--resume``) and a :class:`Script` keyed by a tag in each prompt (``[bash]``), so
+  the mock's reply depends only on the request, never on server state.
+* Scripts may depend on the working folder (Claude Code's file tools take absolute paths),
+  hence functions of ``cwd``.
+* Every tool call does something real and quick in the working folder; nothing touches the
+  network or anything outside ``cwd``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .mock_servers import Script, Text, Thinking, Tool, WebSearchCall
+
+# A 1x1 red PNG, written by the image scenarios so the client reads a real image file.
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+RESUME_PROMPT = "[resume-check] One more thing: reply OK."
+RESUME_REPLY = "OK."
+
+
+@dataclass
+class Scenario:
+    name: str
+    vendor: str  # "claude-code" | "codex"
+    prompts: list[str]
+    script: Script
+    covers: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # files to create in cwd first
+
+
+def _with_resume_check(turns: dict[str, list[list]]) -> Script:
+    return Script(turns={**turns, "[resume-check]": [[Text(RESUME_REPLY)]]})
+
+
+def claude_scenarios(cwd: Path) -> list[Scenario]:
+    hello = str(cwd / "hello.py")
+    dot = str(cwd / "dot.png")
+    return [
+        Scenario("text", "claude-code", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "thinking with a signature, text, a second turn added by --resume"),
+        Scenario("bash", "claude-code", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("Bash", {"command": "echo hello-from-bash", "description": "Print a greeting"})],
+                [Tool("Bash", {"command": "ls /nonexistent-sesh-dir", "description": "List a missing folder"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "Bash tool calls, one succeeding and one failing (is_error)"),
+        Scenario("files", "claude-code", ["[files] Create and edit hello.py."], _with_resume_check({
+            "[files]": [
+                [Tool("Write", {"file_path": hello, "content": "print('hello')\n"})],
+                [Tool("Edit", {"file_path": hello, "old_string": "print('hello')", "new_string": "print('hello, world')"})],
+                [Text("hello.py now prints hello, world.")],
+            ],
+        }), "Write (create) and Edit with structuredPatch in toolUseResult"),
+        Scenario("image", "claude-code", ["[image] Look at dot.png."], _with_resume_check({
+            "[image]": [
+                [Tool("Bash", {"command": f"echo {PNG_B64} | base64 -d > dot.png", "description": "Write a PNG"})],
+                [Tool("Read", {"file_path": dot})],
+                [Text("It is a 1x1 red pixel.")],
+            ],
+        }), "Read of a PNG: an image block inside a tool_result"),
+        Scenario("agent", "claude-code", ["[agent] Ask a helper to count."], _with_resume_check({
+            "[agent]": [
+                [Tool("Agent", {"description": "Count to three", "prompt": "[subagent] Count to three with echo.",
+                                "subagent_type": "general-purpose"})],
+                [Text("The helper counted to three.")],
+            ],
+            "[subagent]": [
+                [Tool("Bash", {"command": "echo 1 2 3", "description": "Count"})],
+                [Text("1 2 3")],
+            ],
+        }), "Agent tool: subagents/agent-*.jsonl and agent-*.meta.json, the trunk tool_result"),
+    ]
+
+
+def codex_scenarios(cwd: Path) -> list[Scenario]:
+    add = "*** Begin Patch\n*** Add File: hello.py\n+print('hello')\n*** End Patch\n"
+    update = "*** Begin Patch\n*** Update File: hello.py\n@@\n-print('hello')\n+print('hello, world')\n*** End Patch\n"
+    return [
+        Scenario("text", "codex", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "reasoning summary with encrypted_content, text, a second turn added by exec resume"),
+        Scenario("exec", "codex", ["[exec] Run two commands."], _with_resume_check({
+            "[exec]": [
+                [Text("Running echo."), Tool("exec_command", {"cmd": "echo hello-from-exec"})],
+                [Tool("exec_command", {"cmd": "ls /nonexistent-sesh-dir"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "exec_command function calls, one succeeding and one failing"),
+        Scenario("patch", "codex", ["[patch] Create and edit hello.py."], _with_resume_check({
+            "[patch]": [
+                [Tool("apply_patch", add)],
+                [Tool("apply_patch", update)],
+                [Text("hello.py now prints hello, world.")],
+            ],
+        }), "apply_patch as a freeform custom_tool_call (Add File, Update File), patch_apply_end"),
+        Scenario("image", "codex", ["[image] Look at dot.png."], _with_resume_check({
+            "[image]": [
+                [Tool("exec_command", {"cmd": f"echo {PNG_B64} | base64 -d > dot.png"})],
+                [Tool("view_image", {"path": str(cwd / "dot.png")})],
+                [Text("It is a 1x1 red pixel.")],
+            ],
+        }), "view_image: an input_image (data URL) in a function_call_output"),
+        Scenario("websearch", "codex", ["[websearch] Search the web for sesh-archive."], _with_resume_check({
+            "[websearch]": [[WebSearchCall("sesh-archive sqlite session logs"), Text("I searched the web.")]],
+        }), "a web_search_call item (server-side tool, no output item)"),
+    ]
+
+
+def scenarios(vendor: str, cwd: Path) -> list[Scenario]:
+    return claude_scenarios(cwd) if vendor == "claude-code" else codex_scenarios(cwd)
