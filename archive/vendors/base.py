@@ -53,8 +53,11 @@ INVALID = "invalid"  # JSON, but not the vendor's shape
 REFUSED = "refused"  # the whole file refused (for example a newer format version)
 WARNING = "warning"  # the message is kept, but something about it is off
 UNEXPLAINED = "unexplained"  # written by ingest when a parser yields nothing for a line
+ADAPTER_ERROR = "adapter_error"  # written by ingest when a parser raised (a bug to fix)
 
-REPORT_KINDS = (METADATA, SKIPPED, DUPLICATE, UNKNOWN, PARSE_ERROR, INVALID, REFUSED, WARNING, UNEXPLAINED)
+REPORT_KINDS = (
+    METADATA, SKIPPED, DUPLICATE, UNKNOWN, PARSE_ERROR, INVALID, REFUSED, WARNING, UNEXPLAINED, ADAPTER_ERROR,
+)
 
 LINES = "lines"  # append-only JSON Lines file, read incrementally
 SNAPSHOT = "snapshot"  # whole document rewritten in place; each changed version is a generation

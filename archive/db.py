@@ -1,0 +1,100 @@
+"""Opening the archive database.
+
+Invariants:
+
+* The file is created with mode 0600 before SQLite writes a byte: it holds whatever
+  secrets users pasted into their agents. WAL and SHM side files get the same mode.
+* Every open applies pending migrations (``archive.migrations``), so a database is always
+  at the current schema; a read-only open never migrates and never creates.
+* WAL journal and a busy timeout, so readers (Datasette, ``search``) keep working while an
+  ingest writes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from .migrations import migrations
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class ArchiveError(Exception):
+    """A domain error the CLI turns into a message and exit code 1."""
+
+
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("SESH_ARCHIVE_DB"):
+        return Path(os.path.expanduser(env["SESH_ARCHIVE_DB"]))
+    data_home = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data_home) / "sesh-archive" / "archive.db"
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+
+
+def open_db(path: str | os.PathLike[str], *, migrate: bool = True) -> Database:
+    """Open (creating privately if needed) and migrate the archive at ``path``."""
+    path = Path(path)
+    if not path.exists():
+        old_umask = os.umask(0o077)
+        try:
+            _create_private(path)
+        except FileExistsError:
+            pass
+        finally:
+            os.umask(old_umask)
+    old_umask = os.umask(0o077)  # the -wal and -shm files SQLite creates next to it
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        db = Database(conn)
+        if migrate:
+            migrations.apply(db)
+    finally:
+        os.umask(old_umask)
+    return db
+
+
+def open_readonly(path: str | os.PathLike[str]) -> Database:
+    """Open an existing archive for reading only; never creates or migrates."""
+    path = Path(path)
+    if not path.exists():
+        raise ArchiveError(f"no archive at {path}: run `sesh-archive ingest` first")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return Database(conn)
+
+
+def dump_tables(db: Database, exclude: tuple[str, ...] = ("ingest_runs", "_sqlite_migrations")) -> dict[str, list[tuple]]:
+    """Every row of every ordinary table, in a canonical order, surrogate block ids left out.
+    The invariant tests (idempotent, incremental = whole, rebuild = ingest) compare these."""
+    out: dict[str, list[tuple]] = {}
+    for table in db.table_names():
+        if table in exclude or table.startswith("blocks_fts") or table.startswith("sqlite_"):
+            continue
+        cols = [c.name for c in db[table].columns]
+        if table in ("blocks", "source_lines"):
+            cols = [c for c in cols if c != "id"]
+        sql = f"select {', '.join(cols)} from [{table}]"
+        rows = [tuple(r) for r in db.execute(sql).fetchall()]
+        out[table] = sorted(rows, key=repr)
+    # the full-text index must agree with the blocks it indexes
+    fts = db.execute(
+        "select b.message_id, b.position from blocks_fts f join blocks b on b.id = f.rowid "
+        "where blocks_fts match 'a OR the OR e' order by 1, 2"
+    ).fetchall() if "blocks_fts" in db.table_names() else []
+    out["blocks_fts(sample)"] = [tuple(r) for r in fts]
+    return out

@@ -1,0 +1,898 @@
+"""Discovery, source identity, offsets, generations and transactions: the ingest engine.
+
+Invariants (DESIGN.md; each has a test in tests/test_ingest*.py):
+
+* **Idempotent.** A file whose size, mtime and inode are unchanged is not opened again
+  (unless it ended in a torn line that may now be taken), and re-reading committed bytes
+  never adds rows: every row is keyed by ``(source, generation, offset)``.
+* **Incremental = whole.** Only complete lines are consumed; a torn last line waits for a
+  later run (or is taken once the file has been idle ``idle_seconds`` and it parses). The
+  parser's state is saved with the offset, so a file read in k pieces yields the rows of
+  one read.
+* **Crash-safe.** Lines, the rows derived from them, the new offset and the parser state
+  are committed in one transaction per batch.
+* **Lossless.** Every consumed line is stored byte for byte (compressed) in
+  ``source_lines``; ``restore`` writes any generation back. A file whose committed bytes
+  no longer match (shorter, last committed line changed, or a new first line at a known
+  path) becomes a new generation read from 0; older generations stay.
+* **Identity by content.** A source is ``provider + sha256(first line)`` (snapshots: the
+  adapter's path key), never its path: a moved or copied file continues where it was,
+  and a file that continues an *older* generation (clm's ``.bak``) extends that one.
+* **Nothing silent.** A line that yields no row gets an ``unexplained`` report; a blank
+  line a ``skipped`` one; a parser exception an ``adapter_error``; unreadable files,
+  broken links and link loops are listed in the run's problems.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import os
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+from sqlite_utils import Database
+
+from .db import ArchiveError
+from .projection import Projector, dumps, fold_thread
+from .vendors import VENDORS
+from .vendors import get as get_adapter
+from .vendors.base import (
+    ADAPTER_ERROR,
+    LINES,
+    SKIPPED,
+    SNAPSHOT,
+    UNEXPLAINED,
+    Adapter,
+    Report,
+    Row,
+    SourceInfo,
+    stable_id,
+)
+
+CHUNK = 1 << 20
+BATCH_LINES = 5000
+BATCH_BYTES = 16 << 20
+DEFAULT_IDLE_SECONDS = 3600
+HEAD_BYTES = 64 << 10
+
+CODEC_RAW, CODEC_ZLIB, CODEC_ZSTD = 0, 1, 2
+_MIN_COMPRESS = 96
+
+
+class IngestLocked(ArchiveError):
+    """Another ingest holds the lock."""
+
+
+# ---------------------------------------------------------------- options and summary
+
+
+@dataclass
+class IngestOptions:
+    providers: tuple[str, ...] = ()
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    batch_lines: int = BATCH_LINES
+    batch_bytes: int = BATCH_BYTES
+    env: Mapping[str, str] | None = None
+    progress: Callable[[str, int], None] | None = None  # (path, bytes read so far in this run)
+
+
+@dataclass
+class Summary:
+    command: str = "ingest"
+    files_seen: int = 0
+    files_changed: int = 0
+    bytes_read: int = 0
+    lines: int = 0
+    messages_added: int = 0
+    reports: Counter[str] = field(default_factory=Counter)
+    problems: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failed: int = 0
+    elapsed: float = 0.0
+    run_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "run_id": self.run_id,
+            "files_seen": self.files_seen,
+            "files_changed": self.files_changed,
+            "bytes_read": self.bytes_read,
+            "lines": self.lines,
+            "messages_added": self.messages_added,
+            "reports": dict(sorted(self.reports.items())),
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "failed": self.failed,
+            "elapsed_seconds": round(self.elapsed, 3),
+        }
+
+    def line(self) -> str:
+        reports = ", ".join(f"{k} {v}" for k, v in sorted(self.reports.items())) or "none"
+        return (
+            f"{self.command}: {self.files_seen} files seen, {self.files_changed} changed, "
+            f"{self.bytes_read:,} bytes, {self.lines:,} lines, {self.messages_added:,} messages added; "
+            f"reports: {reports}; {len(self.problems)} problems, {len(self.warnings)} warnings; "
+            f"{self.elapsed:.2f}s"
+        )
+
+
+# ---------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    adapter: Adapter
+    kind: str
+
+
+def _walk(root: Path, problems: list[dict[str, str]]) -> Iterator[Path]:
+    """Files below root, following links, reporting broken links and link loops."""
+    seen_dirs: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+        except OSError as e:
+            problems.append({"path": str(d), "problem": "unreadable folder", "detail": str(e)})
+            continue
+        if (st.st_dev, st.st_ino) in seen_dirs:
+            problems.append({"path": str(d), "problem": "link loop"})
+            continue
+        seen_dirs.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as e:
+            problems.append({"path": str(d), "problem": "unreadable folder", "detail": str(e)})
+            continue
+        subdirs = []
+        for e in entries:
+            p = Path(e.path)
+            try:
+                if e.is_dir(follow_symlinks=True):
+                    subdirs.append(p)
+                elif e.is_file(follow_symlinks=True):
+                    yield p
+                elif e.is_symlink():
+                    problems.append({"path": str(p), "problem": "broken link"})
+            except OSError as err:  # ELOOP on a self-referencing link
+                problems.append({"path": str(p), "problem": "link loop", "detail": str(err)})
+        stack.extend(reversed(subdirs))
+
+
+def _adapters(providers: Iterable[str]) -> list[Adapter]:
+    providers = tuple(providers)
+    if not providers:
+        return list(VENDORS)
+    out = []
+    for name in providers:
+        try:
+            out.append(get_adapter(name))
+        except KeyError:
+            raise ArchiveError(f"unknown provider {name!r}; known: {', '.join(a.name for a in VENDORS)}")
+    return out
+
+
+def discover(
+    paths: Iterable[str | os.PathLike[str]] | None,
+    adapters: list[Adapter],
+    env: Mapping[str, str],
+    problems: list[dict[str, str]],
+) -> Iterator[Candidate]:
+    """Candidates from explicit paths (files or folders), or from each vendor's default roots."""
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    seen: set[str] = set()
+
+    def emit(p: Path, a: Adapter, kind: str) -> Iterator[Candidate]:
+        key = os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
+            yield Candidate(Path(key), a, kind)
+
+    if not paths:
+        for a in adapters:
+            for root in a.default_roots(env, home):
+                if not root.exists():
+                    continue
+                for p in _walk(root, problems):
+                    kind = a.classify(p)
+                    if kind:
+                        yield from emit(p, a, kind)
+        return
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            for f in _walk(p, problems):
+                for a in adapters:
+                    kind = a.classify(f)
+                    if kind:
+                        yield from emit(f, a, kind)
+                        break
+        elif p.is_file():
+            picked = next(((a, k) for a in adapters if (k := a.classify(p))), None)
+            if picked is None:
+                head = _head(p)
+                detected = next((a for a in adapters if head is not None and a.detect(head)), None)
+                if detected is None:
+                    problems.append({"path": str(p), "problem": "no adapter recognises this file"})
+                    continue
+                picked = (detected, LINES)
+            yield from emit(p, *picked)
+        elif os.path.islink(p):
+            problems.append({"path": str(p), "problem": "broken link"})
+        else:
+            problems.append({"path": str(p), "problem": "not found"})
+
+
+def _head(p: Path) -> bytes | None:
+    try:
+        with _open_stream(p) as f:
+            return f.read(HEAD_BYTES)
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------- reading
+
+
+@contextmanager
+def _open_stream(path: Path) -> Iterator[BinaryIO]:
+    """The file's bytes; ``.zst`` files (Codex archives) are decompressed transparently,
+    and offsets then count decompressed bytes."""
+    with open(path, "rb") as raw:
+        if path.name.endswith(".zst"):
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as z:
+                yield z  # type: ignore[misc]
+        else:
+            yield raw
+
+
+def _seek(f: BinaryIO, offset: int) -> None:
+    try:
+        f.seek(offset)
+    except (io.UnsupportedOperation, OSError):
+        remaining = offset
+        while remaining > 0:
+            got = f.read(min(CHUNK, remaining))
+            if not got:
+                break
+            remaining -= len(got)
+
+
+def _read_range(path: Path, start: int, end: int) -> bytes:
+    with _open_stream(path) as f:
+        _seek(f, start)
+        return f.read(end - start)
+
+
+class _LineReader:
+    """Complete lines from the current position; ``tail`` holds the bytes after the last newline."""
+
+    def __init__(self, f: BinaryIO, offset: int) -> None:
+        self.f = f
+        self.offset = offset
+        self.tail = b""
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        pending: list[bytes] = []
+        pos = self.offset
+        while True:
+            chunk = self.f.read(CHUNK)
+            if not chunk:
+                break
+            self.bytes_read += len(chunk)
+            parts = chunk.split(b"\n")
+            if len(parts) == 1:
+                pending.append(chunk)
+                continue
+            first = parts[0]
+            if pending:
+                pending.append(first)
+                first = b"".join(pending)
+                pending = []
+            yield pos, first
+            pos += len(first) + 1
+            for line in parts[1:-1]:
+                yield pos, line
+                pos += len(line) + 1
+            if parts[-1]:
+                pending.append(parts[-1])
+        self.tail = b"".join(pending)
+        self.offset = pos
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+# ---------------------------------------------------------------- compression
+
+
+class _Codec:
+    def __init__(self) -> None:
+        import zstandard
+
+        self._c = zstandard.ZstdCompressor(level=3)
+        self._d = zstandard.ZstdDecompressor()
+
+    def pack(self, data: bytes) -> tuple[int, bytes]:
+        if len(data) < _MIN_COMPRESS:
+            return CODEC_RAW, data
+        packed = self._c.compress(data)
+        if len(packed) >= len(data) * 0.95:
+            return CODEC_RAW, data
+        return CODEC_ZSTD, packed
+
+    def unpack(self, codec: int, data: bytes) -> bytes:
+        if codec == CODEC_RAW:
+            return bytes(data)
+        if codec == CODEC_ZSTD:
+            return self._d.decompress(data)
+        if codec == CODEC_ZLIB:
+            import zlib
+
+            return zlib.decompress(data)
+        raise ArchiveError(f"unknown line codec {codec}")
+
+
+# ---------------------------------------------------------------- the engine
+
+
+@dataclass
+class _Gen:
+    source_id: int | None  # None until the first batch commits
+    uid: str
+    provider: str
+    kind: str
+    generation: int
+    end_offset: int
+    line_count: int
+    state: dict[str, Any] | None
+    fingerprint: str
+    register_fingerprint: bool = False  # a known source seen with a new first line
+    content_sha: str | None = None  # snapshots: sha256 of the document
+
+
+class Engine:
+    """Reads sources into the archive. One instance per command; holds the write lock's db."""
+
+    def __init__(self, db: Database, options: IngestOptions | None = None, command: str = "ingest") -> None:
+        self.db = db
+        self.conn = db.conn
+        self.options = options or IngestOptions()
+        self.codec = _Codec()
+        self.summary = Summary(command=command)
+        self.projector = Projector(self.conn)
+        self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+
+    # -- run bookkeeping
+    def _start_run(self) -> None:
+        self.conn.execute("UPDATE ingest_runs SET status = 'interrupted' WHERE status = 'running'")
+        cur = self.conn.execute(
+            "INSERT INTO ingest_runs (command, started_at, status) VALUES (?, ?, 'running')",
+            (self.summary.command, datetime.now(timezone.utc).isoformat(timespec="seconds")),
+        )
+        self.summary.run_id = cur.lastrowid
+
+    def _finish_run(self, started: float) -> None:
+        s = self.summary
+        s.elapsed = time.monotonic() - started
+        self.conn.execute(
+            "UPDATE ingest_runs SET finished_at = ?, elapsed_seconds = ?, files_seen = ?, files_changed = ?, "
+            "bytes_read = ?, lines = ?, messages_added = ?, reports = ?, problems = ?, status = ? WHERE id = ?",
+            (
+                datetime.now(timezone.utc).isoformat(timespec="seconds"), round(s.elapsed, 3), s.files_seen,
+                s.files_changed, s.bytes_read, s.lines, s.messages_added, dumps(dict(s.reports)),
+                dumps({"problems": s.problems, "warnings": s.warnings}),
+                "failed" if s.failed else "ok", s.run_id,
+            ),
+        )  # fmt: skip
+
+    # -- public
+    def ingest(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> Summary:
+        started = time.monotonic()
+        env = self.options.env if self.options.env is not None else os.environ
+        adapters = _adapters(self.options.providers)
+        self._start_run()
+        self.path_stats = {
+            r[0]: tuple(r[1:]) for r in self.conn.execute(
+                "SELECT path, size, mtime_ns, inode, pending, missing FROM source_paths"
+            )
+        }  # fmt: skip
+        touched: set[int] = set()
+        seen_paths: set[str] = set()
+        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems):
+            self.summary.files_seen += 1
+            seen_paths.add(str(cand.path))
+            try:
+                sid = self._ingest_file(cand)
+                if sid is not None:
+                    touched.add(sid)
+                if self.options.progress is not None:
+                    self.options.progress(str(cand.path), self.summary.bytes_read)
+            except OSError as e:
+                self.summary.failed += 1
+                self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
+                self._rollback()
+        if not paths:
+            self._mark_missing(seen_paths, {a.name for a in adapters})
+        self._warn_empty(touched)
+        self.summary.messages_added = self.projector.messages_added
+        self._finish_run(started)
+        return self.summary
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.projector.dirty_threads.clear()
+
+    # -- one file
+    def _ingest_file(self, cand: Candidate) -> int | None:
+        path, adapter = cand.path, cand.adapter
+        st = path.stat()
+        stat_key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        known = self.path_stats.get(str(path))
+        if known is not None and tuple(known[:3]) == stat_key and not known[3] and not known[4]:
+            return None
+        if cand.kind == SNAPSHOT:
+            return self._ingest_snapshot(cand, st)
+        return self._ingest_lines(cand, st)
+
+    def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
+        return self.conn.execute(
+            "SELECT s.id, s.uid, s.kind FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+            "WHERE f.provider = ? AND f.fingerprint = ?",
+            (provider, fingerprint),
+        ).fetchone()
+
+    def _source_for_path(self, path: Path) -> tuple[int, str, str] | None:
+        return self.conn.execute(
+            "SELECT s.id, s.uid, s.kind FROM source_paths p JOIN sources s ON s.id = p.source_id WHERE p.path = ?",
+            (str(path),),
+        ).fetchone()
+
+    def _ingest_lines(self, cand: Candidate, st: os.stat_result) -> int | None:
+        path, adapter = cand.path, cand.adapter
+        idle = (time.time() - st.st_mtime) >= self.options.idle_seconds
+        with _open_stream(path) as f:
+            first = _first_line(f)
+        if first is None:
+            self._record_path(None, path, st, pending=1)
+            return None
+        first_line, terminated = first
+        if not terminated and not (idle and _parses(first_line)):
+            self._record_path(None, path, st, pending=1)
+            return None
+        fingerprint = hashlib.sha256(first_line).hexdigest()
+        gen = self._choose_generation(adapter.name, fingerprint, path, st, LINES)
+        return self._read_lines(cand, st, gen, idle)
+
+    def _choose_generation(self, provider: str, fingerprint: str, path: Path, st: os.stat_result, kind: str) -> _Gen:
+        found = self._lookup_source(provider, fingerprint)
+        new_fingerprint = found is None
+        if found is None:
+            found = self._source_for_path(path)  # same path, new first line: a rewrite
+        if found is None:
+            uid = stable_id(provider, fingerprint)
+            return _Gen(None, uid, provider, kind, 1, 0, 0, None, fingerprint)
+        source_id, uid, _ = found
+        gens = self.conn.execute(
+            "SELECT generation, end_offset, line_count, last_line_offset, last_line_sha, parser_state "
+            "FROM generations WHERE source_id = ? ORDER BY generation DESC",
+            (source_id,),
+        ).fetchall()
+        if not new_fingerprint and kind == LINES:
+            compressed = path.name.endswith(".zst")
+            for g, end, count, last_off, last_sha, state in gens:
+                if not compressed and st.st_size < end:
+                    continue
+                if last_off is None:
+                    continue
+                if hashlib.sha256(_read_range(path, last_off, end)).hexdigest() == last_sha:
+                    return _Gen(source_id, uid, provider, kind, g, end, count,
+                                orjson.loads(state) if state else None, fingerprint)  # fmt: skip
+        top = gens[0][0] if gens else 0
+        return _Gen(source_id, uid, provider, kind, top + 1, 0, 0, None, fingerprint, new_fingerprint)
+
+    def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
+        path, adapter = cand.path, cand.adapter
+        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, LINES), gen.state)
+        batch: list[tuple[int, bytes, int, list[Row]]] = []
+        batch_bytes = 0
+        changed = False
+        with _open_stream(path) as f:
+            _seek(f, gen.end_offset)
+            reader = _LineReader(f, gen.end_offset)
+            for offset, line in reader:
+                batch.append((offset, line, 1, self._feed(parser, offset, line)))
+                batch_bytes += len(line) + 1
+                if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
+                    self._commit(gen, parser, batch, path, st, final=False)
+                    changed = True
+                    batch, batch_bytes = [], 0
+            tail = reader.tail
+            self.summary.bytes_read += reader.bytes_read
+        pending = len(tail)
+        if tail and idle and _parses(tail):
+            batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
+            pending = 0
+        if batch or gen.source_id is None or changed:
+            self._commit(gen, parser, batch, path, st, final=True, pending=pending)
+            changed = True
+        else:
+            self._record_path(gen, path, st, pending=pending)
+        if changed:
+            self.summary.files_changed += 1
+        return gen.source_id
+
+    def _feed(self, parser: Any, offset: int, line: bytes) -> list[Row]:
+        self.summary.lines += 1
+        if not line.strip():
+            return [Report(SKIPPED, "blank line")]
+        try:
+            rows = list(parser.feed(offset, line))
+        except Exception as e:  # a parser bug must not lose the rest of the file
+            tb = traceback.format_exception_only(type(e), e)[-1].strip()
+            return [Report(ADAPTER_ERROR, type(e).__name__, tb)]
+        if not rows:
+            return [Report(UNEXPLAINED, "parser yielded nothing for this line")]
+        return rows
+
+    def _ensure_source(self, gen: _Gen, path: Path) -> None:
+        if gen.source_id is None:
+            cur = self.conn.execute(
+                "INSERT INTO sources (uid, provider, kind, current_generation, first_path, last_path) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (gen.uid, gen.provider, gen.kind, gen.generation, str(path), str(path)),
+            )
+            gen.source_id = cur.lastrowid
+            self.conn.execute(
+                "INSERT INTO source_fingerprints VALUES (?, ?, ?)", (gen.provider, gen.fingerprint, gen.source_id)
+            )
+        elif gen.register_fingerprint:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO source_fingerprints VALUES (?, ?, ?)",
+                (gen.provider, gen.fingerprint, gen.source_id),
+            )
+            gen.register_fingerprint = False
+
+    def _commit(
+        self,
+        gen: _Gen,
+        parser: Any,
+        batch: list[tuple[int, bytes, int, list[Row]]],
+        path: Path,
+        st: os.stat_result,
+        final: bool,
+        pending: int = 0,
+    ) -> None:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._ensure_source(gen, path)
+            assert gen.source_id is not None
+            sid, g = gen.source_id, gen.generation
+            line_rows = []
+            for offset, line, terminated, rows in batch:
+                codec, data = self.codec.pack(line)
+                line_rows.append((sid, g, offset, len(line), terminated, codec, data))
+            conn.executemany(
+                "INSERT OR IGNORE INTO source_lines (source_id, generation, offset, length, terminated, codec, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                line_rows,
+            )
+            for offset, _line, _t, rows in batch:
+                self.projector.apply(gen.provider, (sid, g, offset), rows)
+                for r in rows:
+                    if isinstance(r, Report):
+                        self.summary.reports[r.kind] += 1
+            self.projector.refold()
+            if batch:
+                last_off, last_line, last_term, _ = batch[-1]
+                gen.end_offset = last_off + len(last_line) + last_term
+                gen.line_count += len(batch)
+                last_sha = hashlib.sha256(last_line + (b"\n" if last_term else b"")).hexdigest()
+                conn.execute(
+                    "INSERT INTO generations (source_id, generation, end_offset, line_count, last_line_offset, "
+                    "last_line_sha, content_sha256, parser_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(source_id, generation) DO UPDATE SET end_offset = excluded.end_offset, "
+                    "line_count = excluded.line_count, last_line_offset = excluded.last_line_offset, "
+                    "last_line_sha = excluded.last_line_sha, parser_state = excluded.parser_state",
+                    (sid, g, gen.end_offset, gen.line_count, last_off, last_sha, gen.content_sha,
+                     dumps(parser.state())),
+                )
+            conn.execute(
+                "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
+                (g, str(path), sid),
+            )
+            if final:
+                self._record_path(gen, path, st, pending=pending, in_tx=True)
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _record_path(self, gen: _Gen | None, path: Path, st: os.stat_result, pending: int, in_tx: bool = False) -> None:
+        if gen is None or gen.source_id is None:
+            return  # nothing committed yet: the file is retried next run
+        self.conn.execute(
+            "INSERT INTO source_paths (path, source_id, generation, size, mtime_ns, inode, pending, missing) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT(path) DO UPDATE SET source_id = excluded.source_id, "
+            "generation = excluded.generation, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "inode = excluded.inode, pending = excluded.pending, missing = 0",
+            (str(path), gen.source_id, gen.generation, st.st_size, st.st_mtime_ns, st.st_ino, pending),
+        )
+
+    def _ingest_snapshot(self, cand: Candidate, st: os.stat_result) -> int | None:
+        path, adapter = cand.path, cand.adapter
+        with _open_stream(path) as f:
+            data = f.read()
+        self.summary.bytes_read += len(data)
+        fingerprint = hashlib.sha256(b"snapshot\0" + adapter.snapshot_key(path).encode()).hexdigest()
+        content_sha = hashlib.sha256(data).hexdigest()
+        found = self._lookup_source(adapter.name, fingerprint)
+        if found is None:
+            gen = _Gen(None, stable_id(adapter.name, fingerprint), adapter.name, SNAPSHOT, 1, 0, 0, None, fingerprint)
+        else:
+            source_id, uid, _ = found
+            top = self.conn.execute(
+                "SELECT generation, content_sha256 FROM generations WHERE source_id = ? ORDER BY generation DESC LIMIT 1",
+                (source_id,),
+            ).fetchone()
+            if top is not None and top[1] == content_sha:
+                gen = _Gen(source_id, uid, adapter.name, SNAPSHOT, top[0], len(data), 1, None, fingerprint)
+                self.conn.execute("BEGIN IMMEDIATE")
+                self._record_path(gen, path, st, pending=0)
+                self.conn.execute("COMMIT")
+                return source_id
+            gen = _Gen(source_id, uid, adapter.name, SNAPSHOT, (top[0] if top else 0) + 1, 0, 0, None, fingerprint)
+        gen.content_sha = content_sha
+        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, SNAPSHOT), None)
+        rows = self._feed(parser, 0, data)
+        self._commit(gen, parser, [(0, data, 0, rows)], path, st, final=True)
+        self.summary.files_changed += 1
+        return gen.source_id
+
+    # -- after the walk
+    def _mark_missing(self, seen: set[str], providers: set[str]) -> None:
+        rows = self.conn.execute(
+            "SELECT p.path, p.missing FROM source_paths p JOIN sources s ON s.id = p.source_id "
+            f"WHERE s.provider IN ({', '.join('?' * len(providers))})",
+            tuple(providers),
+        ).fetchall()
+        updates = []
+        for path, missing in rows:
+            if path in seen:
+                continue
+            gone = 0 if os.path.exists(path) else 1
+            if gone != missing:
+                updates.append((gone, path))
+        if updates:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.executemany("UPDATE source_paths SET missing = ? WHERE path = ?", updates)
+            self.conn.execute("COMMIT")
+
+    def _warn_empty(self, touched: set[int]) -> None:
+        for sid in sorted(touched):
+            row = self.conn.execute(
+                "SELECT s.last_path, s.kind, (SELECT count(*) FROM message_occurrences o WHERE o.source_id = s.id) "
+                "FROM sources s WHERE s.id = ?",
+                (sid,),
+            ).fetchone()
+            if row and row[1] == LINES and row[2] == 0:
+                self.summary.warnings.append(f"{row[0]}: no messages in this source")
+
+
+def _first_line(f: BinaryIO) -> tuple[bytes, bool] | None:
+    """The first line and whether it ended in a newline; None for an empty file."""
+    parts: list[bytes] = []
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            break
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            parts.append(chunk[:nl])
+            return b"".join(parts), True
+        parts.append(chunk)
+    data = b"".join(parts)
+    return (data, False) if data else None
+
+
+# ---------------------------------------------------------------- locking
+
+
+@contextmanager
+def ingest_lock(db_path: str | os.PathLike[str], wait: float | None = 600.0) -> Iterator[None]:
+    """One writer at a time: a second ingest waits up to ``wait`` seconds (None: fail at once)."""
+    lock_path = f"{db_path}.lock"
+    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        deadline = time.monotonic() + (wait or 0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if wait is None or time.monotonic() >= deadline:
+                    raise IngestLocked(f"another ingest is running on {db_path} (lock {lock_path})")
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def ingest_paths(
+    db: Database,
+    paths: Iterable[str | os.PathLike[str]] | None = None,
+    options: IngestOptions | None = None,
+) -> Summary:
+    """Ingest explicit files/folders, or every vendor's default locations when paths is empty.
+    The caller holds ``ingest_lock`` when other processes may write."""
+    return Engine(db, options).ingest(paths)
+
+
+def _source_rows(db: Database, provider: str | None, source: str | None) -> list[tuple[int, str, str, str]]:
+    sql = "SELECT id, uid, provider, kind FROM sources WHERE kind != 'store'"
+    params: list[Any] = []
+    if provider:
+        sql += " AND provider = ?"
+        params.append(provider)
+    if source:
+        sql += " AND (uid = ? OR uid LIKE ? OR CAST(id AS TEXT) = ? OR last_path = ?)"
+        params += [source, source + "%", source, source]
+    return db.execute(sql + " ORDER BY id", params).fetchall()
+
+
+def rebuild(db: Database, provider: str | None = None, source: str | None = None) -> Summary:
+    """Re-derive the projection of the chosen sources from their stored lines alone."""
+    engine = Engine(db, command="rebuild")
+    started = time.monotonic()
+    engine._start_run()
+    conn = engine.conn
+    sources = _source_rows(db, provider, source)
+    if (provider or source) and not sources:
+        raise ArchiveError("no source matches")
+    ids = [s[0] for s in sources]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        marks = ", ".join("?" * len(ids))
+        threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
+        threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
+        conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
+        for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
+            conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+        for sid, uid, prov, kind in sources:
+            adapter = get_adapter(prov)
+            gens = conn.execute(
+                "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
+            ).fetchall()
+            for (g,) in gens:
+                parser = adapter.parser(SourceInfo(uid, prov, "", g, kind), None)
+                for offset, _length, _term, codec, data in conn.execute(
+                    "SELECT offset, length, terminated, codec, data FROM source_lines "
+                    "WHERE source_id = ? AND generation = ? ORDER BY offset",
+                    (sid, g),
+                ).fetchall():
+                    line = engine.codec.unpack(codec, data)
+                    rows = engine._feed(parser, offset, line)
+                    engine.projector.apply(prov, (sid, g, offset), rows)
+                    for r in rows:
+                        if isinstance(r, Report):
+                            engine.summary.reports[r.kind] += 1
+                conn.execute(
+                    "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
+                    (dumps(parser.state()), sid, g),
+                )
+            engine.summary.files_seen += 1
+        for tid in sorted(threads | engine.projector.dirty_threads):
+            exists = conn.execute(
+                "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
+                (tid, tid),
+            ).fetchone()
+            if exists:
+                fold_thread(conn, tid)
+            else:
+                conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
+        engine.projector.dirty_threads.clear()
+        conn.execute("COMMIT")
+    except BaseException:
+        engine._rollback()
+        raise
+    engine.summary.messages_added = engine.projector.messages_added
+    engine._finish_run(started)
+    return engine.summary
+
+
+@dataclass
+class RestoredFile:
+    source_uid: str
+    generation: int
+    path: Path
+    sha256: str
+    size: int
+
+
+def restore(
+    db: Database,
+    out_dir: str | os.PathLike[str],
+    source: str | None = None,
+    provider: str | None = None,
+    generation: int | None = None,
+    all_generations: bool = False,
+) -> list[RestoredFile]:
+    """Write sources back byte for byte under ``out_dir``, at their last known path relative
+    to ``/`` (generations other than the current one get a ``.gen<N>`` suffix)."""
+    codec = _Codec()
+    out = []
+    for sid, uid, _prov, _kind in _source_rows(db, provider, source):
+        last_path, current = db.execute("SELECT last_path, current_generation FROM sources WHERE id = ?", (sid,)).fetchone()
+        gens = [r[0] for r in db.execute("SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,))]
+        if generation is not None:
+            gens = [g for g in gens if g == generation]
+        elif not all_generations:
+            gens = [current] if current in gens else gens[-1:]
+        for g in gens:
+            rel = Path(str(last_path).lstrip("/")) if last_path else Path(uid)
+            target = Path(out_dir) / rel
+            if g != current:
+                target = target.with_name(f"{target.name}.gen{g}")
+            if target.exists():
+                raise ArchiveError(f"{target} exists; restore never overwrites")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            size = 0
+            expected = 0
+            tmp = target.with_name(f".{target.name}.restoring")
+            with open(tmp, "wb") as f:
+                for offset, length, term, c, data in db.execute(
+                    "SELECT offset, length, terminated, codec, data FROM source_lines "
+                    "WHERE source_id = ? AND generation = ? ORDER BY offset",
+                    (sid, g),
+                ):
+                    if offset != expected:
+                        raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
+                    chunk = codec.unpack(c, data) + (b"\n" if term else b"")
+                    f.write(chunk)
+                    h.update(chunk)
+                    size += len(chunk)
+                    expected = offset + length + term
+            os.replace(tmp, target)
+            out.append(RestoredFile(uid, g, target, h.hexdigest(), size))
+    return out
+
+
+def stored_file_bytes(db: Database, source_id: int, generation: int) -> bytes:
+    """One generation's bytes, reassembled (emit of an untouched thread uses this)."""
+    codec = _Codec()
+    parts = []
+    for _o, _l, term, c, data in db.execute(
+        "SELECT offset, length, terminated, codec, data FROM source_lines WHERE source_id = ? AND generation = ? "
+        "ORDER BY offset",
+        (source_id, generation),
+    ):
+        parts.append(codec.unpack(c, data) + (b"\n" if term else b""))
+    return b"".join(parts)
+

@@ -1,0 +1,231 @@
+"""Schema migrations, applied in order on every open (``db.open_db``).
+
+Invariants: migrations are append-only and never edited once released; each runs in one
+transaction with the record of it having been applied; ``schema.sql`` is what they produce
+on a blank database (``tests/test_schema.py`` checks, ``scripts/dump_schema.py`` rewrites it).
+
+Layers (DESIGN.md): 1. source layer (``sources``, ``source_fingerprints``, ``source_paths``,
+``generations``, ``source_lines``); 2. canonical projection (``threads``, ``thread_facts``,
+``messages``, ``message_occurrences``, ``blocks``, ``usage``, ``blobs``, ``reports``);
+3. indexes and views (FTS5 over block text, conversation views). ``ingest_runs`` is a log.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("sesh-archive")
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    db.executescript(
+        textwrap.dedent(
+            """
+        -- 1. Source layer: every line ever read, byte for byte.
+        CREATE TABLE sources (
+            id INTEGER PRIMARY KEY,             -- local key, used by every row derived from the source
+            uid TEXT NOT NULL UNIQUE,           -- deterministic: provider + first fingerprint
+            provider TEXT NOT NULL,
+            kind TEXT NOT NULL,                 -- lines | snapshot | store
+            current_generation INTEGER NOT NULL DEFAULT 1,
+            first_path TEXT,
+            last_path TEXT
+        );
+        CREATE TABLE source_fingerprints (
+            provider TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,          -- sha256 of the first line (snapshots: of the path key)
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            PRIMARY KEY (provider, fingerprint)
+        );
+        CREATE TABLE source_paths (
+            path TEXT PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            size INTEGER,
+            mtime_ns INTEGER,
+            inode INTEGER,
+            pending INTEGER NOT NULL DEFAULT 0, -- bytes after the last complete line, not yet taken
+            missing INTEGER NOT NULL DEFAULT 0  -- 1 when the last run did not find the file
+        );
+        CREATE INDEX source_paths_source ON source_paths(source_id);
+        CREATE TABLE generations (
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            end_offset INTEGER NOT NULL DEFAULT 0,  -- committed: every byte before it is stored
+            line_count INTEGER NOT NULL DEFAULT 0,
+            last_line_offset INTEGER,
+            last_line_sha TEXT,                 -- sha256 of the last committed line, newline included
+            content_sha256 TEXT,                -- snapshots: sha256 of the document
+            parser_state TEXT,                  -- JSON, saved with end_offset in one transaction
+            PRIMARY KEY (source_id, generation)
+        );
+        CREATE TABLE source_lines (
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            length INTEGER NOT NULL,            -- bytes, without the newline
+            terminated INTEGER NOT NULL,        -- 1 if a newline followed it in the file
+            codec INTEGER NOT NULL,             -- 0 raw, 1 zlib, 2 zstd
+            data BLOB NOT NULL
+        );
+        CREATE UNIQUE INDEX source_lines_key ON source_lines(source_id, generation, offset);
+
+        -- 2. Canonical projection, derived from layer 1 (``rebuild`` re-derives it).
+        CREATE TABLE threads (
+            id TEXT PRIMARY KEY,
+            provider TEXT,
+            agent_id TEXT,
+            parent_thread_id TEXT,
+            origin_message_id TEXT,
+            title TEXT,
+            created_at TEXT,
+            cwd TEXT,
+            model TEXT,
+            metadata TEXT,                      -- JSON object
+            extra TEXT                          -- JSON: fields beyond the seed's
+        );
+        CREATE INDEX threads_created ON threads(created_at);
+        CREATE INDEX threads_parent ON threads(parent_thread_id);
+        CREATE INDEX threads_cwd ON threads(cwd);
+        CREATE TABLE thread_facts (
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            sub INTEGER NOT NULL,
+            thread_id TEXT NOT NULL,
+            fields TEXT NOT NULL,               -- JSON: partial thread, folded in key order
+            PRIMARY KEY (source_id, generation, offset, sub)
+        );
+        CREATE INDEX thread_facts_thread ON thread_facts(thread_id);
+        CREATE TABLE messages (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            ts TEXT,
+            turn_id TEXT,
+            parent_id TEXT,
+            run_id TEXT,
+            model TEXT,
+            injected INTEGER NOT NULL DEFAULT 0, -- vendor-injected context, not a user turn
+            source_id INTEGER REFERENCES sources(id), -- first occurrence (smallest key) owns the row
+            generation INTEGER,
+            offset INTEGER,
+            sub INTEGER,
+            provenance TEXT,                    -- JSON
+            usage TEXT,                         -- JSON, as the message carried it
+            extra TEXT                          -- JSON: raw and fields beyond the seed's
+        );
+        CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
+        CREATE INDEX messages_ts ON messages(ts);
+        CREATE TABLE message_occurrences (
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            sub INTEGER NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (source_id, generation, offset, sub)
+        );
+        CREATE INDEX message_occurrences_message ON message_occurrences(message_id);
+        CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            media_type TEXT,
+            size INTEGER NOT NULL,
+            data BLOB NOT NULL
+        );
+        CREATE TABLE blocks (
+            id INTEGER PRIMARY KEY,
+            message_id TEXT NOT NULL REFERENCES messages(id),
+            position INTEGER NOT NULL,
+            type TEXT NOT NULL,                 -- text, reasoning, tool_call, tool_result, ...
+            text TEXT,                          -- searchable rendering of the block
+            call_id TEXT,
+            tool_name TEXT,
+            input TEXT,                         -- JSON: tool_call input
+            output TEXT,                        -- JSON: tool_result output when not a plain string
+            is_error INTEGER,
+            path TEXT,
+            patch TEXT,
+            media_type TEXT,
+            uri TEXT,
+            blob_sha256 TEXT REFERENCES blobs(sha256),
+            redacted INTEGER,
+            extra TEXT                          -- JSON: the rest of the block (raw, results, signature)
+        );
+        CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
+        CREATE INDEX blocks_call_id ON blocks(call_id) WHERE call_id IS NOT NULL;
+        CREATE INDEX blocks_tool_name ON blocks(tool_name) WHERE tool_name IS NOT NULL;
+        CREATE INDEX blocks_type ON blocks(type);
+        CREATE TABLE usage (
+            key TEXT PRIMARY KEY,               -- one model response
+            thread_id TEXT NOT NULL,
+            message_id TEXT,
+            provider TEXT,
+            model TEXT,
+            ts TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            cache_read_tokens INTEGER,
+            cache_write_tokens INTEGER,
+            reasoning_tokens INTEGER,
+            extra TEXT,
+            source_id INTEGER NOT NULL,         -- the latest line that reported it wins
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL
+        );
+        CREATE INDEX usage_ts ON usage(ts);
+        CREATE INDEX usage_thread ON usage(thread_id);
+        CREATE TABLE reports (
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            detail TEXT,
+            PRIMARY KEY (source_id, generation, offset, seq)
+        );
+        CREATE INDEX reports_kind ON reports(kind, reason);
+        CREATE TABLE ingest_runs (
+            id INTEGER PRIMARY KEY,
+            command TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            elapsed_seconds REAL,
+            files_seen INTEGER,
+            files_changed INTEGER,
+            bytes_read INTEGER,
+            lines INTEGER,
+            messages_added INTEGER,
+            reports TEXT,                       -- JSON: {kind: count} for this run
+            problems TEXT,                      -- JSON: unreadable files, broken links, failures
+            status TEXT
+        );
+
+        -- 3. Indexes and views.
+        CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='blocks', content_rowid='id');
+        CREATE TRIGGER blocks_ai AFTER INSERT ON blocks BEGIN
+            INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER blocks_ad AFTER DELETE ON blocks BEGIN
+            INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER blocks_au AFTER UPDATE ON blocks BEGIN
+            INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
+        END;
+
+        CREATE VIEW superseded_messages AS
+            SELECT m.id AS message_id, m.thread_id
+            FROM messages m
+            WHERE NOT EXISTS (
+                SELECT 1 FROM message_occurrences o JOIN sources s ON s.id = o.source_id
+                WHERE o.message_id = m.id AND o.generation = s.current_generation
+            );
+        """
+        )
+    )

@@ -1,0 +1,452 @@
+"""Canonical rows <-> SQLite tables (layer 2), both directions.
+
+Used by ingest (parser rows from file lines), rebuild (the same rows from stored lines)
+and ``SqliteMessageStore`` (messages appended through the seed's interface).
+
+Invariants, each what makes ingest order irrelevant (incremental = whole = rebuild):
+
+* Every derived row is keyed by the line it came from: ``(source_id, generation, offset,
+  sub)``. Applying the same line twice changes nothing.
+* A message is stored once per id. When several lines yield it (a resume copy, a later
+  generation), the occurrence with the smallest key owns the stored row, whatever order
+  the lines were applied in; every occurrence is recorded.
+* A usage row is one model response: the row from the largest key wins (the final
+  snapshot of a split response).
+* A thread is the fold of its facts in key order; threads are re-folded after each batch.
+* ``message_from_rows(load(apply(m))) == m`` for every message (lossless round trip):
+  attachment bytes move to ``blobs`` and come back as the same base64 text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from .model import (
+    Attachment,
+    Block,
+    FileChange,
+    JsonObject,
+    Message,
+    Provenance,
+    Reasoning,
+    Text,
+    Thread,
+    ToolCall,
+    ToolResult,
+    Unknown,
+    Usage,
+    WebSearch,
+    block_from_dict,
+)
+from .vendors.base import BlobRow, MessageRow, Report, Row, ThreadFact, UsageRow
+
+Key = tuple[int, int, int, int]
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
+
+
+def render_text(value: Any) -> str | None:
+    """Searchable text of a JSON value: its string leaves, one per line."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    return "\n".join(out) if out else None
+
+
+# ---------------------------------------------------------------- blocks
+
+# Block fields that live in their own columns; everything else of the block's dict is in ``extra``.
+_COLUMN_FIELDS = {
+    "type", "text", "redacted", "callId", "name", "input", "output", "isError",
+    "path", "patch", "mediaType", "uri", "data", "query",
+}  # fmt: skip
+
+
+def block_row(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
+    d = block.to_dict()
+    row: dict[str, Any] = {
+        "message_id": message_id,
+        "position": position,
+        "type": d["type"],
+        "text": None,
+        "call_id": d.get("callId"),
+        "tool_name": None,
+        "input": None,
+        "output": None,
+        "is_error": None,
+        "path": d.get("path"),
+        "patch": d.get("patch"),
+        "media_type": d.get("mediaType"),
+        "uri": d.get("uri"),
+        "blob_sha256": blob_sha,
+        "redacted": None,
+    }
+    extra = {k: v for k, v in d.items() if k not in _COLUMN_FIELDS}
+    if isinstance(block, (Text, Reasoning)):
+        row["text"] = block.text
+        if isinstance(block, Reasoning) and block.redacted is not None:
+            row["redacted"] = int(block.redacted)
+    elif isinstance(block, ToolCall):
+        row["tool_name"] = block.name
+        row["input"] = dumps(block.input)
+        row["text"] = "\n".join(x for x in (block.name, render_text(block.input)) if x)
+    elif isinstance(block, ToolResult):
+        if isinstance(block.output, str):
+            row["text"] = block.output
+        else:
+            row["output"] = dumps(block.output)
+            row["text"] = render_text(block.output)
+        if block.is_error is not None:
+            row["is_error"] = int(block.is_error)
+    elif isinstance(block, FileChange):
+        row["text"] = block.path
+    elif isinstance(block, WebSearch):
+        row["text"] = block.query
+    elif isinstance(block, Attachment):
+        row["text"] = block.uri
+        if block.data is not None and blob_sha is None:
+            extra["data"] = block.data  # not valid base64: kept as written
+    elif isinstance(block, Unknown):
+        extra.pop("sourceType", None)
+        extra.pop("raw", None)
+        row["text"] = block.source_type
+        extra = {"sourceType": block.source_type, "raw": block.raw, **extra}
+    row["extra"] = dumps(extra) if extra else None
+    return row
+
+
+def block_from_row(row: sqlite3.Row | dict[str, Any], blob_data: bytes | None) -> Block:
+    t = row["type"]
+    extra = loads(row["extra"]) or {}
+    d: JsonObject = {"type": t}
+    if t in ("text", "reasoning"):
+        if row["text"] is not None:
+            d["text"] = row["text"]
+        if t == "reasoning" and row["redacted"] is not None:
+            d["redacted"] = bool(row["redacted"])
+    elif t == "tool_call":
+        d.update(callId=row["call_id"], name=row["tool_name"], input=loads(row["input"]))
+    elif t == "tool_result":
+        d["callId"] = row["call_id"]
+        d["output"] = row["text"] if row["output"] is None else loads(row["output"])
+        if row["is_error"] is not None:
+            d["isError"] = bool(row["is_error"])
+    elif t == "file_change":
+        for col, name in (("call_id", "callId"), ("path", "path"), ("patch", "patch")):
+            if row[col] is not None:
+                d[name] = row[col]
+    elif t == "web_search":
+        if row["call_id"] is not None:
+            d["callId"] = row["call_id"]
+        d["query"] = row["text"]
+    elif t == "attachment":
+        for col, name in (("media_type", "mediaType"), ("uri", "uri")):
+            if row[col] is not None:
+                d[name] = row[col]
+        if blob_data is not None and "data" not in extra:
+            d["data"] = base64.b64encode(blob_data).decode("ascii")
+    elif t == "unknown":
+        pass
+    d.update(extra)
+    return block_from_dict(d)
+
+
+def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
+    if not isinstance(block, Attachment) or block.data is None:
+        return None
+    try:
+        raw = base64.b64decode(block.data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if base64.b64encode(raw).decode("ascii") != block.data:
+        return None  # unusual encoding: keep the text so the round trip stays exact
+    return raw, block.media_type
+
+
+# ---------------------------------------------------------------- messages
+
+
+def message_columns(msg: Message) -> dict[str, Any]:
+    extra = dict(msg.extra or {})
+    if msg.raw is not None:
+        extra["raw"] = msg.raw
+    model = extra.get("model")
+    return {
+        "id": msg.id,
+        "thread_id": msg.thread_id,
+        "role": msg.role,
+        "ts": msg.ts,
+        "turn_id": msg.turn_id,
+        "parent_id": msg.parent_id,
+        "run_id": msg.run_id,
+        "model": model if isinstance(model, str) else None,
+        "injected": 1 if extra.get("injected") else 0,
+        "provenance": dumps(msg.provenance.to_dict()) if msg.provenance else None,
+        "usage": dumps(msg.usage.to_dict()) if msg.usage else None,
+        "extra": dumps(extra) if extra else None,
+    }
+
+
+def message_from_row(row: sqlite3.Row, blocks: list[Block]) -> Message:
+    extra = loads(row["extra"]) or {}
+    raw = extra.pop("raw", None)
+    prov = loads(row["provenance"])
+    usage = loads(row["usage"])
+    return Message(
+        id=row["id"],
+        thread_id=row["thread_id"],
+        role=row["role"],
+        ts=row["ts"],
+        content=tuple(blocks),
+        turn_id=row["turn_id"],
+        parent_id=row["parent_id"],
+        run_id=row["run_id"],
+        usage=Usage.from_dict(usage) if usage is not None else None,
+        provenance=Provenance.from_dict(prov) if prov is not None else None,
+        raw=raw,
+        extra=extra or None,
+    )
+
+
+def thread_from_row(row: sqlite3.Row) -> Thread:
+    extra = loads(row["extra"]) or {}
+    return Thread(
+        id=row["id"],
+        created_at=row["created_at"] or "",
+        agent_id=row["agent_id"],
+        parent_thread_id=row["parent_thread_id"],
+        origin_message_id=row["origin_message_id"],
+        title=row["title"],
+        metadata=loads(row["metadata"]),
+        extra=extra or None,
+    )
+
+
+_MSG_COLS = (
+    "id, thread_id, role, ts, turn_id, parent_id, run_id, model, injected, "
+    "source_id, generation, offset, sub, provenance, usage, extra"
+)
+_BLOCK_COL_NAMES = (
+    "message_id", "position", "type", "text", "call_id", "tool_name", "input", "output",
+    "is_error", "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra",
+)  # fmt: skip
+_BLOCK_COLS = ", ".join(_BLOCK_COL_NAMES)
+
+
+class Projector:
+    """Applies parser rows to the projection tables inside the caller's transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.dirty_threads: set[str] = set()
+        self.messages_added = 0
+
+    # -- rows of one line
+    def apply(self, provider: str, key3: tuple[int, int, int], rows: Iterable[Row]) -> None:
+        source_id, generation, offset = key3
+        msg_sub = fact_sub = report_seq = 0
+        for row in rows:
+            if isinstance(row, MessageRow):
+                self.put_message(row.message, (source_id, generation, offset, msg_sub))
+                msg_sub += 1
+            elif isinstance(row, ThreadFact):
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)",
+                    (source_id, generation, offset, fact_sub, row.thread_id, dumps(row.fields)),
+                )
+                self.dirty_threads.add(row.thread_id)
+                fact_sub += 1
+            elif isinstance(row, UsageRow):
+                self.put_usage(provider, row, (source_id, generation, offset))
+            elif isinstance(row, BlobRow):
+                self.put_blob(row.data, row.media_type)
+            elif isinstance(row, Report):
+                self.put_report((source_id, generation, offset), report_seq, row)
+                report_seq += 1
+
+    def put_report(self, key3: tuple[int, int, int], seq: int, report: Report) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (*key3, seq, report.kind, report.reason, report.detail),
+        )
+
+    def put_blob(self, data: bytes, media_type: str | None) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        self.conn.execute(
+            "INSERT OR IGNORE INTO blobs (sha256, media_type, size, data) VALUES (?, ?, ?, ?)",
+            (sha, media_type, len(data), data),
+        )
+        return sha
+
+    def put_usage(self, provider: str, row: UsageRow, key3: tuple[int, int, int]) -> None:
+        u = row.usage
+        extra = u.extra
+        self.conn.execute(
+            """
+            INSERT INTO usage (key, thread_id, message_id, provider, model, ts, input_tokens,
+                output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, extra,
+                source_id, generation, offset)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(key) DO UPDATE SET
+                thread_id = excluded.thread_id, message_id = excluded.message_id,
+                provider = excluded.provider, model = excluded.model, ts = excluded.ts,
+                input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+                cache_read_tokens = excluded.cache_read_tokens,
+                cache_write_tokens = excluded.cache_write_tokens,
+                reasoning_tokens = excluded.reasoning_tokens, extra = excluded.extra,
+                source_id = excluded.source_id, generation = excluded.generation,
+                offset = excluded.offset
+            WHERE (excluded.source_id, excluded.generation, excluded.offset)
+                >= (usage.source_id, usage.generation, usage.offset)
+            """,
+            (
+                row.key, row.thread_id, row.message_id, provider, row.model, row.ts,
+                u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                u.reasoning_tokens, dumps(extra) if extra else None, *key3,
+            ),
+        )  # fmt: skip
+
+    def put_message(self, msg: Message, key: Key) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO message_occurrences VALUES (?, ?, ?, ?, ?)", (*key, msg.id))
+        self.dirty_threads.add(msg.thread_id)
+        existing = self.conn.execute(
+            "SELECT source_id, generation, offset, sub FROM messages WHERE id = ?", (msg.id,)
+        ).fetchone()
+        if existing is not None:
+            if key >= tuple(existing):
+                return
+            self.conn.execute("DELETE FROM blocks WHERE message_id = ?", (msg.id,))
+            self.conn.execute("DELETE FROM messages WHERE id = ?", (msg.id,))
+        else:
+            self.messages_added += 1
+        cols = message_columns(msg)
+        self.conn.execute(
+            f"INSERT INTO messages ({_MSG_COLS}) VALUES ({', '.join('?' * 16)})",
+            (
+                cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
+                cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
+                cols["provenance"], cols["usage"], cols["extra"],
+            ),
+        )  # fmt: skip
+        block_rows = []
+        for position, block in enumerate(msg.content):
+            blob = _blob_of(block)
+            sha = self.put_blob(*blob) if blob else None
+            r = block_row(msg.id, position, block, sha)
+            block_rows.append(tuple(r[c] for c in _BLOCK_COL_NAMES))
+        if block_rows:
+            self.conn.executemany(
+                f"INSERT INTO blocks ({_BLOCK_COLS}) VALUES ({', '.join('?' * len(_BLOCK_COL_NAMES))})",
+                block_rows,
+            )
+
+    # -- threads
+    def refold(self) -> None:
+        for tid in sorted(self.dirty_threads):
+            fold_thread(self.conn, tid)
+        self.dirty_threads.clear()
+
+
+_THREAD_KEYS = {
+    "title": "title",
+    "createdAt": "created_at",
+    "agentId": "agent_id",
+    "parentThreadId": "parent_thread_id",
+    "originMessageId": "origin_message_id",
+}
+
+
+def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+    """Recompute one ``threads`` row from its facts (in key order) and its messages."""
+    facts = conn.execute(
+        "SELECT f.fields, s.provider FROM thread_facts f JOIN sources s ON s.id = f.source_id "
+        "WHERE f.thread_id = ? ORDER BY f.source_id, f.generation, f.offset, f.sub",
+        (thread_id,),
+    ).fetchall()
+    cols: dict[str, Any] = {v: None for v in _THREAD_KEYS.values()}
+    metadata: JsonObject = {}
+    extra: JsonObject = {}
+    provider = None
+    for fields_json, source_provider in facts:
+        provider = provider or source_provider
+        for k, v in orjson.loads(fields_json).items():
+            if k == "metadata" and isinstance(v, dict):
+                metadata.update(v)
+            elif k in _THREAD_KEYS:
+                cols[_THREAD_KEYS[k]] = v
+            elif k != "v":
+                extra[k] = v
+    if provider is None or cols["created_at"] is None:
+        first = conn.execute(
+            "SELECT m.ts, s.provider FROM messages m LEFT JOIN sources s ON s.id = m.source_id "
+            "WHERE m.thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub LIMIT 1",
+            (thread_id,),
+        ).fetchone()
+        if first is not None:
+            provider = provider or first[1]
+            if cols["created_at"] is None:
+                cols["created_at"] = first[0]
+    provider = metadata.get("provider") if isinstance(metadata.get("provider"), str) else provider
+    cwd = metadata.get("cwd")
+    model = metadata.get("model")
+    conn.execute(
+        "INSERT OR REPLACE INTO threads (id, provider, agent_id, parent_thread_id, origin_message_id, "
+        "title, created_at, cwd, model, metadata, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            thread_id, provider, cols["agent_id"], cols["parent_thread_id"], cols["origin_message_id"],
+            cols["title"], cols["created_at"], cwd if isinstance(cwd, str) else None,
+            model if isinstance(model, str) else None,
+            dumps(metadata) if metadata else None, dumps(extra) if extra else None,
+        ),
+    )  # fmt: skip
+
+
+def load_messages(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Message]:
+    """Messages matching ``where`` (a condition on alias ``m``), in thread order, with blocks."""
+    saved = conn.row_factory
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute(
+            f"SELECT m.* FROM messages m WHERE {where} "
+            "ORDER BY m.thread_id, m.source_id, m.generation, m.offset, m.sub",
+            params,
+        ).fetchall()
+        blocks: dict[str, list[Block]] = {}
+        for b in conn.execute(
+            "SELECT b.*, bl.data AS blob_data FROM blocks b "
+            "LEFT JOIN blobs bl ON bl.sha256 = b.blob_sha256 "
+            f"WHERE b.message_id IN (SELECT m.id FROM messages m WHERE {where}) "
+            "ORDER BY b.message_id, b.position",
+            params,
+        ):
+            blocks.setdefault(b["message_id"], []).append(block_from_row(b, b["blob_data"]))
+        return [message_from_row(r, blocks.get(r["id"], [])) for r in rows]
+    finally:
+        conn.row_factory = saved

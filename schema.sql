@@ -1,0 +1,1 @@
+archive/data/schema.sql
