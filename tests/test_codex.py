@@ -228,7 +228,7 @@ def test_review_excerpt_imports() -> None:
     assert messages(rows) == []  # the excerpt kept the event but not its response item
     facts = [r for _, r in rows if isinstance(r, ThreadFact)]
     assert facts[0].thread_id == "019b88e0-0b0f-7bb0-a9ba-5cc2d8dffde9"
-    assert facts[1].fields == {"metadata": {"model": "gpt-5.2-codex", "cwd": "/test/project"}}
+    assert facts[1].fields == {"metadata": {"model": "gpt-5.2-codex"}}  # cwd unchanged
     assert report_kinds(rows) == {("duplicate", "user_message"): 1, ("metadata", "entered_review_mode"): 1}
 
 

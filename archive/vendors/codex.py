@@ -594,6 +594,8 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
         if _str(m.get("forked_from_id")):
             meta["forkedFrom"] = m["forked_from_id"]
     fields["metadata"] = meta
+    if _str(m.get("cwd")):
+        p.facts[f"{sid}:cwd"] = m["cwd"]
 
     if p.thread is None:
         p.thread = p.seg = sid
@@ -1241,6 +1243,9 @@ class _Emitter:
         summary = [{"type": "summary_text", "text": b.text} for b in blocks if b.text and not (b.extra or {}).get("codexContent")]
         content = [{"type": b.extra["codexContent"], "text": b.text} for b in blocks if b.text and (b.extra or {}).get("codexContent")]
         payload: JsonObject = {"type": "reasoning", "summary": summary, "content": content or None, "encrypted_content": enc}
+        blank = sum(1 for b in blocks if not b.text)
+        if blank and enc is None:
+            self.count("reasoning: redacted block without Codex ciphertext dropped", blank)
         if enc is not None:
             self.line("response_item", payload, m.ts)
         elif (summary or content) and self.options.get("reasoning", "summary") == "summary":
