@@ -194,7 +194,11 @@ def from_canonical(messages: Iterable[Any]) -> Conversation:
             msg = m.Message.from_dict(msg)
         if msg.role == "system":
             continue
-        for b in msg.content:
+        blocks = list(msg.content)
+        consumed: set[int] = set()
+        for i, b in enumerate(blocks):
+            if i in consumed:
+                continue
             if isinstance(b, m.Text):
                 if not is_context(b.text):
                     out.append(Turn("assistant" if msg.role == "assistant" else "user", "text", None, b.text))
@@ -203,7 +207,22 @@ def from_canonical(messages: Iterable[Any]) -> Conversation:
             elif isinstance(b, m.ToolCall):
                 out.append(Turn("assistant", "tool_call", b.name, _maybe_json(b.input)))
             elif isinstance(b, m.ToolResult):
-                out.append(Turn("tool", "tool_result", None, output_text(b.output)))
+                output = b.output
+                if isinstance(output, list):
+                    # Images inside a result are stored as the Attachment blocks that follow
+                    # it, referenced by {"type": "image", "attachment": k} (claude_code.py).
+                    following = [j for j in range(i + 1, len(blocks)) if isinstance(blocks[j], m.Attachment)]
+                    resolved = []
+                    for item in output:
+                        k = item.get("attachment") if isinstance(item, dict) else None
+                        if isinstance(k, int) and k < len(following):
+                            consumed.add(following[k])
+                            att = blocks[following[k]]
+                            resolved.append({"type": "image", "source": {"media_type": att.media_type}})  # type: ignore[union-attr]
+                        else:
+                            resolved.append(item)
+                    output = resolved
+                out.append(Turn("tool", "tool_result", None, output_text(output)))
             elif isinstance(b, m.Attachment):
                 out.append(Turn("user", "image", None, b.media_type))
             elif isinstance(b, m.WebSearch):

@@ -1,0 +1,286 @@
+"""Compatibility with the real vendor CLIs (marker ``clients``), offline against the mock
+model servers in tests/clients/.
+
+* The mock servers themselves (no CLI needed): event streams, step counting, bounded life.
+* Every recording in tests/fixtures/recorded/ is resumed by the installed client, and the
+  history the client sends must equal the recorded conversation turn for turn.
+* Every scenario is run live by the installed client and must produce the same shape of
+  conversation as its recording: a new client version that behaves differently fails here
+  (then re-record with scripts/record_sessions.py and review the diff).
+* Archive round trip: ingest each recording, emit the archived thread for each vendor
+  with the adapters' ``emit``, resume it with the real client and compare the history.
+
+Tests needing a CLI skip with a reason when it is absent (see clients/runner.py for where
+it is looked for; scripts/install_clients.sh installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients import conversation as conv
+from clients import recordings as rec_mod
+from clients import runner
+from clients.mock_servers import (
+    AnthropicMock,
+    MockServer,
+    ResponsesMock,
+    Script,
+    Text,
+    Thinking,
+    Tool,
+    WebSearchCall,
+    anthropic_prompt_and_step,
+    responses_prompt_and_step,
+)
+from clients.recordings import Recording, recordings
+from clients.scenarios import RESUME_PROMPT, scenarios
+
+pytestmark = pytest.mark.clients
+
+EXE = {"claude-code": "claude", "codex": "codex"}
+
+
+def client(vendor: str) -> Path:
+    exe = runner.find_client(EXE[vendor])
+    if exe is None:
+        pytest.skip(f"{EXE[vendor]} CLI not found in $SESH_CLIENTS_DIR, ./.clients or PATH; run scripts/install_clients.sh")
+    return exe
+
+
+def mock_for(vendor: str, script: Script) -> MockServer:
+    return AnthropicMock(script) if vendor == "claude-code" else ResponsesMock(script)
+
+
+def sent_conversation(vendor: str, body: dict[str, Any]) -> conv.Conversation:
+    """The conversation a client sent in one request body."""
+    return conv.from_anthropic(body) if vendor == "claude-code" else conv.from_responses(body)
+
+
+def run(vendor: str, home: Path, cwd: Path, url: str, prompt: str, resume: str | None = None) -> runner.RunResult:
+    exe = client(vendor)
+    if vendor == "claude-code":
+        return runner.run_claude(exe, home, cwd, url, prompt, resume=resume)
+    return runner.run_codex(exe, home, cwd, url, prompt, resume=resume)
+
+
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    return home, cwd
+
+
+# ---------------------------------------------------------------- the mock servers
+
+
+def _post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        text = r.read().decode()
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+def test_anthropic_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), Text("one"), Tool("Bash", {"command": "ls"})], [Text("two")]]})
+    with AnthropicMock(script) as m:
+        first = [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": "[k] go"}]}]
+        ev = _post(m.url + "/v1/messages?beta=true", {"messages": first, "tools": [{"name": "Bash"}], "stream": True})
+        assert [e["type"] for e in ev][:2] == ["message_start", "content_block_start"]
+        assert ev[-2]["delta"]["stop_reason"] == "tool_use" and ev[-1]["type"] == "message_stop"
+        deltas = [e["delta"]["type"] for e in ev if e["type"] == "content_block_delta"]
+        assert deltas == ["thinking_delta", "signature_delta", "text_delta", "text_delta", "input_json_delta", "input_json_delta"]
+        tool_id = next(e["content_block"]["id"] for e in ev if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use")
+        second = first + [{"role": "assistant", "content": [{"type": "tool_use", "id": tool_id, "name": "Bash", "input": {}}]},
+                          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "x"}]}]
+        ev2 = _post(m.url + "/v1/messages", {"messages": second, "tools": [{"name": "Bash"}], "stream": True})
+        assert "".join(e["delta"].get("text", "") for e in ev2 if e["type"] == "content_block_delta") == "two"
+        # a request without tools (a title) gets the side reply
+        ev3 = _post(m.url + "/v1/messages", {"messages": first, "stream": True})
+        assert "".join(e["delta"].get("text", "") for e in ev3 if e["type"] == "content_block_delta") == "Mock session"
+        assert len(m.requests) == 3 and len(m.model_requests()) == 2
+        assert anthropic_prompt_and_step(second) == ("<system-reminder>x</system-reminder>\n[k] go", 1)
+
+
+def test_responses_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), WebSearchCall("q"), Tool("apply_patch", "*** Begin Patch\n"), Tool("f", {"a": 1})]]})
+    with ResponsesMock(script) as m:
+        items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "[k] go"}]}]
+        ev = _post(m.url + "/v1/responses", {"input": items, "tools": [{"type": "function"}], "stream": True})
+        assert ev[0]["type"] == "response.created" and ev[-1]["type"] == "response.completed"
+        done = [e["item"]["type"] for e in ev if e["type"] == "response.output_item.done"]
+        assert done == ["reasoning", "web_search_call", "custom_tool_call", "function_call"]
+        assert ev[-1]["response"]["usage"]["total_tokens"] > 0
+    outputs = items + [{"type": "function_call"}, {"type": "function_call_output"}, {"type": "custom_tool_call_output"},
+                       {"type": "message", "role": "assistant"}, {"type": "function_call_output"}]
+    assert responses_prompt_and_step(outputs) == ("[k] go", 2)
+
+
+def test_mock_server_stops_by_itself() -> None:
+    m = AnthropicMock(max_seconds=0.3).start()
+    url = m.url
+    time.sleep(0.8)
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        _post(url + "/v1/messages", {"messages": []})
+
+
+# ---------------------------------------------------------------- recordings resumed by the real client
+
+
+def _rec_id(r: Recording) -> str:
+    return r.name
+
+
+@pytest.mark.parametrize("rec", recordings(), ids=_rec_id)
+def test_recording_resumes_with_the_recorded_history(rec: Recording, tmp_path: Path) -> None:
+    home, cwd = dirs(tmp_path)
+    rec_mod.install(rec, home, cwd)
+    sc = next(s for s in scenarios(rec.vendor, cwd) if s.name == rec.meta["scenario"])
+    with mock_for(rec.vendor, sc.script) as mock:
+        run(rec.vendor, home, cwd, mock.url, RESUME_PROMPT, resume=rec.session_id).check()
+        first = mock.model_requests()[0]
+    expected = rec.conversation + [conv.Turn("user", "text", None, RESUME_PROMPT)]
+    conv.assert_same(expected, sent_conversation(rec.vendor, first.body))
+
+
+# ---------------------------------------------------------------- live scenarios against the recordings
+
+
+def _latest(vendor: str) -> dict[str, Recording]:
+    """Per scenario, the recording of the newest recorded client version."""
+    def key(r: Recording) -> tuple[int, ...]:
+        return tuple(int(p) if p.isdigit() else 0 for p in r.version.split("."))
+
+    out: dict[str, Recording] = {}
+    for r in sorted(recordings(vendor), key=key):
+        out[r.meta["scenario"]] = r
+    return out
+
+
+LIVE = [(v, name) for v in ("claude-code", "codex") for name in _latest(v)]
+
+
+@pytest.mark.parametrize("vendor,name", LIVE, ids=[f"{v}-{n}" for v, n in LIVE])
+def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: Path) -> None:
+    home, cwd = dirs(tmp_path)
+    sc = next(s for s in scenarios(vendor, cwd) if s.name == name)
+    session: str | None = None
+    with mock_for(vendor, sc.script) as mock:
+        for prompt in sc.prompts:
+            res = run(vendor, home, cwd, mock.url, prompt, resume=session).check()
+            if vendor == "claude-code":
+                session = res.json()["session_id"]
+            else:
+                session = session or runner.codex_session_id(runner.codex_sessions(home)[0])
+        last = mock.model_requests()[-1].body
+        reply = mock.reply_for(last)[3]  # type: ignore[attr-defined]
+    live = sent_conversation(vendor, last) + conv.reply_turns(reply)
+    recorded = _latest(vendor)[name].conversation
+    # Paths, timings and ids differ between runs; roles, kinds and tool names must not.
+    shape = ("text", "reasoning", "tool_call", "tool_result", "image", "web_search")
+    conv.assert_same(conv.project(recorded, shape, values=False), conv.project(live, shape, values=False))
+    # Texts the model wrote and the user typed are fixed by the scenario.
+    conv.assert_same(conv.project(recorded, ("text",)), conv.project(live, ("text",)))
+
+
+# ---------------------------------------------------------------- archive round trip: ingest, emit, resume
+
+
+def _archive_status() -> str | None:
+    """Why the ingest -> emit round trip cannot run yet (None when it can)."""
+    try:
+        from archive import ingest, store, vendors  # noqa: F401
+        from archive.vendors.base import Adapter
+    except Exception as e:  # an import error in a module being written is "not landed"
+        return f"archive.ingest/store not importable: {e!r}"
+    names = vendors.names()
+    for vendor in ("claude-code", "codex"):
+        if vendor not in names:
+            return f"adapter {vendor!r} not registered in archive.vendors.VENDORS"
+        if type(vendors.get(vendor)).emit is Adapter.emit:
+            return f"adapter {vendor!r} has no emit"
+    return None
+
+
+_NOT_LANDED = _archive_status()
+emit_landed = pytest.mark.xfail(_NOT_LANDED is not None, reason=f"emit not yet landed: {_NOT_LANDED}", strict=False)
+
+VENDOR_HOME = {"claude-code": ".claude", "codex": ".codex"}
+# What survives a cross-vendor emit: reasoning needs the source vendor's signature or
+# ciphertext, images and web searches have no faithful equivalent, tool names and inputs
+# are vendor vocabulary. The texts and tool results must survive.
+CROSS_KINDS = ("text", "tool_call", "tool_result")
+
+
+def archive_threads(rec: Recording, tmp_path: Path) -> tuple[Any, list[Any], list[tuple[Any, list[Any]]]]:
+    """Ingest a recording into a temp db; (main thread, its messages, [(child, messages)])."""
+    from archive.db import open_db
+    from archive.ingest import ingest_paths
+    from archive.store import SqliteMessageStore
+
+    src_home = tmp_path / "src-home"
+    rec_mod.install(rec, src_home, tmp_path / "src-cwd")
+    db_path = tmp_path / "archive.db"
+    db = open_db(db_path)
+    ingest_paths(db, [src_home / VENDOR_HOME[rec.vendor]])
+    db.conn.close()
+    store = SqliteMessageStore(db_path)
+    threads = store.list_threads()
+    roots = [t for t in threads if t.parent_thread_id is None]
+    assert len(roots) == 1, f"expected one root thread from {rec.name}, got {[t.id for t in threads]}"
+    root = roots[0]
+    children = [(t, store.get_messages(t.id)) for t in threads if t.parent_thread_id is not None]
+    return root, store.get_messages(root.id), children
+
+
+def emit_into(target: str, thread: Any, messages: list[Any], children: list[Any], home: Path, cwd: Path) -> str:
+    """Write the emitted files into the target vendor home; the id to resume."""
+    from archive import vendors
+
+    adapter = vendors.get(target)
+    options: dict[str, Any] = {"cwd": str(cwd)}
+    if target == "codex":
+        options.update(model=runner.CODEX_MODEL, model_provider="mock")
+    result = adapter.emit(thread, messages, children, **options)
+    vendor_home = home / VENDOR_HOME[target]
+    for rel, data in result.files.items():
+        dest = vendor_home / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    if target == "claude-code":
+        # the emitter names the project folder after the cwd we gave it; resume looks there
+        assert any(Path(rel).parts[1] == runner.claude_project_dir(home, cwd).name for rel in result.files), result.files.keys()
+        return result.thread_id or Path(next(iter(result.files))).stem
+    return result.thread_id or runner.codex_session_id(runner.codex_sessions(home)[0])
+
+
+ROUND_TRIPS = [(r, target) for r in recordings() for target in ("claude-code", "codex")]
+
+
+@emit_landed
+@pytest.mark.parametrize("rec,target", ROUND_TRIPS, ids=[f"{r.name}->{t}" for r, t in ROUND_TRIPS])
+def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path: Path) -> None:
+    client(target)
+    thread, messages, children = archive_threads(rec, tmp_path)
+    # the archive holds the conversation the client had sent
+    conv.assert_same(rec.conversation, conv.from_canonical(messages))
+    home, cwd = dirs(tmp_path)
+    resume_id = emit_into(target, thread, messages, children, home, cwd)
+    with mock_for(target, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
+        run(target, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
+        first = mock.model_requests()[0]
+    sent = sent_conversation(target, first.body)
+    expected = rec.conversation + [conv.Turn("user", "text", None, RESUME_PROMPT)]
+    if target == rec.vendor:
+        conv.assert_same(expected, sent)
+    else:
+        keep = ("text", "tool_result")
+        conv.assert_same(conv.project(expected, CROSS_KINDS, names=False, values=False), conv.project(sent, CROSS_KINDS, names=False, values=False))
+        conv.assert_same(conv.project(expected, keep), conv.project(sent, keep))
