@@ -527,3 +527,56 @@ def test_emit_cross_vendor_thread() -> None:
     # what clm writes, clm's reader (this parser) reads back without complaint
     back = parse_bytes(ADAPTER, log, source_for(Path(f"{cid}.jsonl"), "clm"))
     assert report_kinds(back) == {}
+
+
+# ---------------------------------------------------------------- ingest: a compaction with .bak
+
+
+def test_ingest_compaction_with_bak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import archive.ingest as ingest_mod
+    import archive.vendors as vendors_mod
+    from archive.db import open_db
+
+    if ADAPTER not in vendors_mod.VENDORS:  # until clm is registered in vendors/__init__.py
+        registered = (*vendors_mod.VENDORS, ADAPTER)
+        monkeypatch.setattr(vendors_mod, "VENDORS", registered)
+        monkeypatch.setattr(ingest_mod, "VENDORS", registered)
+    state = tmp_path / "state" / "clm"
+    state.mkdir(parents=True)
+    log = state / "20260901-101500-0a1b2c3d.jsonl"
+    prompt = {"type": "prompt", "hash": fnv1a64(b"sys"), "content": "sys"}
+    turns = [_turn(n, "Done.") for n in range(5)]
+    before = jsonl(META, prompt, *[r for t in turns[:3] for r in t])
+    log.write_bytes(before)
+    db = open_db(tmp_path / "a.db")
+    options = ingest_mod.IngestOptions(providers=("clm",), env={"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")})
+    ingest_mod.ingest_paths(db, None, options)
+
+    # clm appends two more turns, then compacts: hard link to .bak, rename the rewrite over the log
+    with open(log, "ab") as f:
+        f.write(jsonl(*[r for t in turns[3:] for r in t]))
+    os.link(log, state / (log.name + ".bak"))
+    summary = {"role": "user", "content": "Summary: tasks 0-2 done.", "type": "msg"}
+    tmp = state / (log.name + ".tmp")
+    tmp.write_bytes(jsonl(META, prompt, summary, *turns[3], *turns[4]))
+    os.rename(tmp, log)
+    result = ingest_mod.ingest_paths(db, None, options)
+    assert result.reports.get("unexplained", 0) == 0 and result.reports.get("adapter_error", 0) == 0
+
+    conn = db.conn
+    assert conn.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+    assert conn.execute("SELECT current_generation FROM sources").fetchone()[0] == 2
+    bak_lines = len(split_lines((state / (log.name + ".bak")).read_bytes()))
+    # the .bak continued generation 1: the lines appended after the first run were read from it
+    assert conn.execute("SELECT line_count FROM generations WHERE generation = 1").fetchone()[0] == bak_lines
+    full = messages(parse(before + jsonl(*[r for t in turns[3:] for r in t])))
+    kept = {m.id for m in full[-8:]} | {full[0].id}
+    stored = {r[0] for r in conn.execute("SELECT id FROM messages")}
+    assert {m.id for m in full} < stored and len(stored) == len(full) + 1  # + the summary
+    superseded = {r[0] for r in conn.execute("SELECT message_id FROM superseded_messages")}
+    assert superseded == {m.id for m in full} - kept
+    # ingesting again changes nothing
+    again = ingest_mod.ingest_paths(db, None, options)
+    assert again.messages_added == 0 and again.files_changed == 0
