@@ -7,9 +7,9 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import canonical
+from . import canonical, codex
 
-VENDORS: tuple[Adapter, ...] = (canonical.ADAPTER,)
+VENDORS: tuple[Adapter, ...] = (codex.ADAPTER, canonical.ADAPTER)
 
 
 def get(name: str) -> Adapter:

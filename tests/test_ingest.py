@@ -1,0 +1,273 @@
+"""Ingest engine invariants (DESIGN.md): idempotent, incremental = whole, rebuild = ingest,
+restore is byte-exact, rewrites become generations, moves and copies are not duplicated,
+deleted files lose nothing, concurrent ingests serialise, bad input is reported."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archive.db import dump_tables, open_db
+from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
+from tests.ingest_helpers import NEVER_IDLE, canonical_lines, ingest, portable_dump, write_lines
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_rerun_changes_nothing(tmp_path):
+    a = tmp_path / "a.jsonl"
+    write_lines(a, canonical_lines("t1", 50))
+    db, s1 = ingest(tmp_path / "x.db", [a])
+    assert s1.messages_added == 50
+    before = dump_tables(db)
+    db, s2 = ingest(tmp_path / "x.db", [a])
+    assert s2.files_changed == 0 and s2.lines == 0 and s2.bytes_read == 0
+    assert dump_tables(db) == before
+    # even when the stat shortcut cannot be used (touch), nothing changes
+    os.utime(a, None)
+    db, s3 = ingest(tmp_path / "x.db", [a])
+    assert s3.messages_added == 0
+    assert portable_dump(db) == portable_dump(open_db(tmp_path / "x.db"))
+    assert dump_tables(db)["messages"] == before["messages"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.floats(0, 1), min_size=1, max_size=6), seed=st.integers(0, 1000))
+def test_incremental_equals_whole(tmp_path_factory, cuts, seed):
+    tmp = tmp_path_factory.mktemp("inc")
+    data = b"".join(line + b"\n" for line in canonical_lines("t", 40, seed=seed))
+    data += b'{"v":1,"id":"tail","threadId":"t","role":"user","ts":null,"content":[]}\n'
+    whole = tmp / "whole" / "s.jsonl"
+    whole.parent.mkdir()
+    whole.write_bytes(data)
+    db_whole, _ = ingest(tmp / "whole.db", [whole])
+
+    growing = tmp / "grow" / "s.jsonl"
+    growing.parent.mkdir()
+    positions = sorted({int(c * len(data)) for c in cuts} | {len(data)})
+    written = 0
+    for pos in positions:
+        with open(growing, "ab") as f:
+            f.write(data[written:pos])
+        written = pos
+        if pos == 0:
+            continue
+        db_inc, _ = ingest(tmp / "inc.db", [growing], IngestOptions(idle_seconds=10**9, batch_lines=7))
+    assert portable_dump(db_inc) == portable_dump(db_whole)
+
+
+def test_torn_last_line_waits_then_is_taken_when_idle(tmp_path):
+    a = tmp_path / "a.jsonl"
+    lines = canonical_lines("t", 3)
+    a.write_bytes(b"\n".join(lines))  # no newline after the last line
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.messages_added == 2
+    db, s = ingest(tmp_path / "x.db", [a])  # still torn, still not idle: nothing
+    assert s.messages_added == 0
+    old = a.stat().st_mtime - 7200
+    os.utime(a, (old, old))
+    db, s = ingest(tmp_path / "x.db", [a], IngestOptions(idle_seconds=3600))
+    assert s.messages_added == 1
+    out = restore(db, tmp_path / "restored")
+    assert out[0].sha256 == sha(a.read_bytes())
+
+
+def test_torn_line_that_does_not_parse_is_not_taken(tmp_path):
+    a = tmp_path / "a.jsonl"
+    a.write_bytes(b"\n".join(canonical_lines("t", 2)) + b'\n{"v":1,"id":"half')
+    old = a.stat().st_mtime - 7200
+    os.utime(a, (old, old))
+    db, s = ingest(tmp_path / "x.db", [a], IngestOptions(idle_seconds=60))
+    assert s.messages_added == 2
+    assert db.execute("SELECT pending FROM source_paths").fetchone()[0] == len(b'{"v":1,"id":"half')
+
+
+def test_rebuild_equals_ingest(tmp_path):
+    files = []
+    for i in range(3):
+        f = tmp_path / f"s{i}.jsonl"
+        write_lines(f, canonical_lines(f"t{i}", 30, seed=i) + [b"garbage", b""])
+        files.append(f)
+    db, _ = ingest(tmp_path / "x.db", files)
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+    rebuild(db, source=db.execute("SELECT uid FROM sources ORDER BY id LIMIT 1").fetchone()[0])
+    assert dump_tables(db) == before
+
+
+def test_restore_is_byte_exact(tmp_path):
+    a = tmp_path / "in" / "a.jsonl"
+    data = write_lines(a, canonical_lines("t", 20) + [b"\x00\x00\x00", b"\xff\xfe not utf8", b"  ", b"{}\r"])
+    db, _ = ingest(tmp_path / "x.db", [a])
+    (out,) = restore(db, tmp_path / "out")
+    assert out.sha256 == sha(data) and out.path.read_bytes() == data
+    assert out.path == tmp_path / "out" / str(a).lstrip("/")
+
+
+def test_rewrite_becomes_new_generation_and_keeps_old(tmp_path):
+    a = tmp_path / "a.jsonl"
+    lines = canonical_lines("t", 20)
+    gen1 = write_lines(a, lines)
+    db, _ = ingest(tmp_path / "x.db", [a])
+    # compaction-like rewrite: same first line, a summary, then the last messages; shorter
+    summary = orjson.dumps({"v": 1, "id": "summary", "threadId": "t", "role": "user", "ts": None,
+                            "content": [{"type": "text", "text": "summary of earlier work"}]})  # fmt: skip
+    gen2 = write_lines(a, [lines[0], summary] + lines[-3:])
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.messages_added == 1
+    assert db.execute("SELECT current_generation FROM sources").fetchone()[0] == 2
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 21
+    superseded = {r[0] for r in db.execute("SELECT message_id FROM superseded_messages")}
+    assert superseded == {f"t-m{i}" for i in range(17)}
+    files = {f.generation: f for f in restore(db, tmp_path / "out", all_generations=True)}
+    assert files[1].sha256 == sha(gen1) and files[2].sha256 == sha(gen2)
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+
+
+def test_file_continuing_an_older_generation_extends_it(tmp_path):
+    """clm keeps the pre-compaction log as .bak, possibly with lines we never saw."""
+    log = tmp_path / "s.jsonl"
+    lines = canonical_lines("t", 10)
+    write_lines(log, lines[:6])
+    db, _ = ingest(tmp_path / "x.db", [log])
+    bak = tmp_path / "s.jsonl.bak"
+    write_lines(bak, lines)  # the old log grew by 5 lines before compaction
+    write_lines(log, [lines[0], lines[-1]])
+    db, s = ingest(tmp_path / "x.db", [log, bak])
+    gens = db.execute("SELECT generation, line_count FROM generations ORDER BY generation").fetchall()
+    assert gens == [(1, 11), (2, 2)]
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 10
+    files = {f.generation: f for f in restore(db, tmp_path / "out", all_generations=True)}
+    assert files[1].sha256 == sha(bak.read_bytes())
+
+
+def test_move_and_copy_are_not_duplicated(tmp_path):
+    a = tmp_path / "sessions" / "a.jsonl"
+    lines = canonical_lines("t", 10)
+    write_lines(a, lines[:6])
+    db, _ = ingest(tmp_path / "x.db", [a])
+    before = db.execute("SELECT count(*) FROM source_lines").fetchone()[0]
+    moved = tmp_path / "archived" / "a.jsonl"
+    moved.parent.mkdir()
+    shutil.move(a, moved)
+    write_lines(moved, lines)  # it grew after the move
+    db, s = ingest(tmp_path / "x.db", [moved])
+    assert s.messages_added == 5
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == before + 5
+    assert db.execute("SELECT current_generation FROM sources").fetchone()[0] == 1
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(moved, copy)
+    db, s = ingest(tmp_path / "x.db", [copy])
+    assert s.messages_added == 0 and s.lines == 0
+    paths = {r[0] for r in db.execute("SELECT path FROM source_paths")}
+    assert paths == {str(a), str(moved), str(copy)}
+
+
+def test_deleted_and_moved_vendor_files_lose_nothing(tmp_path):
+    """Default discovery under CODEX_HOME (set by conftest): Codex archives, then deletes."""
+    codex_home = Path(os.environ["CODEX_HOME"])
+    fixture = Path(__file__).parent / "fixtures" / "codex" / "recorded" / "codex-0.171.0-exec-resume.jsonl"
+    live = codex_home / "sessions" / "2026" / "11" / "01" / "rollout-2026-11-01T10-00-00-x.jsonl"
+    live.parent.mkdir(parents=True)
+    shutil.copy(fixture, live)
+    db, s = ingest(tmp_path / "x.db", [])
+    assert s.messages_added > 0
+    before = portable_dump(db)
+    archived = codex_home / "archived_sessions" / live.name
+    archived.parent.mkdir(parents=True)
+    shutil.move(live, archived)
+    db, s = ingest(tmp_path / "x.db", [])
+    assert s.messages_added == 0 and portable_dump(db) == before
+    archived.unlink()
+    db, s = ingest(tmp_path / "x.db", [])
+    assert portable_dump(db) == before
+    missing = db.execute("SELECT path, missing FROM source_paths ORDER BY path").fetchall()
+    assert missing == [(str(archived), 1), (str(live), 1)]
+    from archive.stats import archive_status
+
+    info = archive_status(db, tmp_path / "x.db")
+    assert [g["path"] for g in info["missing_sources"]] == [str(archived), str(live)]
+
+
+def test_bad_input_is_reported_not_fatal(tmp_path):
+    lines = canonical_lines("t", 6)
+    bad = [b"\x00" * 100, bytes(range(256)), b"\xc3\x28 broken utf-8", b'{"v":1,"id":"x"', b"[1,2]",
+           b"{" + b'"pad":"' + b"z" * (50 << 20) + b'"}']  # fmt: skip
+    a = tmp_path / "a.jsonl"
+    data = write_lines(a, lines[:3] + bad + lines[3:])
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(os.urandom(4096).replace(b"\n", b"x"))
+    db, s = ingest(tmp_path / "x.db", [a, empty, garbage])
+    assert s.messages_added == 6
+    kinds = dict(db.execute("SELECT kind, count(*) FROM reports GROUP BY kind").fetchall())
+    # bytes(range(256)) holds a newline, so it is two lines: 6 unparseable lines in all, and
+    # the 50 MB object is valid JSON but no canonical record
+    assert kinds == {"parse_error": 6, "invalid": 1}
+    problems = {p["path"]: p["problem"] for p in s.problems}
+    assert problems == {str(empty): "no adapter recognises this file", str(garbage): "no adapter recognises this file"}
+    (out,) = restore(db, tmp_path / "out")
+    assert out.sha256 == sha(data)
+
+
+def test_broken_links_and_loops_are_reported(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    write_lines(root / "ok.jsonl", canonical_lines("t", 2))
+    (root / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
+    (root / "loop").symlink_to(root)
+    from archive.ingest import discover
+    from archive.vendors import canonical
+
+    class Claims(type(canonical.ADAPTER)):
+        def classify(self, path):
+            return "lines" if path.suffix == ".jsonl" else None
+
+    problems: list = []
+    found = list(discover([root], [Claims()], {}, problems))
+    assert [c.path.name for c in found] == ["ok.jsonl"]
+    kinds = sorted(p["problem"] for p in problems)
+    assert kinds == ["broken link", "link loop"]
+
+
+def test_concurrent_ingests_equal_one(tmp_path):
+    files = []
+    for i in range(4):
+        f = tmp_path / "in" / f"s{i}.jsonl"
+        write_lines(f, canonical_lines(f"t{i}", 300, seed=i))
+        files.append(str(f))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    cmd = [sys.executable, "-m", "archive", "--db", str(tmp_path / "c.db"), "ingest", "-q", *files]
+    procs = [subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        assert p.wait(120) == 0, p.stderr.read()
+    db_one, _ = ingest(tmp_path / "one.db", [Path(f) for f in files])
+    assert portable_dump(open_db(tmp_path / "c.db")) == portable_dump(db_one)
+
+
+def test_no_wait_fails_fast_when_locked(tmp_path):
+    from click.testing import CliRunner
+
+    from archive.cli import cli
+    from archive.ingest import ingest_lock
+
+    db_path = tmp_path / "x.db"
+    with ingest_lock(db_path, wait=None):
+        result = CliRunner().invoke(cli, ["--db", str(db_path), "ingest", "--no-wait", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "another ingest is running" in result.output

@@ -1,0 +1,135 @@
+"""One MessageStore contract, run against the memory, JSONL and SQLite implementations."""
+
+from __future__ import annotations
+
+import pytest
+
+from archive.model import Attachment, Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
+from archive.store import JsonlMessageStore, MemoryMessageStore, MessageStore, SqliteMessageStore
+
+
+@pytest.fixture(params=["memory", "jsonl", "sqlite"])
+def make_store(request, tmp_path):
+    def make():
+        if request.param == "memory":
+            return MemoryMessageStore()
+        if request.param == "jsonl":
+            return JsonlMessageStore(tmp_path / "store.jsonl")
+        return SqliteMessageStore(tmp_path / "archive.db")
+
+    make.kind = request.param
+    return make
+
+
+def msg(i: int, thread: str = "t1", **kw) -> Message:
+    return Message(
+        id=f"{thread}-m{i}", thread_id=thread, role="user" if i % 2 == 0 else "assistant",
+        ts=f"2026-01-01T00:00:{i:02d}Z", content=(Text(f"message {i}"),), **kw,
+    )  # fmt: skip
+
+
+def test_is_a_message_store(make_store):
+    assert isinstance(make_store(), MessageStore)
+
+
+def test_order_paging_and_limits(make_store):
+    s = make_store()
+    s.put_thread(Thread(id="t1", created_at="2026-01-01T00:00:00Z"))
+    for i in (0, 1, 2, 3, 4):
+        s.append_message(msg(i))
+    ids = [m.id for m in s.get_messages("t1")]
+    assert ids == [f"t1-m{i}" for i in range(5)]
+    assert [m.id for m in s.get_messages("t1", after_id="t1-m1")] == ["t1-m2", "t1-m3", "t1-m4"]
+    assert [m.id for m in s.get_messages("t1", after_id="t1-m1", limit=2)] == ["t1-m2", "t1-m3"]
+    assert [m.id for m in s.get_messages("t1", limit=1)] == ["t1-m0"]
+    assert s.get_messages("t1", limit=0) == []
+    assert s.get_messages("t1", after_id="t1-m4") == []
+    assert s.get_messages("t1", after_id="nope") == []
+
+
+def test_append_order_not_timestamp_order(make_store):
+    s = make_store()
+    s.append_message(Message(id="b", thread_id="t", role="user", ts="2026-01-02T00:00:00Z"))
+    s.append_message(Message(id="a", thread_id="t", role="user", ts="2026-01-01T00:00:00Z"))
+    assert [m.id for m in s.get_messages("t")] == ["b", "a"]
+
+
+def test_unknown_ids(make_store):
+    s = make_store()
+    assert s.get_thread("missing") is None
+    assert s.get_messages("missing") == []
+    assert s.list_threads() == []
+
+
+def test_idempotent_reappend(make_store, tmp_path):
+    s = make_store()
+    s.append_message(msg(0))
+    s.append_message(msg(1))
+    s.append_message(msg(0))
+    s.append_message(Message(id="t1-m0", thread_id="t1", role="user", ts=None, content=(Text("changed"),)))
+    got = s.get_messages("t1")
+    assert [m.id for m in got] == ["t1-m0", "t1-m1"]
+    assert got[0] == msg(0)
+    if make_store.kind == "jsonl":
+        assert len((tmp_path / "store.jsonl").read_bytes().splitlines()) == 2
+
+
+def test_filters_and_thread_round_trip(make_store):
+    s = make_store()
+    parent = Thread(id="p", created_at="2026-01-01T00:00:00Z", title="parent", metadata={"cwd": "/w"})
+    child = Thread(id="c", created_at="2026-01-02T00:00:00Z", parent_thread_id="p", origin_message_id="p-m1",
+                   agent_id="agent-1")  # fmt: skip
+    other = Thread(id="o", created_at="2025-12-31T00:00:00Z", agent_id="agent-2")
+    for t in (parent, child, other):
+        s.put_thread(t)
+    assert s.get_thread("p") == parent
+    assert s.get_thread("c") == child
+    assert [t.id for t in s.list_threads()] == ["o", "p", "c"]
+    assert [t.id for t in s.list_threads(parent_thread_id="p")] == ["c"]
+    assert [t.id for t in s.list_threads(agent_id="agent-2")] == ["o"]
+    assert s.list_threads(agent_id="agent-1", parent_thread_id="x") == []
+    renamed = Thread(id="p", created_at="2026-01-01T00:00:00Z", title="renamed")
+    s.put_thread(renamed)
+    assert s.get_thread("p") == renamed
+
+
+def test_rich_messages_survive(make_store):
+    s = make_store()
+    m = Message(
+        id="rich", thread_id="t", role="assistant", ts="2026-01-01T00:00:00Z", turn_id="u1", parent_id="u1",
+        content=(
+            Text("hi"),
+            ToolCall("c1", "Bash", {"command": "ls", "n": [1, 2]}),
+            ToolResult("c1", {"stdout": "x"}, True),
+            ToolResult("c2", "plain", None),
+            ToolResult("c3", None, False),
+            Attachment(media_type="image/png", data="iVBORw0KGgo="),
+        ),
+        usage=Usage(input_tokens=3, output_tokens=4),
+        provenance=Provenance("codex", session_id="s", source_id="item1"),
+        raw={"x": 1},
+        extra={"model": "gpt"},
+    )  # fmt: skip
+    s.append_message(m)
+    assert s.get_messages("t") == [m]
+
+
+def test_sqlite_store_reopens(tmp_path):
+    path = tmp_path / "a.db"
+    s = SqliteMessageStore(path)
+    s.put_thread(Thread(id="t1", created_at="2026-01-01T00:00:00Z"))
+    s.append_message(msg(0))
+    s2 = SqliteMessageStore(path)
+    assert [m.id for m in s2.get_messages("t1")] == ["t1-m0"]
+    s2.append_message(msg(1))
+    assert [m.id for m in SqliteMessageStore(path).get_messages("t1")] == ["t1-m0", "t1-m1"]
+
+
+def test_jsonl_store_reopens(tmp_path):
+    path = tmp_path / "s.jsonl"
+    s = JsonlMessageStore(path)
+    s.put_thread(Thread(id="t1", created_at="2026-01-01T00:00:00Z"))
+    s.append_message(msg(0))
+    again = JsonlMessageStore(path)
+    assert again.get_messages("t1") == [msg(0)]
+    assert again.get_thread("t1") == Thread(id="t1", created_at="2026-01-01T00:00:00Z")
