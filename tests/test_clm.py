@@ -192,6 +192,12 @@ def test_bad_lines_are_reported_and_skipped() -> None:
     assert unknown.to_dict() == {"type": "unknown", "sourceType": "clm:msg.mood", "raw": "fine"}
 
 
+def test_deep_nesting_is_reported_not_raised() -> None:
+    deep = b'{"role":"user","content":"x","type":"msg","x":' + b"[" * 1000 + b"]" * 1000 + b"}"
+    rows = parse(jsonl(META, deep))
+    assert report_kinds(rows) == {(INVALID, "too deep"): 1}
+
+
 def test_truncated_utf8_content() -> None:
     text = ("x" * 65533 + "€é").encode()  # clm cuts at 65535 bytes: inside the euro sign
     cut = text[:65535]

@@ -119,6 +119,7 @@ EXT_MEDIA = {
 }
 MEDIA_EXT = {v: k for k, v in EXT_MEDIA.items() if k != "bin"}  # anything else is .bin
 
+MAX_DEPTH = 200  # json and orjson (255 levels on output) must still handle it inside a message; cJSON takes 1000
 MSG_KEYS = ("role", "content", "tool_call_id", "tool_name", "tool_calls", "type", "attachments")
 META_KEYS = ("type", "v", "id", "created", "model", "provider", "agent")
 UNKNOWN_KEY_PREFIX = "clm:msg."  # Unknown.source_type of a msg key this version does not know
@@ -200,6 +201,19 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _depth(value: Any) -> int:
+    """Nesting depth, iteratively (the value may be deeper than Python's recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
 def _load(line: bytes) -> tuple[Any, str | None, str | None]:
     """(value, warning, error). orjson first; clm's cut content can hold invalid UTF-8,
     which only the lenient decoder accepts."""
@@ -262,6 +276,8 @@ class ClmParser:
             return [Report(PARSE_ERROR, "invalid JSON", f"{error}; clm skips the line")]
         if not isinstance(value, dict):
             return [Report(PARSE_ERROR, "not a JSON object", "clm skips the line")]
+        if _depth(value) > MAX_DEPTH:
+            return [Report(INVALID, "too deep", f"JSON nested more than {MAX_DEPTH} levels; not projected")]
         rtype = value.get("type")
         if not isinstance(rtype, str):
             return [Report(INVALID, "no type", "record without a string type; clm skips it")]
