@@ -703,7 +703,9 @@ class ClaudeCodeParser:
                         edit_done = True
                     elif name == "WebSearch" and isinstance(tur, dict) and isinstance(tur.get("query"), str):
                         blocks.append(WebSearch(call_id=str(b.get("tool_use_id")), query=tur["query"], results=tur.get("results")))
-                if call and name in SPAWN_TOOLS:
+                # toolUseResult.agentId names the child whatever the tool is called (an
+                # emitted cross-vendor session keeps the source's spawn tool name)
+                if call and (name in SPAWN_TOOLS or (isinstance(tur, dict) and _str(tur.get("agentId")))):
                     more.extend(self._spawned(call, b, tur, d))
             else:
                 blocks.extend(_block(b))
@@ -854,9 +856,10 @@ class _SessionEmitter:
 
     def __init__(self, thread: Thread, children: list[tuple[Thread, list[Message]]], options: Mapping[str, Any]) -> None:
         meta = thread.metadata or {}
-        cwd = _str(meta.get("cwd")) or _str(options.get("cwd"))
+        # an explicit cwd wins: the session is being placed in a (maybe different) checkout
+        cwd = _str(options.get("cwd")) or _str(meta.get("cwd"))
         if not cwd:
-            raise EmitError(f"thread {thread.id}: no cwd in its metadata; pass cwd=")
+            raise EmitError(f"thread {thread.id}: no cwd given and none in its metadata")
         self.cwd = cwd
         self.version = str(options.get("version") or EMIT_VERSION)
         self.branch = str(meta.get("gitBranch") or options.get("git_branch") or "")
@@ -895,6 +898,7 @@ class _ThreadWriter:
         self.in_run = False
         self.runs = 0
         self.msg_id = ""
+        self.run_source: str | None = None  # the source message.id of the current run
         self.pending: dict[str, str] = {}  # new call id -> uuid of its assistant line
         self.answered: set[str] = set()
         self.names: dict[str, str] = {}  # source call id -> tool name
@@ -939,10 +943,18 @@ class _ThreadWriter:
             # the API wants a conversation to open with a user message
             self._user("[conversation imported by sesh-archive]", m.ts, isMeta=True)
             self.em.result.count("user line inserted before a leading assistant message")
+        src = (m.provenance.extra or {}).get("messageId") if m.provenance else None
+        if self.in_run and src and self.run_source and src != self.run_source:
+            self.in_run = False  # two API responses back to back
+        if not self.in_run and src and src == self.run_source:
+            # Claude Code writes parallel tool results while the response that asked for
+            # them is still streaming (2.1.39): the same response continues after them.
+            self.in_run = True
         if not self.in_run:
             self._answer_pending(m.ts)
             self.in_run = True
             self.runs += 1
+            self.run_source = src
             self.msg_id = "msg_emit" + stable_id("msg", self.thread.id, self.runs)[:24]
         u = m.usage or Usage()
         message = {
