@@ -23,6 +23,12 @@ Field notes: ``formats/claude-code.md`` of the shared docs. Invariants of this m
 * **Emit is the cross-vendor path** (same-vendor re-emit restores stored lines): it builds
   a 2.1.x session from canonical messages with deterministic uuids derived from the
   thread id, and counts every dropped or transformed field in ``EmitResult.counts``.
+  Every tool_use gets exactly one tool_result before the next response (a missing one is
+  synthesized, a stray one becomes text); only reasoning with a Claude ``signature``
+  becomes a thinking block. The project folder is the slug of ``cwd=`` if given, else of
+  the thread's metadata cwd.
+* **Agent meta.json** names neither session nor agent: both come from the file's last
+  path components (the same components that identify a snapshot source).
 """
 
 from __future__ import annotations
