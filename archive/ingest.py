@@ -215,25 +215,41 @@ def discover(
         p = Path(given)
         if p.is_dir():
             for f in _walk(p, problems):
-                for a in adapters:
-                    kind = a.classify(f)
-                    if kind:
-                        yield from emit(f, a, kind)
-                        break
+                picked = _pick(f, adapters, by_content_only=False)
+                if picked is not None:
+                    yield from emit(f, *picked)
         elif p.is_file():
-            picked = next(((a, k) for a in adapters if (k := a.classify(p))), None)
+            picked = _pick(p, adapters, by_content_only=True)
             if picked is None:
-                head = _head(p)
-                detected = next((a for a in adapters if head is not None and a.detect(head)), None)
-                if detected is None:
-                    problems.append({"path": str(p), "problem": "no adapter recognises this file"})
-                    continue
-                picked = (detected, LINES)
+                problems.append({"path": str(p), "problem": "no adapter recognises this file"})
+                continue
             yield from emit(p, *picked)
         elif os.path.islink(p):
             problems.append({"path": str(p), "problem": "broken link"})
         else:
             problems.append({"path": str(p), "problem": "not found"})
+
+
+def _pick(path: Path, adapters: list[Adapter], by_content_only: bool) -> tuple[Adapter, str] | None:
+    """The adapter for a file outside the vendors' own folders. File names overlap between
+    vendors (clm's ``<id>.jsonl`` matches a Claude ``<uuid>.jsonl``), so a name match is
+    confirmed by the content; snapshots (binary companions) are taken by name alone. Failing
+    that, any adapter that recognises the content; in a folder walk, the first name match
+    (an empty or torn file waits its turn); a single file given by hand must be recognised."""
+    claims = [(a, k) for a in adapters if (k := a.classify(path))]
+    if not claims and not by_content_only:
+        return None
+    head = _head(path)
+    for a, k in claims:
+        if k == SNAPSHOT or (head is not None and a.detect(head)):
+            return a, k
+    if head:
+        for a in adapters:
+            if a.detect(head):
+                return a, a.classify(path) or LINES
+    if claims and not by_content_only:
+        return claims[0]
+    return None
 
 
 def _head(p: Path) -> bytes | None:
