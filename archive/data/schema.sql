@@ -26,7 +26,7 @@ CREATE TABLE blocks (
     patch TEXT,
     media_type TEXT,
     uri TEXT,
-    blob_sha256 TEXT REFERENCES blobs(sha256),
+    blob_sha256 TEXT,                   -- blobs.sha256; the blob may arrive later (clm image files)
     redacted INTEGER,
     extra TEXT                          -- JSON: the rest of the block (raw, results, signature)
 );
@@ -195,6 +195,13 @@ CREATE TRIGGER blocks_au AFTER UPDATE ON blocks BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
 END;
+CREATE VIEW conversation AS
+SELECT m.thread_id, m.id AS message_id, m.role, m.ts, m.turn_id, m.model, m.injected,
+       b.position, b.type AS block_type, b.text, b.tool_name, b.call_id, b.is_error, b.path,
+       b.id AS block_id,
+       m.source_id AS seq_source, m.generation AS seq_generation, m.offset AS seq_offset,
+       m.sub AS seq_sub
+FROM messages m JOIN blocks b ON b.message_id = m.id;
 CREATE VIEW superseded_messages AS
     SELECT m.id AS message_id, m.thread_id
     FROM messages m
@@ -202,3 +209,57 @@ CREATE VIEW superseded_messages AS
         SELECT 1 FROM message_occurrences o JOIN sources s ON s.id = o.source_id
         WHERE o.message_id = m.id AND o.generation = s.current_generation
     );
+CREATE VIEW thread_summary AS
+SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+       t.created_at,
+       (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+       (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+       (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+       (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+            AND m.role = 'user' AND m.injected = 0) AS user_turns,
+       (SELECT count(*) FROM blocks b JOIN messages m ON m.id = b.message_id
+            WHERE m.thread_id = t.id AND b.type = 'tool_call') AS tool_calls,
+       (SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
+            FROM usage u WHERE u.thread_id = t.id) AS tokens,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
+FROM threads t;
+CREATE VIEW tool_calls AS
+SELECT c.id AS block_id, cm.thread_id, cm.id AS message_id, c.call_id, c.tool_name, c.input,
+       coalesce(r.output, r.text) AS output, r.is_error, cm.ts AS call_ts, rm.ts AS result_ts,
+       CASE WHEN cm.ts IS NOT NULL AND rm.ts IS NOT NULL
+            THEN round((julianday(rm.ts) - julianday(cm.ts)) * 86400.0, 3) END AS duration_seconds,
+       r.id AS result_block_id, rm.id AS result_message_id
+FROM blocks c
+JOIN messages cm ON cm.id = c.message_id
+LEFT JOIN blocks r ON r.id = (
+    SELECT r2.id FROM blocks r2 JOIN messages m2 ON m2.id = r2.message_id
+    WHERE r2.call_id = c.call_id AND r2.type = 'tool_result' AND m2.thread_id = cm.thread_id
+    ORDER BY m2.source_id, m2.generation, m2.offset, m2.sub, r2.position LIMIT 1)
+LEFT JOIN messages rm ON rm.id = r.message_id
+WHERE c.type = 'tool_call';
+CREATE VIEW usage_by_model AS
+SELECT provider, model, count(*) AS responses, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens,
+       min(ts) AS first_ts, max(ts) AS last_ts
+FROM usage_responses GROUP BY provider, model;
+CREATE VIEW usage_by_project AS
+SELECT project, provider, count(*) AS responses, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens
+FROM usage_responses GROUP BY project, provider;
+CREATE VIEW usage_daily AS
+SELECT day, provider, model, count(*) AS responses, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens
+FROM usage_responses GROUP BY day, provider, model;
+CREATE VIEW usage_responses AS
+SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
+       coalesce(t.cwd, p.cwd) AS project,
+       coalesce(u.input_tokens, 0) AS input_tokens, coalesce(u.output_tokens, 0) AS output_tokens,
+       coalesce(u.cache_read_tokens, 0) AS cache_read_tokens,
+       coalesce(u.cache_write_tokens, 0) AS cache_write_tokens,
+       coalesce(u.reasoning_tokens, 0) AS reasoning_tokens
+FROM usage u
+LEFT JOIN threads t ON t.id = u.thread_id
+LEFT JOIN threads p ON p.id = t.parent_thread_id;

@@ -158,7 +158,7 @@ class Adapter:
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
 
-    def emit(self, thread: Any, messages: list[Message], **options: Any) -> EmitResult:
+    def emit(self, thread: Any, messages: list[Message], children: list[Any] | None = None, **options: Any) -> EmitResult:
         raise NotImplementedError(f"{self.name}: emit is not implemented")
 
 
