@@ -1,0 +1,1620 @@
+#!/usr/bin/env python3
+"""Deterministic synthetic "home folder" of AI coding agent session logs, for benchmarks.
+
+    python scripts/gen_corpus.py OUT_DIR --size 1GB [--seed N] [--big-file-mb 600]
+    python scripts/gen_corpus.py OUT_DIR --append-mb 1 --append-files 10
+
+Guarantees:
+
+* **Deterministic.** The output is a pure function of ``(--seed, --size, --big-file-mb)``:
+  two runs write byte-identical files (and identical file mtimes). Nothing reads the clock
+  (the elapsed time printed on stderr is the only exception and never reaches a file), and
+  every random choice comes from ``random.Random`` instances seeded with strings derived
+  from the seed (string seeds are hashed with SHA-512, so ``PYTHONHASHSEED`` plays no role).
+  Set iteration is never used to order anything.
+* **Valid, vendor-shaped lines.** Every line of every ``.jsonl`` / ``.jsonl.bak`` is one
+  complete JSON object followed by ``\\n``. Shapes follow ``shared/formats/*.md``: Claude Code
+  2.1.x (``~/.claude/projects``, subagents, compaction), Codex rollouts G2 (0.66) and G3
+  (0.171) including ``archived_sessions/``, and clm logs (``~/.local/state/clm``, with
+  ``.jsonl.bak`` companions for compacted sessions).
+* **Approximately the requested size.** Sessions are generated until each vendor's byte
+  budget is reached, so the total overshoots the request by at most about one session.
+  When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
+  least ``--big-file-mb`` (default 600) MiB is written, streamed line by line.
+* **Known search hits.** Text is drawn from a fixed vocabulary that does not contain the
+  marker words (``zanzibar``, ``xylophone``, ``quokka`` and the phrase ``velvet thunder``).
+  Markers are inserted only into text that appears exactly once in the corpus (Claude trunk
+  assistant text, Codex G2 shell output, Codex G3 reasoning summaries, clm assistant text of
+  uncompacted sessions), so their raw occurrence counts in ``corpus-manifest.json`` equal
+  both ``grep -o`` counts and the number of canonical text blocks that contain them.
+* **Append mode** adds about ``--append-mb`` MiB of complete, valid, chain-consistent lines
+  to ``--append-files`` existing session files, chosen and filled deterministically from the
+  seed and the files' current sizes, and updates the manifest's byte and line totals.
+
+Units: MB/GB are binary (MiB/GiB). Timestamps lie in the 365 days before 2026-11-01T00:00Z.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from array import array
+import datetime as _dt
+import os
+import re
+import struct
+import sys
+import time
+import zlib
+from pathlib import Path
+from random import Random
+from typing import Any, Iterator
+
+import orjson
+
+MiB = 1 << 20
+GiB = 1 << 30
+# Fixed reference date: every timestamp lies before it, so "last 30 days" stats are stable.
+END_MS = int(_dt.datetime(2026, 11, 1, tzinfo=_dt.timezone.utc).timestamp()) * 1000
+DAY_MS = 86_400_000
+MANIFEST = "corpus-manifest.json"
+_NL = orjson.OPT_APPEND_NEWLINE
+
+# Marker words and their probability per eligible text block. The first eligible blocks of
+# the corpus get one of each, so even a 2 MB corpus has every marker at least once.
+MARKERS: tuple[tuple[str, float], ...] = (
+    ("zanzibar", 1 / 300),
+    ("velvet thunder", 1 / 1500),
+    ("xylophone", 1 / 6000),
+    ("quokka", 1 / 60000),
+)
+
+# ---------------------------------------------------------------------------------------
+# Fixed vocabulary. Plain words are mixed with a few non-ASCII ones so UTF-8 handling and
+# the FTS tokenizer get exercised; compounds are derived with a fixed seed so the
+# vocabulary never depends on --seed.
+_BASE_WORDS = """
+the a of to and in is it that for on with as this be are by not or from at we can if
+but you your will should would could when then than which there their they them have has
+had was were been do does did done make makes made use used using get gets set sets add
+adds added remove removed update updated check checks checked run runs running ran test
+tests testing build builds built fix fixes fixed error errors warning warnings fail fails
+failed failure pass passes passed success file files path paths directory folder module
+modules package packages import imports export function functions method methods class
+classes object objects value values type types string strings number numbers list lists
+array arrays map maps dict key keys index indexes table tables column columns row rows
+query queries database schema migration migrations record records field fields parser
+parse parsing token tokens line lines offset offsets byte bytes buffer buffers stream
+streams read reads write writes writer reader open close closed handle handler handlers
+request requests response responses server client service services api endpoint route
+routes router config configuration settings option options flag flags default defaults
+environment variable variables shell command commands output input argument arguments
+return returns result results exception exceptions raise raises retry timeout cache
+cached caching memory disk network socket thread threads process processes worker workers
+queue queues task tasks job jobs event events message messages session sessions user
+users agent agents model models prompt prompts context window summary summaries tool tools
+call calls callback plugin plugins hook hooks lint linter format formatter style docs
+documentation comment comments readme changelog version versions release branch branches
+commit commits merge rebase diff patch patches review reviewer pull issue issues bug bugs
+feature features refactor cleanup rename move copy delete create insert select join where
+order group limit count sum average metric metrics log logs logging trace debug info
+level levels status state states snapshot snapshots archive archives backup restore
+compress decompress encode decode json yaml toml csv sqlite postgres redis docker
+container image images layout render template templates component components view views
+page pages widget widgets button form input validation validator schema auth login logout
+token secret permission permissions role roles admin account accounts billing invoice
+payment order orders cart product products price prices search index ranking score
+vector embedding cluster node nodes graph edge edges tree trees root leaf parent child
+children sibling depth width height size sizes total partial complete incomplete ready
+pending running stopped started finished after before during between inside outside
+first last next previous current new old same different other another each every all
+some none any many few more most less least very quite really just only also still
+already again always never often sometimes maybe probably likely simple complex fast slow
+small large big tiny huge short long early late quick careful safe unsafe stable flaky
+looks like seems works broken correct wrong better worse good bad fine okay sure right
+let me now first look at the see how why what which where who whose whom here there
+naïve café résumé Größe straße façade déjà über niño señor 日本語 测试 données κόσμος
+"""
+
+
+def _build_vocab() -> list[str]:
+    base = _BASE_WORDS.split()
+    seen: dict[str, None] = dict.fromkeys(base)
+    rng = Random("sesh-archive-corpus-vocab-v1")
+    plain = [w for w in base if w.isascii()]
+    while len(seen) < 3000:
+        a, b = rng.choice(plain), rng.choice(plain)
+        style = rng.random()
+        if style < 0.5:
+            w = f"{a}_{b}"
+        elif style < 0.8:
+            w = a + b.capitalize()
+        else:
+            w = f"{a}{rng.randint(1, 99)}"
+        seen.setdefault(w, None)
+    vocab = list(seen)
+    for marker, _ in MARKERS:
+        for part in marker.split():
+            bad = [w for w in vocab if part in w.lower()]
+            assert not bad, f"vocabulary word {bad[0]!r} contains marker {part!r}"
+    return vocab
+
+
+VOCAB = _build_vocab()
+
+PROJECTS = (
+    "/home/dev/projects/webshop",
+    "/home/dev/projects/sesh-archive",
+    "/home/dev/projects/ml-pipeline",
+    "/home/dev/projects/infra-terraform",
+    "/home/dev/projects/mobile_app",
+    "/home/dev/work/payments-api",
+    "/home/dev/work/data warehouse",
+    "/home/dev/.config/nvim",
+    "/home/dev/src/rust-parser",
+    "/home/dev/src/docs-site",
+    "/srv/repos/monorepo/services/auth",
+    "/home/dev/hello-app",
+)
+BRANCHES = ("main", "main", "main", "master", "feature/search", "fix/flaky-tests", "", "HEAD", "release/2.4")
+CLAUDE_VERSIONS = ("2.1.38", "2.1.39", "2.1.81", "2.1.120", "2.1.197")
+CLAUDE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "claude-opus-4-8")
+CODEX_MODELS = ("gpt-5.1-codex-max", "gpt-5.1-codex", "gpt-5.2-codex", "gpt-5.1-codex-mini")
+CLM_MODELS = (("claude-sonnet-5", "anthropic"), ("gpt-5.1", "openai"), ("qwen3-coder-30b", "ollama"))
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+COMPACT_PREFIX = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The conversation is summarized below:\n"
+)
+COMPACT_PROMPT = (
+    "Your task is to create a detailed summary of the conversation so far, paying close attention "
+    "to the user's explicit requests and your previous actions.\nThis summary should be thorough in "
+    "capturing technical details, code patterns, and architectural decisions that would be essential "
+    "for continuing development work without losing context."
+)
+CODEX_BASE_INSTRUCTIONS = (
+    "You are a coding agent running in the Codex CLI, a terminal-based coding assistant. "
+    "You are expected to be precise, safe, and helpful.\n\n"
+    + "\n".join(f"- {w} guideline: keep changes minimal and explain them." for w in VOCAB[40:100])
+)
+CLM_SYSTEM_PROMPT = "You are clm, a terminal coding agent. Use shell_exec to run commands.\n" + " ".join(VOCAB[100:180])
+
+
+# ---------------------------------------------------------------------------------------
+# Small deterministic helpers.
+
+_DAY_CACHE: dict[int, str] = {}
+_EPOCH_ORD = _dt.date(1970, 1, 1).toordinal()
+
+
+def iso_ms(ms: int) -> str:
+    """ISO-8601 UTC with milliseconds, computed arithmetically (no clock, and fast)."""
+    d, r = divmod(ms, DAY_MS)
+    day = _DAY_CACHE.get(d)
+    if day is None:
+        day = _DAY_CACHE[d] = _dt.date.fromordinal(_EPOCH_ORD + d).isoformat()
+    h, r = divmod(r, 3_600_000)
+    m, r = divmod(r, 60_000)
+    s, f = divmod(r, 1000)
+    return f"{day}T{h:02d}:{m:02d}:{s:02d}.{f:03d}Z"
+
+
+def uuid4(rng: Random) -> str:
+    h = "%032x" % rng.getrandbits(128)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+def uuid7(rng: Random, ms: int) -> str:
+    """UUIDv7 layout (time-ordered), the id style of Codex since late 2025."""
+    h = "%012x" % ms + "%020x" % rng.getrandbits(80)
+    return f"{h[:8]}-{h[8:12]}-7{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
+
+
+def hexs(rng: Random, n: int) -> str:
+    return "%0*x" % (n, rng.getrandbits(4 * n))
+
+
+def alnum(rng: Random, n: int) -> str:
+    return "".join(rng.choices(ALNUM, k=n))
+
+
+def slugify(cwd: str) -> str:
+    # Claude Code maps every non-alphanumeric character to "-", one for one.
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def fnv1a64(text: str) -> str:
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def lognormal_bytes(rng: Random, median: int, sigma: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(median * rng.lognormvariate(0.0, sigma))))
+
+
+def _png(rng: Random, w: int, h: int) -> bytes:
+    """A valid RGB PNG. The zlib stream is written by hand with stored blocks, so the bytes
+    do not depend on the zlib build (zlib-ng and zlib compress differently)."""
+    rows = []
+    base = rng.randbytes(w * 3)
+    for y in range(h):
+        # Mostly-repeated rows with some noise: looks like a screenshot, not pure static.
+        rows.append(b"\x00" + (rng.randbytes(w * 3) if y % 7 == 0 else base))
+    raw = b"".join(rows)
+    blocks = []
+    for i in range(0, len(raw), 65535):
+        chunk = raw[i : i + 65535]
+        final = 1 if i + 65535 >= len(raw) else 0
+        blocks.append(struct.pack("<BHH", final, len(chunk), len(chunk) ^ 0xFFFF) + chunk)
+    data = b"\x78\x01" + b"".join(blocks) + struct.pack(">I", zlib.adler32(raw))
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body))
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+
+
+def _scrub(text: str) -> str:
+    """Break any accidental marker spelled by random base64 (case-insensitive, like FTS)."""
+    for marker, _ in MARKERS:
+        for part in marker.split():
+            text = re.sub(re.escape(part), lambda m: m.group(0)[:2] + "9" + m.group(0)[3:], text, flags=re.I)
+    return text
+
+
+# ---------------------------------------------------------------------------------------
+# Output files and statistics.
+
+
+class Stats:
+    """Per-vendor totals, mergeable so a worker process can hand its share back."""
+
+    def __init__(self) -> None:
+        self.v: dict[str, dict[str, int]] = {}
+        self.markers: dict[str, dict[str, Any]] = {
+            m: {"occurrences": 0, "by_vendor": {}, "files": []} for m, _ in MARKERS
+        }
+        self.largest: tuple[int, str] = (0, "")
+        self.sessions_30d: dict[str, int] = {}
+        self.first_ms = END_MS
+        self.last_ms = 0
+        self.models: dict[str, None] = {}
+        self.projects: dict[str, None] = {}
+
+    def vendor(self, name: str) -> dict[str, int]:
+        return self.v.setdefault(name, {"files": 0, "bytes": 0, "lines": 0, "sessions": 0})
+
+    def bump(self, vendor: str, key: str, n: int = 1) -> None:
+        d = self.vendor(vendor)
+        d[key] = d.get(key, 0) + n
+
+    def session(self, vendor: str, start_ms: int, model: str, project: str | None) -> None:
+        self.bump(vendor, "sessions")
+        if start_ms >= END_MS - 30 * DAY_MS:
+            self.sessions_30d[vendor] = self.sessions_30d.get(vendor, 0) + 1
+        self.first_ms = min(self.first_ms, start_ms)
+        self.models.setdefault(model, None)
+        if project:
+            self.projects.setdefault(project, None)
+
+    def merge(self, other: "Stats") -> None:
+        for vendor, d in other.v.items():
+            for k, n in d.items():
+                self.bump(vendor, k, n)
+        for m, d in other.markers.items():
+            mine = self.markers[m]
+            mine["occurrences"] += d["occurrences"]
+            for vendor, n in d["by_vendor"].items():
+                mine["by_vendor"][vendor] = mine["by_vendor"].get(vendor, 0) + n
+            for f in d["files"]:
+                if f not in mine["files"]:
+                    mine["files"].append(f)
+        self.largest = max(self.largest, other.largest)
+        for vendor, n in other.sessions_30d.items():
+            self.sessions_30d[vendor] = self.sessions_30d.get(vendor, 0) + n
+        self.first_ms = min(self.first_ms, other.first_ms)
+        self.last_ms = max(self.last_ms, other.last_ms)
+        self.models.update(other.models)
+        self.projects.update(other.projects)
+
+
+class Out:
+    """One output file: buffered, streamed, counted. Never holds a file in memory."""
+
+    __slots__ = ("root", "path", "f", "bytes", "lines", "vendor", "stats", "last_ms")
+
+    def __init__(self, stats: Stats, root: Path, path: Path, vendor: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.root, self.path, self.vendor, self.stats = root, path, vendor, stats
+        self.f = open(path, "wb", buffering=MiB)
+        self.bytes = 0
+        self.lines = 0
+        self.last_ms = 0
+
+    @property
+    def rel(self) -> str:
+        return self.path.relative_to(self.root).as_posix()
+
+    def w(self, obj: Any) -> bytes:
+        b = orjson.dumps(obj, option=_NL)
+        self.f.write(b)
+        self.bytes += len(b)
+        self.lines += 1
+        return b
+
+    def raw(self, b: bytes) -> None:
+        self.f.write(b)
+        self.bytes += len(b)
+        self.lines += b.count(b"\n")
+
+    def close(self, mtime_ms: int) -> None:
+        self.f.close()
+        # A deterministic mtime (the last timestamp written) keeps "newest first" listings and
+        # mtime-based retention meaningful in benchmarks.
+        os.utime(self.path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        d = self.stats.vendor(self.vendor)
+        d["files"] += 1
+        d["bytes"] += self.bytes
+        d["lines"] += self.lines
+        self.stats.largest = max(self.stats.largest, (self.bytes, self.rel))
+        self.stats.last_ms = max(self.stats.last_ms, mtime_ms)
+
+
+def write_json_file(stats: Stats, root: Path, path: Path, vendor: str, obj: Any, mtime_ms: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    b = orjson.dumps(obj)
+    path.write_bytes(b)
+    os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+    stats.bump(vendor, "files")
+    stats.bump(vendor, "bytes", len(b))
+    stats.bump(vendor, "json_files")
+
+
+# ---------------------------------------------------------------------------------------
+# Text pools: built once per run from the seed, then sliced, which is what makes this fast.
+
+
+def _draw(rng: Random, population: list[str], k: int) -> list[str]:
+    """k uniform draws from population, from one block of random bytes (fast, seeded)."""
+    n = len(population)
+    return [population[i % n] for i in array("I", rng.randbytes(4 * k))]
+
+
+class Pools:
+    def __init__(self, seed: int, small: bool) -> None:
+        rng = Random(f"{seed}:pools")
+        n_prose = 256 * 1024 if small else 3 * MiB
+        n_code = 384 * 1024 if small else 4 * MiB
+        # Zipf-like frequencies via an expanded population (rank r appears ~K/(r+3) times):
+        # unweighted choices over it are several times faster than cum_weights bisection.
+        reps = [max(1, round(60_000 / (i + 3))) for i in range(len(VOCAB))]
+        # Plain words rank above derived compounds, so text reads like text ("the", "file"
+        # frequent, "token_lines" rare); the seed only permutes within each group.
+        n_base = len(dict.fromkeys(_BASE_WORDS.split()))
+        base, compounds = VOCAB[:n_base], VOCAB[n_base:]
+        rng.shuffle(base)
+        rng.shuffle(compounds)
+        order = base + compounds
+        population = [w for w, k in zip(order, reps) for _ in range(k)]
+        self.prose = self._prose(rng, population, n_prose)
+        self.code = self._code(rng, population, n_code)
+        self.b64 = _scrub(base64.b64encode(rng.randbytes(600 * 1024)).decode())
+        self.b64url = self.b64.replace("+", "-").replace("/", "_")
+        self.images = [
+            base64.b64encode(_png(rng, w, h)).decode() for w, h in ((48, 32), (120, 80), (240, 160), (400, 260), (640, 420))
+        ]
+
+    @staticmethod
+    def _prose(rng: Random, population: list[str], n: int) -> str:
+        words = _draw(rng, population, n // 6)
+        parts: list[str] = []
+        i = 0
+        size = 0
+        while size < n and i < len(words):
+            k = rng.randint(5, 22)
+            s = " ".join(words[i : i + k])
+            i += k
+            s = s[:1].upper() + s[1:] + rng.choice((". ", ". ", ". ", "? ", ": ", ".\n\n", ". `x` "))
+            parts.append(s)
+            size += len(s)
+        text = "".join(parts)
+        while len(text) < n:  # vocabulary ran short: repeat (still deterministic)
+            text += text
+        return text[:n]
+
+    @staticmethod
+    def _code(rng: Random, population: list[str], n: int) -> str:
+        words = _draw(rng, population, n // 12)
+        ascii_words = [w for w in words if w.isascii() and w.isidentifier()] or ["value"]
+        wi = 0
+        # Numbers come from one block of random bytes: per-number randint calls dominated.
+        ints = array("I", rng.randbytes(4 * (n // 8)))
+        ii = 0
+
+        def w() -> str:
+            nonlocal wi
+            wi = (wi + 1) % len(ascii_words)
+            return ascii_words[wi]
+
+        class _R:
+            @staticmethod
+            def randint(lo: int, hi: int) -> int:
+                nonlocal ii
+                ii = (ii + 1) % len(ints)
+                return lo + ints[ii] % (hi - lo + 1)
+
+            @staticmethod
+            def choice(seq: Any) -> Any:
+                return seq[_R.randint(0, len(seq) - 1)]
+
+        rng = _R  # type: ignore[assignment]  # templates below draw from the byte block
+
+        templates = (
+            lambda: f"    {w()}_{w()} = {w()}({w()}, {w()}={rng.randint(0, 999)})",
+            lambda: f"def {w()}_{w()}(self, {w()}: str, {w()}: int = {rng.randint(0, 9)}) -> {w().capitalize()}:",
+            lambda: f"        return self.{w()}.{w()}({w()})",
+            lambda: f"src/{w()}/{w()}.py:{rng.randint(1, 2000)}:{rng.randint(1, 80)}: E{rng.randint(100, 999)} {w()} {w()} {w()}",
+            lambda: f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} 1{rng.randint(0, 9)}:{rng.randint(10, 59)}:{rng.randint(10, 59)} INFO [{w()}] {w()} {w()} {w()} took {rng.randint(1, 5000)}ms",
+            lambda: f'  File "/home/dev/projects/{w()}/{w()}.py", line {rng.randint(1, 900)}, in {w()}_{w()}',
+            lambda: f"tests/test_{w()}.py::test_{w()}_{w()} {rng.choice(('PASSED', 'PASSED', 'PASSED', 'FAILED', 'SKIPPED'))}",
+            lambda: f"-rw-r--r--  1 dev dev {rng.randint(100, 99999):>6} Oct {rng.randint(1, 31):>2} 1{rng.randint(0, 9)}:{rng.randint(10, 59)} {w()}_{w()}.py",
+            lambda: f"    // {w()} {w()} {w()} {w()} {w()}",
+            lambda: "",
+            lambda: f"+    {w()} = {w()}.{w()}()",
+            lambda: f'  "{w()}": "{w()}-{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}",',
+        )
+        lines: list[str] = []
+        size = 0
+        while size < n:
+            s = rng.choice(templates)()
+            lines.append(s)
+            size += len(s) + 1
+        return "\n".join(lines)
+
+    # -- slicing helpers (rng is the caller's, so every session stays independent) --------
+
+    @staticmethod
+    def _slice(pool: str, rng: Random, n: int, sep: str) -> str:
+        if n >= len(pool) - 2:
+            reps = n // len(pool) + 2
+            pool = (pool + sep) * reps
+        start = rng.randrange(0, len(pool) - n - 1)
+        j = pool.find(sep, start, start + 200)
+        if j >= 0:
+            start = j + 1
+        return pool[start : start + n]
+
+    def text(self, rng: Random, lo: int, hi: int) -> str:
+        return self._slice(self.prose, rng, rng.randint(lo, hi), " ").strip() or "ok"
+
+    def code_text(self, rng: Random, n: int) -> str:
+        return self._slice(self.code, rng, n, "\n")
+
+    def sig(self, rng: Random, lo: int = 200, hi: int = 1400) -> str:
+        n = rng.randint(lo, hi) // 4 * 4
+        start = rng.randrange(0, len(self.b64) - n) // 4 * 4
+        return self.b64[start : start + n]
+
+
+def output_size(rng: Random, cap: int) -> int:
+    """Tool output sizes: mostly small, some medium, rare large, very rare multi-megabyte."""
+    r = rng.random()
+    if r < 0.0006:
+        n = rng.randint(MiB // 2, 3 * MiB)
+    elif r < 0.006:
+        n = rng.randint(40_000, 300_000)
+    elif r < 0.15:
+        n = rng.randint(2_000, 20_000)
+    else:
+        n = rng.randint(20, 2_000)
+    return max(20, min(n, cap))
+
+
+# ---------------------------------------------------------------------------------------
+# Markers.
+
+
+class Marker:
+    def __init__(self, seed: int | str, stats: Stats, force_first: bool) -> None:
+        self.rng = Random(f"{seed}:markers")
+        self.stats = stats
+        self.pending = [m for m, _ in MARKERS] if force_first else []
+
+    def __call__(self, text: str, out: Out) -> str:
+        r = self.rng.random()
+        marker = None
+        if self.pending:
+            marker = self.pending.pop(0)
+        else:
+            acc = 0.0
+            for m, p in MARKERS:
+                acc += p
+                if r < acc:
+                    marker = m
+                    break
+        if marker is None:
+            return text
+        i = text.find(" ", len(text) // 2)
+        text = f"{text} {marker}." if i < 0 else f"{text[:i]} {marker}{text[i:]}"
+        d = self.stats.markers[marker]
+        d["occurrences"] += 1
+        d["by_vendor"][out.vendor] = d["by_vendor"].get(out.vendor, 0) + 1
+        if not d["files"] or d["files"][-1] != out.rel:
+            if out.rel not in d["files"]:
+                d["files"].append(out.rel)
+        return text
+
+
+# ---------------------------------------------------------------------------------------
+# Claude Code.
+
+_CLAUDE_TOOLS = (
+    ("Bash", 30), ("Read", 25), ("Edit", 12), ("Grep", 8), ("Glob", 5), ("Write", 4),
+    ("TodoWrite", 4), ("Task", 3), ("WebSearch", 2), ("mcp__github__get_issue", 3), ("WebFetch", 2),
+)
+_CLAUDE_TOOL_NAMES = [t for t, _ in _CLAUDE_TOOLS]
+_CLAUDE_TOOL_CUM: list[int] = []
+for _t, _wt in _CLAUDE_TOOLS:
+    _CLAUDE_TOOL_CUM.append((_CLAUDE_TOOL_CUM[-1] if _CLAUDE_TOOL_CUM else 0) + _wt)
+
+
+def _ver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+class ClaudeSession:
+    """Writes one Claude Code transcript (trunk or subagent) line by line."""
+
+    def __init__(
+        self,
+        pools: Pools,
+        rng: Random,
+        out: Out,
+        *,
+        sid: str,
+        cwd: str,
+        version: str,
+        branch: str,
+        model: str,
+        t_ms: int,
+        slug: str | None,
+        session_dir: Path,
+        agent_id: str | None = None,
+        mark: Marker | None = None,
+        allow_sub: bool = True,
+        allow_compact: bool = True,
+        image_rate: float = 0.0,
+        cap: int = 3 * MiB,
+    ) -> None:
+        self.p, self.rng, self.out = pools, rng, out
+        self.sid, self.cwd, self.version, self.model = sid, cwd, version, model
+        self.t = t_ms
+        self.session_dir = session_dir  # <project>/<sessionId>/ for subagents
+        self.agent_id = agent_id
+        self.mark = mark
+        self.allow_sub, self.allow_compact = allow_sub, allow_compact
+        self.image_rate = image_rate
+        self.image_next = False  # set by the caller to force an image into the next prompt
+        self.cap = cap
+        v = _ver(version)
+        self.new_order = v >= (2, 1, 79)  # key order changed around 2.1.7x-2.1.8x
+        self.new_msg = v >= (2, 1, 150)
+        self.mid: dict[str, Any] = {"userType": "external"}
+        if self.new_order:
+            self.mid["entrypoint"] = "cli"
+        self.mid.update(cwd=cwd, sessionId=sid, version=version, gitBranch=branch)
+        if agent_id:
+            self.mid["agentId"] = agent_id
+        if slug:
+            self.mid["slug"] = slug
+        self.last: str | None = None
+        self.ctx = rng.randint(9_000, 22_000)  # context tokens, drives compaction
+        self.last_prompt = ""
+        self.sub_files: list[Out] = []
+
+    # -- envelope -----------------------------------------------------------------------
+
+    def tick(self, lo: int, hi: int) -> str:
+        self.t += self.rng.randint(lo, hi)
+        self.out.last_ms = self.t
+        return iso_ms(self.t)
+
+    def emit(self, type_: str, body: dict[str, Any], tail: dict[str, Any] | None = None,
+             parent: Any = ..., ts: str | None = None, head: dict[str, Any] | None = None) -> str:
+        u = uuid4(self.rng)
+        d: dict[str, Any] = {"parentUuid": self.last if parent is ... else parent}
+        if head:
+            d.update(head)
+        d["isSidechain"] = self.agent_id is not None
+        if ts is None:
+            ts = self.tick(40, 2500)
+        if self.new_order:
+            if type_ == "user":
+                d["type"] = type_
+                d.update(body)
+            else:
+                d.update(body)
+                d["type"] = type_
+            d["uuid"] = u
+            d["timestamp"] = ts
+            if tail:
+                d.update(tail)
+            d.update(self.mid)
+        else:
+            d.update(self.mid)
+            d["type"] = type_
+            d.update(body)
+            d["uuid"] = u
+            d["timestamp"] = ts
+            if tail:
+                d.update(tail)
+        self.out.w(d)
+        self.last = u
+        return u
+
+    def progress(self, event: str, name: str, tool_id: str) -> None:
+        body = {"data": {"type": "hook_progress", "hookEvent": event, "hookName": name,
+                         "command": f"$HOME/.claude/hooks/{event.lower()}.sh"},
+                "parentToolUseID": tool_id, "toolUseID": tool_id}
+        self.emit("progress", body)
+
+    # -- user side ----------------------------------------------------------------------
+
+    def prompt(self) -> str:
+        rng, p = self.rng, self.p
+        text = p.text(rng, 15, 700)
+        if rng.random() < 0.05:
+            text = f"<command-name>/review</command-name>\n<command-message>review</command-message>\n<command-args>{text[:80]}</command-args>"
+        self.last_prompt = text
+        if rng.random() < 0.1 and not self.agent_id:
+            ts = self.tick(1000, 60_000)
+            self.out.w({"type": "queue-operation", "operation": "enqueue", "timestamp": ts, "sessionId": self.sid, "content": text})
+            self.out.w({"type": "queue-operation", "operation": "dequeue", "timestamp": self.tick(1, 3), "sessionId": self.sid})
+        content: Any = text
+        if self.image_next or (self.image_rate and rng.random() < self.image_rate):
+            self.image_next = False
+            img = rng.choice(p.images[: max(1, min(len(p.images), self.cap // 150_000 + 1))])
+            content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": img}},
+                       {"type": "text", "text": text}]
+        head = {"promptId": uuid4(rng)} if self.new_order and not self.agent_id else None
+        if self.new_order:
+            tail = {"permissionMode": rng.choice(("default", "acceptEdits", "bypassPermissions"))}
+        else:
+            tail = {"thinkingMetadata": {"maxThinkingTokens": 31999}, "todos": [], "permissionMode": "default"}
+        u = self.emit("user", {"message": {"role": "user", "content": content}}, tail, ts=self.tick(2_000, 400_000), head=head)
+        if not self.agent_id:
+            files: dict[str, Any] = {}
+            for _ in range(rng.randint(0, 3)):
+                files[f"src/{rng.choice(VOCAB[:200])}.py"] = {
+                    "backupFileName": f"{hexs(rng, 16)}@v{rng.randint(1, 9)}", "version": rng.randint(1, 9), "backupTime": iso_ms(self.t)}
+            self.out.w({"type": "file-history-snapshot", "messageId": u,
+                        "snapshot": {"messageId": u, "trackedFileBackups": files, "timestamp": iso_ms(self.t)},
+                        "isSnapshotUpdate": False})
+        self.ctx += len(text) // 4 + 10
+        return u
+
+    # -- assistant side -----------------------------------------------------------------
+
+    def assistant(self, final: bool, force: str | None = None) -> list[tuple[str, str, str, dict[str, Any]]]:
+        rng, p = self.rng, self.p
+        mid = "msg_01" + alnum(rng, 22)
+        req = "req_011C" + alnum(rng, 18)
+        cc = rng.randint(0, 4000)
+        usage: dict[str, Any] = {
+            "input_tokens": rng.randint(1, 12), "cache_creation_input_tokens": cc, "cache_read_input_tokens": self.ctx,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": cc},
+            "output_tokens": rng.choice((1, 3, 8, 13, 29, 472)), "service_tier": "standard", "inference_geo": "not_available",
+        }
+        if self.new_msg:
+            usage.update(server_tool_use={"web_search_requests": 0, "web_fetch_requests": 0}, iterations=[], speed="standard")
+        blocks: list[dict[str, Any]] = []
+        if rng.random() < 0.08:
+            blocks.append({"type": "text", "text": "\n\n"})
+        if rng.random() < 0.45:
+            blocks.append({"type": "thinking", "thinking": p.text(rng, 60, 2500), "signature": "E" + p.sig(rng)})
+        if final or rng.random() < 0.7:
+            text = p.text(rng, 30, 1800)
+            if self.mark is not None:
+                text = self.mark(text, self.out)
+            blocks.append({"type": "text", "text": text})
+        tools: list[tuple[str, str, str, dict[str, Any]]] = []
+        if not final:
+            n = 1 + (rng.random() < 0.3) + (rng.random() < 0.1)
+            for k in range(n):
+                name = rng.choices(_CLAUDE_TOOL_NAMES, cum_weights=_CLAUDE_TOOL_CUM)[0]
+                if force and k == 0:
+                    name = force
+                if name == "Task" and not self.allow_sub:
+                    name = "Bash"
+                tid = "toolu_01" + alnum(rng, 22)
+                inp = self.tool_input(name)
+                blocks.append({"type": "tool_use", "id": tid, "name": name, "input": inp, "caller": {"type": "direct"}})
+        stop = ("end_turn" if final else "tool_use") if self.new_msg else None
+        for b in blocks:
+            if self.new_msg:
+                msg = {"id": mid, "type": "message", "role": "assistant", "model": self.model, "content": [b],
+                       "stop_reason": stop, "stop_sequence": None, "usage": usage, "stop_details": None}
+            else:
+                msg = {"model": self.model, "id": mid, "type": "message", "role": "assistant", "content": [b],
+                       "stop_reason": stop, "stop_sequence": None, "usage": usage}
+            u = self.emit("assistant", {"message": msg, "requestId": req})
+            if b["type"] == "tool_use":
+                tools.append((u, b["id"], b["name"], b["input"]))
+        self.ctx += usage["output_tokens"] + cc // 4
+        return tools
+
+    def tool_input(self, name: str) -> dict[str, Any]:
+        rng, p = self.rng, self.p
+        path = f"{self.cwd}/src/{rng.choice(VOCAB[:300])}/{rng.choice(VOCAB[:300])}.py"
+        if name == "Bash":
+            return {"command": rng.choice(("pytest -q", "git status", "ls -la", "make build", "rg TODO", "npm test")) + f" {rng.choice(VOCAB[:200])}",
+                    "description": p.text(rng, 10, 60)}
+        if name in ("Read", "Write"):
+            d: dict[str, Any] = {"file_path": path}
+            if name == "Write":
+                d["content"] = p.code_text(rng, rng.randint(200, 6000))
+            return d
+        if name == "Edit":
+            return {"file_path": path, "old_string": p.code_text(rng, rng.randint(20, 400)),
+                    "new_string": p.code_text(rng, rng.randint(20, 400)), "replace_all": False}
+        if name == "Grep":
+            return {"pattern": rng.choice(VOCAB[:300]), "path": self.cwd, "output_mode": "files_with_matches"}
+        if name == "Glob":
+            return {"pattern": f"**/*{rng.choice(('.py', '.ts', '.md', '.rs'))}", "path": self.cwd}
+        if name == "TodoWrite":
+            return {"todos": [{"content": p.text(rng, 10, 80), "status": rng.choice(("pending", "in_progress", "completed")),
+                               "activeForm": p.text(rng, 10, 60)} for _ in range(rng.randint(1, 5))]}
+        if name == "Task":
+            return {"description": p.text(rng, 10, 40), "prompt": p.text(rng, 80, 1200),
+                    "subagent_type": rng.choice(("general-purpose", "Explore", "Plan"))}
+        if name == "WebSearch":
+            return {"query": p.text(rng, 10, 60)}
+        if name == "WebFetch":
+            return {"url": f"https://docs.example.org/{rng.choice(VOCAB[:100])}", "prompt": p.text(rng, 20, 120)}
+        return {"owner": "acme", "repo": rng.choice(VOCAB[:100]), "issue_number": rng.randint(1, 5000)}
+
+    def tool_result(self, tu_uuid: str, tid: str, name: str, inp: dict[str, Any]) -> None:
+        rng, p = self.rng, self.p
+        if rng.random() < 0.3:
+            self.progress("PreToolUse", f"PreToolUse:{name}", tid)
+        is_error = rng.random() < 0.04
+        n = output_size(rng, self.cap)
+        content: Any
+        tur: Any
+        extra: dict[str, Any] = {}
+        if is_error:
+            msg = p.text(rng, 20, 300)
+            content, tur = f"<tool_use_error>{msg}</tool_use_error>", f"Error: {msg}"
+        elif name == "Bash":
+            out = p.code_text(rng, n)
+            content = out
+            tur = {"stdout": out, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
+        elif name == "Read":
+            if rng.random() < 0.02:
+                img = rng.choice(p.images[:3])
+                content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": img}}]
+                tur = {"type": "image", "file": {"base64": img, "type": "image/png", "originalSize": len(img) * 3 // 4}}
+            else:
+                body = p.code_text(rng, n)
+                lines = body.split("\n")
+                content = "\n".join(f"{i:>6}\u2192{ln}" for i, ln in enumerate(lines, 1))
+                tur = {"type": "text", "file": {"filePath": inp.get("file_path", ""), "content": body,
+                                                "numLines": len(lines), "startLine": 1, "totalLines": len(lines)}}
+        elif name == "Edit":
+            fp = inp["file_path"]
+            content = f"The file {fp} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n" + p.code_text(rng, min(n, 3000))
+            old_l, new_l = inp["old_string"].split("\n"), inp["new_string"].split("\n")
+            tur = {"filePath": fp, "oldString": inp["old_string"], "newString": inp["new_string"],
+                   "originalFile": p.code_text(rng, n), "structuredPatch": [
+                       {"oldStart": rng.randint(1, 500), "oldLines": len(old_l), "newStart": rng.randint(1, 500),
+                        "newLines": len(new_l), "lines": ["-" + x for x in old_l] + ["+" + x for x in new_l]}],
+                   "userModified": False, "replaceAll": False}
+        elif name == "Write":
+            fp = inp["file_path"]
+            content = f"File created successfully at: {fp}"
+            tur = {"type": "create", "filePath": fp, "content": inp["content"], "structuredPatch": [], "originalFile": None}
+        elif name in ("Grep", "Glob"):
+            files = [f"{self.cwd}/src/{rng.choice(VOCAB[:300])}.py" for _ in range(rng.randint(0, 40))]
+            content = (f"Found {len(files)} files\n" + "\n".join(files)) if name == "Grep" else ("\n".join(files) or "No files found")
+            tur = ({"mode": "files_with_matches", "filenames": files, "numFiles": len(files)} if name == "Grep"
+                   else {"filenames": files, "durationMs": rng.randint(1, 400), "numFiles": len(files), "truncated": False})
+        elif name == "TodoWrite":
+            content = "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress."
+            tur = {"oldTodos": [], "newTodos": inp["todos"]}
+        elif name == "Task":
+            agent_id, final, tokens, ntools, dur = self.subagent(tid, inp)
+            meta = f"agentId: {agent_id} (for resuming to continue this agent's work if needed)\n<usage>total_tokens: {tokens}\ntool_uses: {ntools}\nduration_ms: {dur}</usage>"
+            content = [{"type": "text", "text": final}, {"type": "text", "text": meta}]
+            tur = {"status": "completed", "prompt": inp["prompt"], "agentId": agent_id, "content": [{"type": "text", "text": final}],
+                   "totalDurationMs": dur, "totalTokens": tokens, "totalToolUseCount": ntools,
+                   "usage": {"input_tokens": rng.randint(1, 50), "output_tokens": rng.randint(50, 3000)}}
+            extra["agentId"] = agent_id
+        elif name == "WebSearch":
+            res = [{"title": p.text(rng, 10, 60), "url": f"https://example.org/{hexs(rng, 8)}"} for _ in range(rng.randint(3, 8))]
+            content = f'Web search results for query: "{inp["query"]}"\n\nLinks: ' + orjson.dumps(res).decode() + "\n\n" + p.text(rng, 200, 2000)
+            tur = {"query": inp["query"], "results": [{"tool_use_id": "srvtoolu_01" + alnum(rng, 22), "content": res}],
+                   "durationSeconds": round(rng.uniform(1, 20), 3)}
+        elif name == "WebFetch":
+            body = p.text(rng, 100, max(200, min(n, 20_000)))
+            content = body
+            tur = {"url": inp["url"], "code": 200, "codeText": "OK", "bytes": len(body) * 3, "result": body,
+                   "durationMs": rng.randint(100, 9000)}
+        else:
+            body = p.text(rng, 50, max(100, min(n, 8000)))
+            content = [{"type": "text", "text": body}]
+            tur = [{"type": "text", "text": body}]
+        block: dict[str, Any] = {"tool_use_id": tid, "type": "tool_result", "content": content}
+        if is_error or rng.random() < 0.5:
+            block["is_error"] = is_error
+        tail: dict[str, Any] = {"toolUseResult": tur, "sourceToolAssistantUUID": tu_uuid}
+        tail.update(extra)
+        self.emit("user", {"message": {"role": "user", "content": [block]}}, tail, parent=tu_uuid, ts=self.tick(30, 20_000))
+        self.ctx += (n if isinstance(content, str) else 2000) // 4
+
+    def subagent(self, tid: str, inp: dict[str, Any]) -> tuple[str, str, int, int, int]:
+        rng = self.rng
+        agent_id = "a" + (hexs(rng, 6) if not self.new_order else hexs(rng, 16))
+        sub_dir = self.session_dir / "subagents"
+        out = Out(self.out.stats, self.out.root, sub_dir / f"agent-{agent_id}.jsonl", self.out.vendor)
+        sub = ClaudeSession(self.p, rng, out, sid=self.sid, cwd=self.cwd, version=self.version,
+                            branch=self.mid["gitBranch"], model=rng.choice(CLAUDE_MODELS), t_ms=self.t,
+                            slug=self.mid.get("slug"), session_dir=self.session_dir, agent_id=agent_id,
+                            allow_sub=False, allow_compact=False, cap=min(self.cap, 200_000))
+        sub.emit("user", {"message": {"role": "user", "content": inp["prompt"]}}, parent=None)
+        ntools = 0
+        for _ in range(rng.randint(1, 6)):
+            for tu in sub.assistant(final=False):
+                sub.tool_result(*tu)
+                ntools += 1
+        final = self.p.text(rng, 100, 2500)
+        mid = "msg_01" + alnum(rng, 22)
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": sub.ctx,
+                 "output_tokens": rng.randint(100, 2000), "service_tier": "standard"}
+        sub.emit("assistant", {"message": {"model": sub.model, "id": mid, "type": "message", "role": "assistant",
+                                           "content": [{"type": "text", "text": final}], "stop_reason": None,
+                                           "stop_sequence": None, "usage": usage}, "requestId": "req_011C" + alnum(rng, 18)})
+        dur = sub.t - self.t
+        self.t = sub.t
+        out.close(sub.t)
+        write_json_file(self.out.stats, self.out.root, sub_dir / f"agent-{agent_id}.meta.json", self.out.vendor,
+                        {"agentType": inp["subagent_type"], "description": inp["description"], "toolUseId": tid}, sub.t)
+        return agent_id, final, sub.ctx, ntools, dur
+
+    def compact(self) -> None:
+        rng, p = self.rng, self.p
+        pre = self.ctx
+        logical = self.last
+        hx = hexs(rng, 6)
+        summary = "<analysis>\n" + p.text(rng, 2000, 12_000) + "\n</analysis>\n\n<summary>\n" + p.text(rng, 1500, 8000) + "\n</summary>"
+        sub_dir = self.session_dir / "subagents"
+        out = Out(self.out.stats, self.out.root, sub_dir / f"agent-acompact-{hx}.jsonl", self.out.vendor)
+        sub = ClaudeSession(p, rng, out, sid=self.sid, cwd=self.cwd, version=self.version, branch=self.mid["gitBranch"],
+                            model=self.model, t_ms=self.t, slug=self.mid.get("slug"), session_dir=self.session_dir,
+                            agent_id=f"acompact-{hx}", allow_sub=False, allow_compact=False)
+        # The summariser's root points into the trunk, not to null (spotter fixture).
+        sub.emit("user", {"message": {"role": "user", "content": COMPACT_PROMPT}}, parent=logical)
+        sub.emit("assistant", {"message": {"model": self.model, "id": "msg_01" + alnum(rng, 22), "type": "message",
+                                           "role": "assistant", "content": [{"type": "text", "text": summary}],
+                                           "stop_reason": None, "stop_sequence": None,
+                                           "usage": {"input_tokens": 3, "cache_creation_input_tokens": 0,
+                                                     "cache_read_input_tokens": pre, "output_tokens": len(summary) // 4,
+                                                     "service_tier": "standard"}},
+                               "requestId": "req_011C" + alnum(rng, 18)})
+        out.close(sub.t)
+        self.t = sub.t
+        post = rng.randint(12_000, 30_000)
+        self.emit("system", {"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False, "level": "info",
+                             "compactMetadata": {"trigger": "auto", "preTokens": pre, "postTokens": post,
+                                                 "durationMs": rng.randint(20_000, 120_000)}},
+                  parent=None, head={"logicalParentUuid": logical})
+        self.emit("user", {"message": {"role": "user", "content": COMPACT_PREFIX + summary}},
+                  {"isVisibleInTranscriptOnly": True, "isCompactSummary": True})
+        self.progress("SessionStart", "SessionStart:compact", "toolu_" + hexs(rng, 24))
+        self.ctx = post
+
+    def turn(self) -> None:
+        rng = self.rng
+        self.prompt()
+        if rng.random() < 0.3:
+            self.progress("UserPromptSubmit", "UserPromptSubmit", uuid4(rng))
+        rounds = 1 + min(int(rng.expovariate(0.4)), 14)
+        for r in range(rounds):
+            for tu in self.assistant(final=r == rounds - 1):
+                self.tool_result(*tu)
+        if rng.random() < 0.4:
+            self.emit("system", {"subtype": "turn_duration", "durationMs": rng.randint(2_000, 600_000), "isMeta": False})
+        if self.allow_compact and self.ctx > 160_000:
+            self.compact()
+
+    def finish(self) -> None:
+        rng = self.rng
+        if self.new_order and self.last:
+            self.out.w({"type": "last-prompt", "lastPrompt": self.last_prompt[:200], "leafUuid": self.last, "sessionId": self.sid})
+        if rng.random() < 0.05:
+            self.out.w({"type": "custom-title", "customTitle": self.p.text(rng, 10, 50), "sessionId": self.sid})
+
+
+def claude_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Marker | None, *,
+                   target: int, t0: int, force_sub: bool = False, force_compact: bool = False,
+                   force_image: bool = False) -> None:
+    cwd = rng.choice(PROJECTS)
+    sid = uuid4(rng)
+    version = rng.choices(CLAUDE_VERSIONS, weights=(2, 2, 3, 3, 4))[0]
+    model = rng.choice(CLAUDE_MODELS)
+    proj = root / ".claude" / "projects" / slugify(cwd)
+    out = Out(stats, root, proj / f"{sid}.jsonl", "claude_code")
+    slug = "-".join(rng.choice(VOCAB[:400]) for _ in range(3)) if rng.random() < 0.8 else None
+    image_rate = 0.3 if (force_image or rng.random() < 0.12) else 0.0
+    s = ClaudeSession(pools, rng, out, sid=sid, cwd=cwd, version=version, branch=rng.choice(BRANCHES), model=model,
+                      t_ms=t0, slug=slug, session_dir=proj / sid, mark=mark,
+                      allow_sub=force_sub or rng.random() < 0.3, allow_compact=force_compact or rng.random() < 0.7,
+                      image_rate=image_rate, cap=max(2_000, target // 3))
+    s.image_next = force_image
+    stats.session("claude_code", t0, model, cwd)
+    # Session start hooks: progress lines form the root of the parentUuid chain.
+    hook_id = uuid4(rng)
+    for _ in range(rng.randint(0, 2)):
+        s.progress("SessionStart", "SessionStart:startup", hook_id)
+    if force_sub:
+        s.prompt()
+        for tu in s.assistant(final=False, force="Task"):
+            s.tool_result(*tu)
+    if force_compact:
+        s.turn()
+        s.compact()
+    while out.bytes < target:
+        s.turn()
+    s.finish()
+    out.close(s.t)
+
+
+# ---------------------------------------------------------------------------------------
+# Codex CLI rollouts.
+
+
+class CodexSession:
+    def __init__(self, pools: Pools, rng: Random, out: Out, *, g3: bool, sid: str, cwd: str, model: str, t_ms: int,
+                 mark: Marker | None, cap: int, ordinal: int = 0, totals: list[int] | None = None) -> None:
+        self.p, self.rng, self.out = pools, rng, out
+        self.g3, self.sid, self.cwd, self.model = g3, sid, cwd, model
+        self.t = t_ms
+        self.mark = mark
+        self.cap = cap
+        self.ordinal = ordinal
+        self.totals = totals or [0, 0, 0, 0]  # input, cached, output, reasoning (cumulative)
+        self.turn_id = ""
+        self.first_turn = True
+        self.hist = 2
+
+    def line(self, type_: str, payload: dict[str, Any], gap: tuple[int, int] = (1, 1500)) -> None:
+        self.t += self.rng.randint(*gap)
+        self.out.last_ms = self.t
+        if self.g3:
+            d = {"timestamp": iso_ms(self.t), "ordinal": self.ordinal, "type": type_, "payload": payload}
+            self.ordinal += 1
+        else:
+            d = {"timestamp": iso_ms(self.t), "type": type_, "payload": payload}
+        self.out.w(d)
+
+    def header(self, branch: str) -> None:
+        rng = self.rng
+        git = {"commit_hash": hexs(rng, 40), "branch": branch or "main", "repository_url": f"git@github.com:acme/{Path(self.cwd).name}.git"}
+        if self.g3:
+            meta = {"session_id": self.sid, "id": self.sid, "timestamp": iso_ms(self.t), "cwd": self.cwd,
+                    "runtime_workspace_roots": [self.cwd], "originator": rng.choice(("codex_cli_rs", "codex_exec")),
+                    "cli_version": "0.171.0", "source": rng.choice(("cli", "exec")), "thread_source": "user",
+                    "model_provider": "openai", "base_instructions": {"text": CODEX_BASE_INSTRUCTIONS}, "git": git}
+        else:
+            meta = {"id": self.sid, "timestamp": iso_ms(self.t), "cwd": self.cwd, "originator": "codex_cli_rs",
+                    "cli_version": "0.66.0", "instructions": None, "source": "cli", "model_provider": "openai", "git": git}
+        self.line("session_meta", meta, (20, 60))
+        if not self.g3:
+            env = (f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
+                   "  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n"
+                   "  <shell>zsh</shell>\n</environment_context>")
+            self.line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": env}]}, (0, 2))
+
+    def usage(self, inp: int, out: int) -> dict[str, Any]:
+        t = self.totals
+        cached = inp * 3 // 4
+        reas = out // 3
+        t[0] += inp
+        t[1] += cached
+        t[2] += out
+        t[3] += reas
+        total = {"input_tokens": t[0], "cached_input_tokens": t[1], "output_tokens": t[2], "reasoning_output_tokens": t[3], "total_tokens": t[0] + t[2]}
+        last = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_output_tokens": reas, "total_tokens": inp + out}
+        if self.g3:
+            total["cache_write_input_tokens"] = 0
+            last["cache_write_input_tokens"] = 0
+        return {"total_token_usage": total, "last_token_usage": last, "model_context_window": 258400}
+
+    def token_count(self, info: dict[str, Any] | None) -> None:
+        if self.g3:
+            rl: dict[str, Any] = {"limit_id": "codex", "limit_name": None, "primary": None, "secondary": None, "credits": None, "plan_type": "plus"}
+        else:
+            rl = {"primary": {"used_percent": round(self.rng.uniform(0, 60), 1), "window_minutes": 300, "resets_at": self.t // 1000 + 9000},
+                  "secondary": {"used_percent": round(self.rng.uniform(0, 60), 1), "window_minutes": 10080, "resets_at": self.t // 1000 + 400000},
+                  "credits": {"has_credits": False, "unlimited": False, "balance": None}, "plan_type": None}
+        self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": rl}, (1, 30))
+
+    def meta3(self, **kw: Any) -> dict[str, Any]:
+        self.hist += 1
+        d = {"history_sequence": self.hist, "sampled_through_sequence": self.hist - 1, "client_authored": False, "model_search_state": "unused"}
+        d.update(kw)
+        return d
+
+    def turn(self, branch: str = "main") -> None:
+        rng, p = self.rng, self.p
+        prompt = p.text(rng, 15, 600)
+        content: list[dict[str, Any]] = [{"type": "input_text", "text": prompt}]
+        images: list[str] = []
+        if rng.random() < 0.04:
+            url = "data:image/png;base64," + rng.choice(p.images[:3])
+            content.append({"type": "input_image", "image_url": url})
+            images.append(url)
+        self.t += rng.randint(5_000, 600_000)
+        if self.g3:
+            self.turn_id = uuid7(rng, self.t)
+            self.line("event_msg", {"type": "task_started", "turn_id": self.turn_id, "started_at": self.t // 1000,
+                                    "model_context_window": 258400, "collaboration_mode_kind": "default"})
+            if self.first_turn:
+                self.line("response_item", {"type": "message", "id": "msg_" + uuid7(rng, self.t), "role": "developer",
+                                            "content": [{"type": "input_text", "text": "<permissions instructions>\nApproval policy is currently never.\n</permissions instructions>"}]},
+                          (0, 3))
+                self.line("world_state", {"full": True, "state": {"environments": {"environments": {"local": {"cwd": self.cwd, "status": "available", "shell": "bash"}},
+                                                                                   "current_date": iso_ms(self.t)[:10], "timezone": "Etc/UTC"}}}, (0, 3))
+            self.line("turn_context", {"turn_id": self.turn_id, "cwd": self.cwd, "approval_policy": "never", "model": self.model,
+                                       "summary": "none", "sandbox_policy": {"type": "danger-full-access"}, "multi_agent_version": "v1"}, (0, 3))
+            mid = "msg_" + uuid7(rng, self.t)
+            self.line("response_item", {"type": "message", "id": mid, "role": "user", "content": content,
+                                        "internal_chat_message_metadata_passthrough": {"turn_id": self.turn_id, "create_time": self.t / 1000},
+                                        "metadata": self.meta3(user_input_order=self.hist)},
+                      (1, 20))
+            self.line("event_msg", {"type": "item_completed", "thread_id": self.sid, "turn_id": self.turn_id,
+                                    "item": {"type": "UserMessage", "id": uuid7(rng, self.t), "content": [{"type": "text", "text": prompt, "text_elements": []}]}})
+        else:
+            self.line("response_item", {"type": "message", "role": "user", "content": content}, (1, 20))
+            self.line("event_msg", {"type": "user_message", "message": prompt, "images": images}, (0, 3))
+            tc = {"cwd": self.cwd, "approval_policy": "on-request", "sandbox_policy": {"type": "workspace-write", "network_access": False,
+                  "exclude_tmpdir_env_var": False, "exclude_slash_tmp": False}, "model": self.model, "effort": "medium", "summary": "auto"}
+            self.line("turn_context", tc, (5, 30))
+            if rng.random() < 0.3:
+                self.line("response_item", {"type": "ghost_snapshot", "ghost_commit": {"id": hexs(rng, 40), "parent": hexs(rng, 40),
+                                            "preexisting_untracked_files": [], "preexisting_untracked_dirs": []}})
+            if self.first_turn:
+                self.token_count(None)
+        self.first_turn = False
+        rounds = 1 + min(int(rng.expovariate(0.35)), 16)
+        for _ in range(rounds):
+            self.step()
+        final = p.text(rng, 30, 1500)
+        if self.g3:
+            fid = "msg_" + hexs(rng, 16)
+            self.line("event_msg", {"type": "item_completed", "thread_id": self.sid, "turn_id": self.turn_id,
+                                    "item": {"type": "AgentMessage", "id": fid, "content": [{"type": "Text", "text": final}]}})
+            self.line("response_item", {"type": "message", "status": "completed", "id": fid, "role": "assistant", "phase": "final_answer",
+                                        "content": [{"type": "output_text", "text": final, "annotations": []}],
+                                        "metadata": self.meta3()}, (0, 3))
+            info = self.usage(rng.randint(2000, 30000), rng.randint(20, 800))
+            self.line("token_usage_record", {"thread_id": self.sid, "turn_id": self.turn_id, "response_id": "resp_" + hexs(rng, 24),
+                                             "usage": info["last_token_usage"], "thread_token_usage": info["total_token_usage"]})
+            self.token_count(info)
+            self.line("event_msg", {"type": "task_complete", "turn_id": self.turn_id, "last_agent_message": final[:400],
+                                    "duration_ms": rng.randint(1000, 600_000)})
+        else:
+            self.line("event_msg", {"type": "agent_message", "message": final})
+            self.line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": final}]}, (0, 2))
+            self.token_count(self.usage(rng.randint(2000, 30000), rng.randint(20, 800)))
+
+    def step(self) -> None:
+        rng, p = self.rng, self.p
+        summary = p.text(rng, 20, 600)
+        enc = "gAAAAAB" + p.sig(rng, 400, 2400).replace("+", "-").replace("/", "_")
+        if self.g3:
+            if self.mark is not None:
+                summary = self.mark(summary, self.out)
+            self.line("response_item", {"type": "reasoning", "id": "rs_" + hexs(rng, 32),
+                                        "summary": [{"type": "summary_text", "text": summary}], "content": None, "encrypted_content": enc})
+        else:
+            self.line("event_msg", {"type": "agent_reasoning", "text": summary})
+            self.line("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": summary}],
+                                        "content": None, "encrypted_content": enc}, (0, 2))
+        call_id = "call_" + alnum(rng, 24)
+        n = output_size(rng, self.cap)
+        if rng.random() < 0.2:
+            path = f"src/{rng.choice(VOCAB[:300])}.py"
+            patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n" + "\n".join("+" + ln for ln in p.code_text(rng, min(n, 8000)).split("\n")) + "\n*** End Patch"
+            item: dict[str, Any] = {"type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": "apply_patch", "input": patch}
+            if self.g3:
+                item["id"] = "ctc_" + hexs(rng, 24)
+            self.line("response_item", item)
+            self.token_count(self.usage(rng.randint(2000, 40000), rng.randint(20, 2000)))
+            result = {"output": f"Success. Updated the following files:\nM {path}\n", "metadata": {"exit_code": 0, "duration_seconds": 0.1}}
+            if self.g3:
+                self.line("event_msg", {"type": "patch_apply_end", "call_id": call_id, "turn_id": self.turn_id, "stdout": result["output"],
+                                        "stderr": "", "success": True, "changes": {path: {"type": "update", "unified_diff": patch[:2000], "move_path": None}}})
+            self.line("response_item", {"type": "custom_tool_call_output", "call_id": call_id, "output": orjson.dumps(result).decode()})
+        else:
+            cmd = rng.choice(("pytest -q", "git diff", "ls -la", "cargo test", "rg -n TODO", "sed -n 1,200p")) + f" {rng.choice(VOCAB[:200])}"
+            text = p.code_text(rng, n)
+            if self.g3:
+                self.line("response_item", {"type": "function_call", "status": "completed", "id": "fc_" + hexs(rng, 24), "name": "exec_command",
+                                            "arguments": orjson.dumps({"cmd": cmd, "workdir": self.cwd}).decode(), "call_id": call_id,
+                                            "internal_chat_message_metadata_passthrough": {"turn_id": self.turn_id},
+                                            "metadata": self.meta3()},
+                          (200, 8000))
+                info = self.usage(rng.randint(2000, 40000), rng.randint(20, 2000))
+                self.line("token_usage_record", {"thread_id": self.sid, "turn_id": self.turn_id, "response_id": "resp_" + hexs(rng, 24),
+                                                 "usage": info["last_token_usage"], "thread_token_usage": info["total_token_usage"]})
+                self.line("event_msg", {"type": "item_completed", "thread_id": self.sid, "turn_id": self.turn_id,
+                                        "item": {"type": "CommandExecution", "id": call_id, "command": ["/bin/bash", "-lc", cmd], "cwd": self.cwd,
+                                                 "status": "completed", "aggregated_output": text, "exit_code": 0,
+                                                 "duration": {"secs": rng.randint(0, 30), "nanos": rng.randint(0, 999_999_999)}}})
+                out = (f"Chunk ID: {hexs(rng, 6)}\nWall time: {rng.uniform(0, 30):.4f} seconds\nProcess exited with code 0\n"
+                       f"Original token count: {len(text) // 4}\nOutput:\n{text}")
+                self.line("response_item", {"type": "function_call_output", "id": "fco_" + uuid7(rng, self.t), "call_id": call_id, "output": out})
+                self.token_count(info)
+            else:
+                self.line("response_item", {"type": "function_call", "name": "shell_command",
+                                            "arguments": orjson.dumps({"command": cmd, "workdir": self.cwd}).decode(), "call_id": call_id},
+                          (200, 8000))
+                self.token_count(self.usage(rng.randint(2000, 40000), rng.randint(20, 2000)))
+                if self.mark is not None:
+                    text = self.mark(text, self.out)
+                out = f"Exit code: 0\nWall time: {rng.uniform(0, 30):.1f} seconds\nOutput:\n{text}"
+                self.line("response_item", {"type": "function_call_output", "call_id": call_id, "output": out})
+                self.line("turn_context", {"cwd": self.cwd, "approval_policy": "on-request", "model": self.model, "effort": "medium", "summary": "auto"}, (1, 20))
+                self.token_count(self.usage(0, 0))  # 0.66 re-emits an unchanged total
+
+
+def codex_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Marker | None, *,
+                  target: int, t0: int, g3: bool, archived: bool) -> None:
+    cwd = rng.choice(PROJECTS)
+    model = rng.choice(CODEX_MODELS)
+    sid = uuid7(rng, t0)
+    stamp = iso_ms(t0)
+    name = f"rollout-{stamp[:10]}T{stamp[11:13]}-{stamp[14:16]}-{stamp[17:19]}-{sid}.jsonl"
+    if archived:
+        path = root / ".codex" / "archived_sessions" / name
+    else:
+        path = root / ".codex" / "sessions" / stamp[:4] / stamp[5:7] / stamp[8:10] / name
+    out = Out(stats, root, path, "codex")
+    s = CodexSession(pools, rng, out, g3=g3, sid=sid, cwd=cwd, model=model, t_ms=t0, mark=mark, cap=max(2_000, target // 3))
+    stats.session("codex", t0, model, cwd)
+    stats.bump("codex", "g3" if g3 else "g2")
+    if archived:
+        stats.bump("codex", "archived")
+    branch = rng.choice(BRANCHES)
+    s.header(branch)
+    while out.bytes < target:
+        s.turn(branch)
+    out.close(s.t)
+
+
+# ---------------------------------------------------------------------------------------
+# clm.
+
+
+class ClmSession:
+    def __init__(self, pools: Pools, rng: Random, provider: str, cap: int) -> None:
+        self.p, self.rng, self.provider, self.cap = pools, rng, provider, cap
+
+    def call_id(self) -> str:
+        return ("toolu_01" + alnum(self.rng, 22)) if self.provider == "anthropic" else ("call_" + alnum(self.rng, 24))
+
+    def turn(self, out: Out, mark: Marker | None) -> list[bytes]:
+        """Writes one user turn; returns its lines (compaction keeps the last two verbatim)."""
+        rng, p = self.rng, self.p
+        lines = []
+        if rng.random() < 0.1:
+            lines.append(out.w({"role": "user", "content": f"[context update] time: {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}, host: devbox", "type": "msg"}))
+        lines.append(out.w({"role": "user", "content": p.text(rng, 10, 500), "type": "msg"}))
+        for _ in range(1 + min(int(rng.expovariate(0.4)), 12)):
+            calls = []
+            for _ in range(1 + (rng.random() < 0.2)):
+                cmd = rng.choice(("ls", "cat README.md", "make test", "git log --oneline -5", "grep -rn TODO src")) + f" {rng.choice(VOCAB[:200])}"
+                calls.append({"id": self.call_id(), "name": "shell_exec", "args": orjson.dumps({"command": cmd}).decode()})
+            msg: dict[str, Any] = {"role": "assistant"}
+            if rng.random() < 0.4:
+                msg["content"] = p.text(rng, 20, 400)
+            msg["tool_calls"] = calls
+            msg["type"] = "msg"
+            lines.append(out.w(msg))
+            for c in calls:
+                body = p.code_text(rng, output_size(rng, self.cap)) + f"\n(exit status {rng.choice((0, 0, 0, 1, 2))})"
+                # clm stores at most 65535 bytes of a message and cuts by bytes.
+                raw = body.encode()
+                if len(raw) > 65535:
+                    body = raw[:65535].decode(errors="ignore")
+                lines.append(out.w({"role": "tool", "content": body, "tool_call_id": c["id"], "tool_name": "shell_exec", "type": "msg"}))
+        final = p.text(rng, 20, 1500)
+        if mark is not None:
+            final = mark(final, out)
+        lines.append(out.w({"role": "assistant", "content": final, "type": "msg"}))
+        return lines
+
+
+def clm_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Marker | None, *,
+                target: int, t0: int, compacted: bool) -> None:
+    model, provider = rng.choice(CLM_MODELS)
+    stamp = iso_ms(t0)
+    cid = f"{stamp[0:4]}{stamp[5:7]}{stamp[8:10]}-{stamp[11:13]}{stamp[14:16]}{stamp[17:19]}-{hexs(rng, 8)}"
+    meta: dict[str, Any] = {"type": "meta", "v": 1, "id": cid, "created": t0 // 1000, "model": model, "provider": provider}
+    if rng.random() < 0.3:
+        meta["agent"] = "default"
+    new_format = rng.random() < 0.6  # newer clm writes prompt records
+    d = root / ".local" / "state" / "clm"
+    s = ClmSession(pools, rng, provider, max(2_000, target // 4))
+    stats.session("clm", t0, model, None)
+    t = t0 + rng.randint(60_000, 4 * 3_600_000)
+    if not compacted:
+        out = Out(stats, root, d / f"{cid}.jsonl", "clm")
+        out.w(meta)
+        if new_format:
+            out.w({"type": "prompt", "hash": fnv1a64(CLM_SYSTEM_PROMPT), "content": CLM_SYSTEM_PROMPT})
+        while out.bytes < target:
+            s.turn(out, mark)
+        out.close(t)
+        return
+    # Compacted session: the .bak holds the log as it was before compaction; the .jsonl is the
+    # rewrite (same meta line first, summary as a user message, last two turns verbatim), to
+    # which the session then kept appending. Markers stay out: kept turns exist twice.
+    stats.bump("clm", "compacted")
+    bak = Out(stats, root, d / f"{cid}.jsonl.bak", "clm")
+    meta_b = bak.w(meta)
+    if new_format:
+        bak.w({"type": "prompt", "hash": fnv1a64(CLM_SYSTEM_PROMPT), "content": CLM_SYSTEM_PROMPT})
+    turns: list[list[bytes]] = []
+    n_turns = 0
+    while bak.bytes < target * 2 // 3 or n_turns < 3:
+        turns = [*turns[-1:], s.turn(bak, None)]
+        n_turns += 1
+    t_bak = t0 + rng.randint(60_000, 3_600_000)
+    bak.close(t_bak)
+    out = Out(stats, root, d / f"{cid}.jsonl", "clm")
+    out.raw(meta_b)
+    out.w({"type": "prompt", "hash": fnv1a64(CLM_SYSTEM_PROMPT), "content": CLM_SYSTEM_PROMPT})
+    out.w({"role": "user", "content": pools.text(rng, 400, 3000), "type": "msg"})
+    for tl in turns:
+        out.raw(b"".join(tl))
+    for _ in range(rng.randint(1, 3)):
+        s.turn(out, None)
+    out.close(max(t, t_bak + 1000))
+
+
+# ---------------------------------------------------------------------------------------
+# Corpus driver.
+
+
+def session_start(rng: Random, i: int) -> int:
+    # Uniform over the year before the reference date, leaving room for the session itself.
+    # Each vendor's first session is recent, so 30-day stats have data even in tiny corpora.
+    if i == 0:
+        return END_MS - rng.randrange(3 * DAY_MS, 20 * DAY_MS)
+    return END_MS - 365 * DAY_MS + rng.randrange(0, 363 * DAY_MS)
+
+
+SHARD = 256 * MiB  # unit of parallel work; fixed, so the job list depends only on the size
+_POOLS: Pools | None = None  # set before forking workers, so tasks do not pickle the pools
+
+
+def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stats:
+    """One independent slice of the corpus. Everything it draws is seeded by
+    (seed, vendor, shard, session index), so jobs can run in any process, in any order."""
+    pools = _POOLS
+    assert pools is not None
+    stats = Stats()
+    first = shard == 0  # forced features (subagent, compaction, G3, archive, .bak) live here
+    mark = Marker(f"{seed}:{vendor}:{shard}", stats, force_first=first and vendor == "claude_code")
+    if vendor == "big":
+        # The one huge Claude Code session: long-running, many compactions, streamed.
+        rng = Random(f"{seed}:claude-big")
+        claude_session(pools, stats, root, rng, mark, target=budget, t0=END_MS - 40 * DAY_MS,
+                       force_sub=True, force_compact=True, force_image=True)
+        return stats
+    tag = vendor if shard == 0 else f"{vendor}:{shard}"
+    i = 0
+    while stats.vendor(vendor)["bytes"] < budget:
+        rng = Random(f"{seed}:{tag}:{i}")
+        remaining = budget - stats.vendor(vendor)["bytes"]
+        k = i if first else i + 3  # only shard 0 gets the forced sessions 0..2
+        if vendor == "claude_code":
+            target = min(lognormal_bytes(rng, 150_000, 1.3, 3_000, 40 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            claude_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
+                           force_sub=k == 0, force_compact=k == 1, force_image=k == 0)
+        elif vendor == "codex":
+            target = min(lognormal_bytes(rng, 120_000, 1.3, 3_000, 30 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            g3 = k == 1 or (k != 0 and rng.random() < 0.45)
+            archived = k == 2 or (k > 2 and rng.random() < 0.06)
+            codex_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k), g3=g3, archived=archived)
+        else:
+            target = min(lognormal_bytes(rng, 40_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
+            clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
+                        compacted=k == 0 or (k > 1 and rng.random() < 0.15))
+        i += 1
+    return stats
+
+
+def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
+    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm") if k in stats.v}
+    return {
+        "generator": "scripts/gen_corpus.py",
+        "format": 1,
+        "seed": seed,
+        "requested_bytes": size,
+        "big_file_bytes_requested": big,
+        "reference_date": iso_ms(END_MS),
+        "total_bytes": sum(v["bytes"] for v in vendors.values()),
+        "file_count": sum(v["files"] for v in vendors.values()),
+        "line_count": sum(v["lines"] for v in vendors.values()),
+        "sessions": sum(v["sessions"] for v in vendors.values()),
+        "vendors": vendors,
+        "sessions_last_30_days": stats.sessions_30d,
+        "largest_file": {"path": stats.largest[1], "bytes": stats.largest[0]},
+        "time_range": {"first": iso_ms(stats.first_ms), "last": iso_ms(stats.last_ms)},
+        "models": sorted(stats.models),
+        "projects": sorted(stats.projects),
+        "markers": stats.markers,
+        "appends": [],
+    }
+
+
+def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str, Any]:
+    big = int(big_mb * MiB) if big_mb is not None else (600 * MiB if size >= GiB else 0)
+    if big > size:
+        raise SystemExit(f"--big-file-mb ({big // MiB} MiB) is larger than --size")
+    if root.exists() and any(root.iterdir()):
+        raise SystemExit(f"{root} is not empty; refusing to mix corpora")
+    root.mkdir(parents=True, exist_ok=True)
+    global _POOLS
+    _POOLS = Pools(seed, small=size < 64 * MiB)
+    rest = size - big
+    jobs: list[tuple[Path, int, str, int, int]] = []
+    if big:
+        jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
+    for vendor, share in (("claude_code", 55), ("codex", 30), ("clm", 15)):
+        budget = rest * share // 100
+        n = max(1, -(-budget // SHARD))
+        jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]
+    stats = Stats()
+    if size >= 64 * MiB:
+        # Two worker processes (the machine has two cores). Results are merged in job order,
+        # not completion order, so the manifest does not depend on scheduling.
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(2) as pool:
+            for part in pool.starmap(run_job, jobs, chunksize=1):
+                stats.merge(part)
+    else:
+        for job in jobs:
+            stats.merge(run_job(*job))
+    manifest = build_manifest(stats, seed, size, big)
+    write_manifest(root, manifest)
+    return manifest
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    path = root / MANIFEST
+    path.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | _NL))
+    os.utime(path, ns=(END_MS * 1_000_000, END_MS * 1_000_000))  # deterministic, like the rest
+
+
+# ---------------------------------------------------------------------------------------
+# Append mode.
+
+
+def reverse_lines(path: Path, chunk: int = MiB) -> Iterator[bytes]:
+    """Complete lines of a file, last first, reading backwards (big files stay on disk)."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        pos = f.tell()
+        buf = b""
+        while pos > 0:
+            step = min(chunk, pos)
+            pos -= step
+            f.seek(pos)
+            buf = f.read(step) + buf
+            parts = buf.split(b"\n")
+            buf = parts[0]
+            for ln in reversed(parts[1:]):
+                if ln:
+                    yield ln
+        if buf:
+            yield buf
+
+
+def _candidates(root: Path) -> list[Path]:
+    found: list[Path] = []
+    proj = root / ".claude" / "projects"
+    if proj.is_dir():
+        found += [p for p in proj.glob("*/*.jsonl")]
+    sess = root / ".codex" / "sessions"
+    if sess.is_dir():
+        found += list(sess.glob("*/*/*/rollout-*.jsonl"))
+    clm = root / ".local" / "state" / "clm"
+    if clm.is_dir():
+        found += list(clm.glob("*.jsonl"))
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _append_claude(pools: Pools, rng: Random, path: Path, root: Path, budget: int) -> tuple[int, int, int]:
+    env: dict[str, Any] | None = None
+    last_ts = ""
+    for ln in reverse_lines(path):
+        d = orjson.loads(ln)
+        if not last_ts and isinstance(d.get("timestamp"), str):
+            last_ts = d["timestamp"]
+        if "uuid" in d and "sessionId" in d and "cwd" in d and not d.get("isSidechain"):
+            env = d
+            break
+    if env is None:
+        return 0, 0, 0
+    last_ts = last_ts or env["timestamp"]
+    t = int(_dt.datetime.fromisoformat(last_ts.replace("Z", "+00:00")).timestamp() * 1000)
+    stats = Stats()
+    out = Out.__new__(Out)
+    out.root, out.path, out.vendor, out.stats = root, path, "claude_code", stats
+    out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, t
+    s = ClaudeSession(pools, rng, out, sid=env["sessionId"], cwd=env["cwd"], version=env.get("version", "2.1.81"),
+                      branch=env.get("gitBranch", ""), model=rng.choice(CLAUDE_MODELS), t_ms=t, slug=env.get("slug"),
+                      session_dir=path.parent / env["sessionId"], allow_sub=False, allow_compact=False, cap=max(2_000, budget // 2))
+    s.last = env["uuid"]
+    while out.bytes < budget:
+        s.turn()
+    out.f.close()
+    return out.bytes, out.lines, out.last_ms
+
+
+def _append_codex(pools: Pools, rng: Random, path: Path, root: Path, budget: int) -> tuple[int, int, int]:
+    with open(path, "rb") as f:
+        first = orjson.loads(f.readline())
+    meta = first["payload"]
+    g3 = "ordinal" in first
+    last = None
+    model = CODEX_MODELS[0]
+    totals = None
+    for ln in reverse_lines(path):
+        d = orjson.loads(ln)
+        if last is None:
+            last = d
+        pl = d.get("payload") or {}
+        if totals is None and pl.get("type") == "token_count" and pl.get("info"):
+            tu = pl["info"]["total_token_usage"]
+            totals = [tu["input_tokens"], tu["cached_input_tokens"], tu["output_tokens"], tu["reasoning_output_tokens"]]
+        if d.get("type") == "turn_context" and "model" in pl:
+            model = pl["model"]
+            break
+    assert last is not None
+    t = int(_dt.datetime.fromisoformat(last["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
+    stats = Stats()
+    out = Out.__new__(Out)
+    out.root, out.path, out.vendor, out.stats = root, path, "codex", stats
+    out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, t
+    s = CodexSession(pools, rng, out, g3=g3, sid=meta["id"], cwd=meta["cwd"], model=model, t_ms=t, mark=None,
+                     cap=max(2_000, budget // 2), ordinal=(last.get("ordinal", -1) + 1) if g3 else 0, totals=totals)
+    s.first_turn = False
+    while out.bytes < budget:
+        s.turn()
+    out.f.close()
+    return out.bytes, out.lines, out.last_ms
+
+
+def _append_clm(pools: Pools, rng: Random, path: Path, root: Path, budget: int) -> tuple[int, int, int]:
+    with open(path, "rb") as f:
+        meta = orjson.loads(f.readline())
+    stats = Stats()
+    out = Out.__new__(Out)
+    out.root, out.path, out.vendor, out.stats = root, path, "clm", stats
+    out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, 0
+    s = ClmSession(pools, rng, meta.get("provider", "openai"), max(2_000, budget // 2))
+    while out.bytes < budget:
+        s.turn(out, None)
+    out.f.close()
+    return out.bytes, out.lines, out.last_ms
+
+
+def append(root: Path, mb: float, n_files: int, seed: int | None) -> dict[str, Any]:
+    mpath = root / MANIFEST
+    manifest = orjson.loads(mpath.read_bytes()) if mpath.exists() else None
+    if seed is None:
+        seed = manifest["seed"] if manifest else 0
+    cands = _candidates(root)
+    if not cands:
+        raise SystemExit(f"no session files under {root}")
+    total = int(mb * MiB)
+    # Interleave vendors so a handful of files still covers all three.
+    by_vendor: dict[str, list[Path]] = {}
+    for p in cands:
+        rel = p.relative_to(root).as_posix()
+        v = "claude_code" if rel.startswith(".claude/") else "codex" if rel.startswith(".codex/") else "clm"
+        by_vendor.setdefault(v, []).append(p)
+    pick_rng = Random(f"{seed}:append-pick:{n_files}:{len(cands)}")
+    for v in by_vendor:
+        pick_rng.shuffle(by_vendor[v])
+    chosen: list[tuple[str, Path]] = []
+    order = [v for v in ("claude_code", "codex", "clm") if v in by_vendor]
+    k = 0
+    while len(chosen) < min(n_files, len(cands)):
+        v = order[k % len(order)]
+        if by_vendor[v]:
+            chosen.append((v, by_vendor[v].pop()))
+        k += 1
+    pools = Pools(seed, small=total < 64 * MiB)
+    per = max(1, total // len(chosen))
+    records = []
+    for v, p in chosen:
+        rel = p.relative_to(root).as_posix()
+        with open(p, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            if size:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    continue  # torn tail: appending would glue onto a partial line
+        rng = Random(f"{seed}:append:{rel}:{size}")
+        fn = {"claude_code": _append_claude, "codex": _append_codex, "clm": _append_clm}[v]
+        old_mtime_ms = p.stat().st_mtime_ns // 1_000_000
+        nb, nl, last_ms = fn(pools, rng, p, root, per)
+        # Deterministic mtime: the last appended timestamp, and always later than before.
+        new_ms = max(last_ms, old_mtime_ms + 1000)
+        os.utime(p, ns=(new_ms * 1_000_000, new_ms * 1_000_000))
+        records.append({"path": rel, "vendor": v, "offset": size, "bytes": nb, "lines": nl})
+        if manifest:
+            vd = manifest["vendors"][v]
+            vd["bytes"] += nb
+            vd["lines"] += nl
+            manifest["total_bytes"] += nb
+            manifest["line_count"] += nl
+    if manifest:
+        manifest["appends"].append({"files": records, "bytes": sum(r["bytes"] for r in records)})
+        write_manifest(root, manifest)
+    return {"files": records, "bytes": sum(r["bytes"] for r in records)}
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (use e.g. 2MB, 500MB, 1GB)")
+    mult = {"": 1, "K": 1 << 10, "M": MiB, "G": GiB, "T": 1 << 40}[m.group(2).upper()]
+    n = int(float(m.group(1)) * mult)
+    if not 256 * 1024 <= n <= 8 * GiB:
+        raise argparse.ArgumentTypeError("size must be between 256KB and 8GB")
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir", type=Path, help="synthetic home folder to create (or to append to)")
+    ap.add_argument("--size", type=parse_size, help="approximate corpus size: 2MB, 500MB, 1GB, 5GB (binary units)")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default 0; append mode defaults to the manifest's)")
+    ap.add_argument("--big-file-mb", type=float, default=None,
+                    help="size of the one huge Claude Code session (default 600 when --size >= 1GB, else none)")
+    ap.add_argument("--append-mb", type=float, default=None, help="append mode: about this many MiB of new lines")
+    ap.add_argument("--append-files", type=int, default=10, help="append mode: number of session files to grow")
+    args = ap.parse_args(argv)
+    started = time.perf_counter()  # for the stderr report only; never written to a file
+    if args.append_mb is not None:
+        res = append(args.out_dir, args.append_mb, args.append_files, args.seed)
+        took = time.perf_counter() - started
+        print(f"appended {res['bytes']} bytes to {len(res['files'])} files in {took:.2f}s", file=sys.stderr)
+        return 0
+    if args.size is None:
+        ap.error("--size is required (or --append-mb for append mode)")
+    man = generate(args.out_dir, args.size, 0 if args.seed is None else args.seed, args.big_file_mb)
+    took = time.perf_counter() - started
+    mb = man["total_bytes"] / MiB
+    print(f"wrote {mb:.1f} MiB in {man['file_count']} files, {man['line_count']} lines, {man['sessions']} sessions "
+          f"in {took:.1f}s ({mb / max(took, 1e-9):.1f} MiB/s); largest {man['largest_file']['bytes'] / MiB:.1f} MiB",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Tests for scripts/gen_corpus.py: a small corpus is deterministic, valid, and described
+exactly by its manifest; append mode adds complete lines only."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gen_corpus.py"
+MANIFEST = "corpus-manifest.json"
+END = "2026-11-01T00:00:00.000Z"
+START = "2025-11-01T00:00:00.000Z"
+
+
+def run(*args: str) -> None:
+    subprocess.run([sys.executable, str(SCRIPT), *args], check=True, capture_output=True, timeout=60)
+
+
+def files(root: Path) -> list[Path]:
+    return sorted((p for p in root.rglob("*") if p.is_file() and p.name != MANIFEST), key=lambda p: p.as_posix())
+
+
+def digest(root: Path) -> str:
+    """Hash of every file's relative path, bytes and mtime (all part of the guarantee)."""
+    h = hashlib.sha256()
+    for p in files(root) + [root / MANIFEST]:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
+        h.update(str(p.stat().st_mtime_ns).encode())
+    return h.hexdigest()
+
+
+def vendor_of(root: Path, p: Path) -> str:
+    rel = p.relative_to(root).as_posix()
+    return "claude_code" if rel.startswith(".claude/") else "codex" if rel.startswith(".codex/") else "clm"
+
+
+def jsonl_lines(p: Path) -> list[dict]:
+    data = p.read_bytes()
+    assert data.endswith(b"\n"), p
+    out = []
+    for ln in data.split(b"\n")[:-1]:
+        assert ln, f"blank line in {p}"
+        obj = orjson.loads(ln)
+        assert isinstance(obj, dict)
+        out.append(obj)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus") / "home"
+    run(str(root), "--size", "2MB", "--seed", "7")
+    return root
+
+
+def test_deterministic(corpus: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    run(str(again), "--size", "2MB", "--seed", "7")
+    assert digest(again) == digest(corpus)
+    other = tmp_path / "other"
+    run(str(other), "--size", "2MB", "--seed", "8")
+    assert digest(other) != digest(corpus)
+
+
+def test_every_line_is_json(corpus: Path) -> None:
+    for p in files(corpus):
+        if p.name.endswith((".jsonl", ".jsonl.bak")):
+            jsonl_lines(p)
+        else:
+            assert p.name.endswith(".meta.json"), p
+            assert set(orjson.loads(p.read_bytes())) == {"agentType", "description", "toolUseId"}
+
+
+def test_manifest_matches_files(corpus: Path) -> None:
+    m = orjson.loads((corpus / MANIFEST).read_bytes())
+    per: dict[str, dict[str, int]] = {}
+    for p in files(corpus):
+        d = per.setdefault(vendor_of(corpus, p), {"files": 0, "bytes": 0, "lines": 0})
+        data = p.read_bytes()
+        d["files"] += 1
+        d["bytes"] += len(data)
+        d["lines"] += data.count(b"\n") if p.name.endswith((".jsonl", ".jsonl.bak")) else 0
+    for vendor, d in per.items():
+        for k, n in d.items():
+            assert m["vendors"][vendor][k] == n, (vendor, k)
+    assert m["file_count"] == sum(d["files"] for d in per.values())
+    assert m["total_bytes"] == sum(d["bytes"] for d in per.values())
+    assert m["line_count"] == sum(d["lines"] for d in per.values())
+    assert 1.8 * 2**20 < m["total_bytes"] < 3 * 2**20
+    sessions = {
+        "claude_code": len(list((corpus / ".claude/projects").glob("*/*.jsonl"))),
+        "codex": len(list((corpus / ".codex").rglob("rollout-*.jsonl"))),
+        "clm": len(list((corpus / ".local/state/clm").glob("*.jsonl"))),
+    }
+    for vendor, n in sessions.items():
+        assert m["vendors"][vendor]["sessions"] == n > 0
+    assert m["sessions"] == sum(sessions.values())
+    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm"}
+    # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
+    blob = b"".join(p.read_bytes() for p in files(corpus)).decode()
+    for marker, d in m["markers"].items():
+        assert d["occurrences"] >= 1, marker
+        assert blob.count(marker) == d["occurrences"], marker
+        assert len(re.findall(re.escape(marker), blob, re.I)) == d["occurrences"], marker
+        assert sum(d["by_vendor"].values()) == d["occurrences"]
+        assert all((corpus / f).is_file() for f in d["files"])
+    assert m["largest_file"]["bytes"] == max(p.stat().st_size for p in files(corpus))
+
+
+def test_vendor_shapes(corpus: Path) -> None:
+    claude = corpus / ".claude/projects"
+    assert list(claude.glob("*/*/subagents/agent-*.meta.json"))
+    acompact = list(claude.glob("*/*/subagents/agent-acompact-*.jsonl"))
+    assert acompact
+    saw = {"compact_boundary": 0, "isCompactSummary": 0, "image": 0, "file-history-snapshot": 0, "progress": 0,
+           "queue-operation": 0, "thinking": 0, "toolUseResult": 0}
+    for p in claude.glob("*/*.jsonl"):
+        lines = jsonl_lines(p)
+        seen: set[str] = set()
+        msg_ids: dict[str, int] = {}
+        for d in lines:
+            if "uuid" in d:
+                # parentUuid always points to an earlier line of the same file (or null).
+                assert d["parentUuid"] is None or d["parentUuid"] in seen, p
+                seen.add(d["uuid"])
+                assert d["sessionId"] == p.stem and d["cwd"] and d["version"].startswith("2.1.")
+                assert START <= d["timestamp"] < END
+            t = d["type"]
+            saw[t] = saw.get(t, 0) + 1
+            if d.get("subtype") == "compact_boundary":
+                saw["compact_boundary"] += 1
+                assert d["logicalParentUuid"] in seen
+            saw["isCompactSummary"] += bool(d.get("isCompactSummary"))
+            saw["toolUseResult"] += "toolUseResult" in d
+            if t == "assistant":
+                msg_ids[d["message"]["id"]] = msg_ids.get(d["message"]["id"], 0) + 1
+                saw["thinking"] += d["message"]["content"][0]["type"] == "thinking"
+            if t == "user" and isinstance(d["message"]["content"], list):
+                saw["image"] += any(b.get("type") == "image" for b in d["message"]["content"])
+        assert not msg_ids or max(msg_ids.values()) > 1  # responses split over several lines
+    assert all(saw.values()), saw
+    for p in acompact:
+        first = jsonl_lines(p)[0]
+        assert first["isSidechain"] and first["parentUuid"] is not None and first["agentId"].startswith("acompact-")
+    # Codex: both generations, an archived rollout, filename uuid == session_meta id.
+    rollouts = list((corpus / ".codex").rglob("rollout-*.jsonl"))
+    assert list((corpus / ".codex/archived_sessions").glob("rollout-*.jsonl"))
+    gens = set()
+    for p in rollouts:
+        lines = jsonl_lines(p)
+        assert lines[0]["type"] == "session_meta" and p.stem.endswith(lines[0]["payload"]["id"])
+        gens.add("g3" if "ordinal" in lines[0] else "g2")
+        if "ordinal" in lines[0]:
+            assert [d["ordinal"] for d in lines] == list(range(len(lines)))
+        kinds = {(d["type"], d["payload"].get("type")) for d in lines}
+        assert ("event_msg", "token_count") in kinds
+    assert gens == {"g2", "g3"}
+    # clm: meta first; a compacted session's .bak shares the meta line and is longer.
+    clm = corpus / ".local/state/clm"
+    baks = list(clm.glob("*.jsonl.bak"))
+    assert baks
+    for bak in baks:
+        log = bak.with_suffix("")
+        assert bak.read_bytes().split(b"\n")[0] == log.read_bytes().split(b"\n")[0]
+    for p in clm.glob("*.jsonl"):
+        lines = jsonl_lines(p)
+        assert lines[0]["type"] == "meta" and lines[0]["id"] == p.stem
+        for d in lines[1:]:
+            if d.get("role") == "assistant" and "tool_calls" in d:
+                assert all(isinstance(c["args"], str) for c in d["tool_calls"])
+
+
+def test_append_adds_complete_lines(corpus: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(corpus, a)
+    shutil.copytree(corpus, b)
+    before = {p.relative_to(a).as_posix(): p.read_bytes() for p in files(a)}
+    run(str(a), "--append-mb", "0.2", "--append-files", "5")
+    run(str(b), "--append-mb", "0.2", "--append-files", "5")
+    after = {p.relative_to(a).as_posix(): p.read_bytes() for p in files(a)}
+    assert after == {p.relative_to(b).as_posix(): p.read_bytes() for p in files(b)}  # deterministic
+    assert set(after) == set(before)
+    changed = [k for k in after if after[k] != before[k]]
+    assert len(changed) == 5
+    assert {vendor_of(a, a / k) for k in changed} == {"claude_code", "codex", "clm"}
+    added = 0
+    for k in changed:
+        old, new = before[k], after[k]
+        assert new.startswith(old) and new.endswith(b"\n")
+        tail = new[len(old):]
+        added += len(tail)
+        for ln in tail.split(b"\n")[:-1]:
+            orjson.loads(ln)
+        if k.startswith(".claude/"):
+            # The new lines continue the existing parentUuid chain.
+            lines = jsonl_lines(a / k)
+            seen: set[str] = set()
+            for d in lines:
+                if "uuid" in d:
+                    assert d["parentUuid"] is None or d["parentUuid"] in seen
+                    seen.add(d["uuid"])
+        if k.startswith(".codex/") and b'"ordinal"' in new[:200]:
+            lines = jsonl_lines(a / k)
+            assert [d["ordinal"] for d in lines] == list(range(len(lines)))
+    assert 0.15 * 2**20 < added < 0.6 * 2**20
+    m = orjson.loads((a / MANIFEST).read_bytes())
+    assert m["total_bytes"] == sum(len(v) for v in after.values())
+    assert m["line_count"] == sum(v.count(b"\n") for k, v in after.items() if ".jsonl" in k)
+    assert m["appends"][-1]["bytes"] == added
+
+
+def test_big_file(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    run(str(root), "--size", "3MB", "--big-file-mb", "1.5")
+    m = orjson.loads((root / MANIFEST).read_bytes())
+    largest = root / m["largest_file"]["path"]
+    assert largest.parent.parent.name == "projects" and largest.suffix == ".jsonl"
+    assert largest.stat().st_size >= 1.5 * 2**20
+    jsonl_lines(largest)
