@@ -202,6 +202,31 @@ SELECT m.thread_id, m.id AS message_id, m.role, m.ts, m.turn_id, m.model, m.inje
        m.source_id AS seq_source, m.generation AS seq_generation, m.offset AS seq_offset,
        m.sub AS seq_sub
 FROM messages m JOIN blocks b ON b.message_id = m.id;
+CREATE VIEW file_changes AS
+SELECT b.id AS block_id, m.thread_id, m.id AS message_id, m.ts, t.cwd AS project, b.path,
+       coalesce(json_extract(b.extra, '$.kind'), json_extract(b.extra, '$.op')) AS kind,
+       NULL AS tool_name
+FROM blocks b JOIN messages m ON m.id = b.message_id LEFT JOIN threads t ON t.id = m.thread_id
+WHERE b.type = 'file_change' AND b.path IS NOT NULL
+UNION ALL
+SELECT b.id, m.thread_id, m.id, m.ts, t.cwd,
+       coalesce(json_extract(b.input, '$.file_path'), json_extract(b.input, '$.notebook_path')),
+       lower(b.tool_name), b.tool_name
+FROM blocks b JOIN messages m ON m.id = b.message_id LEFT JOIN threads t ON t.id = m.thread_id
+WHERE b.type = 'tool_call' AND b.tool_name IN ('Edit', 'MultiEdit', 'Write', 'NotebookEdit')
+  AND json_valid(b.input) AND json_type(b.input) = 'object'
+  AND coalesce(json_extract(b.input, '$.file_path'), json_extract(b.input, '$.notebook_path')) IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM blocks f WHERE f.call_id = b.call_id AND f.type = 'file_change');
+CREATE VIEW files_changed AS
+SELECT project, path, count(*) AS changes, count(DISTINCT thread_id) AS threads,
+       min(ts) AS first_ts, max(ts) AS last_ts
+FROM file_changes GROUP BY project, path;
+CREATE VIEW projects AS
+SELECT t.cwd AS project, count(*) AS threads,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id IS NOT NULL AND c.cwd IS t.cwd) AS child_threads,
+       group_concat(DISTINCT t.provider) AS providers,
+       min(t.created_at) AS first_created_at, max(t.created_at) AS last_created_at
+FROM threads t WHERE t.parent_thread_id IS NULL GROUP BY t.cwd;
 CREATE VIEW superseded_messages AS
     SELECT m.id AS message_id, m.thread_id
     FROM messages m
@@ -223,6 +248,12 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
             FROM usage u WHERE u.thread_id = t.id) AS tokens,
        (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
 FROM threads t;
+CREATE VIEW thread_usage AS
+SELECT thread_id, count(*) AS responses, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens,
+       sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS total_tokens
+FROM usage_responses GROUP BY thread_id;
 CREATE VIEW tool_calls AS
 SELECT c.id AS block_id, cm.thread_id, cm.id AS message_id, c.call_id, c.tool_name, c.input,
        coalesce(r.output, r.text) AS output, r.is_error, cm.ts AS call_ts, rm.ts AS result_ts,
@@ -237,6 +268,13 @@ LEFT JOIN blocks r ON r.id = (
     ORDER BY m2.source_id, m2.generation, m2.offset, m2.sub, r2.position LIMIT 1)
 LEFT JOIN messages rm ON rm.id = r.message_id
 WHERE c.type = 'tool_call';
+CREATE VIEW tool_stats AS
+SELECT tool_name, count(*) AS calls, coalesce(sum(is_error = 1), 0) AS errors,
+       round(1.0 * coalesce(sum(is_error = 1), 0) / count(*), 4) AS error_rate,
+       sum(result_block_id IS NULL) AS without_result,
+       round(avg(duration_seconds), 3) AS avg_seconds,
+       count(DISTINCT thread_id) AS threads
+FROM tool_calls GROUP BY tool_name;
 CREATE VIEW usage_by_model AS
 SELECT provider, model, count(*) AS responses, sum(input_tokens) AS input_tokens,
        sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
