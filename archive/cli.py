@@ -198,6 +198,256 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
         raise click.ClickException(str(e))
 
 
+@cli.command(name="emit")
+@click.argument("thread")
+@click.option("--to", "target", required=True,
+              type=click.Choice(["claude-code", "codex", "clm", "canonical", "markdown"]), help="Output format.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="A folder (vendor layout below it) or, for a single file, a file name.")
+@click.option("--install", is_flag=True, help="Write into the vendor's own home so its CLI can resume it.")
+@click.option("--rebuild-format", is_flag=True,
+              help="Build the target format from the canonical model even when a byte-exact copy exists.")
+@click.option("--cwd", help="Project folder for the target session (Claude Code: decides the projects/ slug).")
+@click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
+@click.pass_context
+def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
+             cwd: str | None, json_report: bool) -> None:  # fmt: skip
+    """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
+    from .emit import emit_thread, install_base, write_files
+
+    if install and output:
+        raise click.UsageError("--install and -o are exclusive")
+    if install and target in ("canonical", "markdown"):
+        raise click.UsageError("--install is for vendor formats (claude-code, codex, clm)")
+    options = {"cwd": cwd} if cwd else {}
+    try:
+        outcome = emit_thread(open_db(_db_path(ctx)), thread, target, exact=not rebuild_format, **options)
+        if install:
+            write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
+        elif output is not None:
+            if len(outcome.files) == 1 and not output.is_dir() and output.suffix:
+                ((_rel, data),) = outcome.files.items()
+                if output.exists():
+                    raise ArchiveError(f"refusing to overwrite: {output}")
+                output.parent.mkdir(parents=True, exist_ok=True)
+                output.write_bytes(data)
+                outcome.written = [output]
+            else:
+                write_files(outcome, output)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    if not install and output is None:
+        if json_report:
+            raise click.UsageError("--json-report needs -o or --install (stdout carries the session otherwise)")
+        if len(outcome.files) != 1:
+            raise click.UsageError(f"{len(outcome.files)} files to write: use -o DIR or --install")
+        sys.stdout.buffer.write(next(iter(outcome.files.values())))
+        sys.stdout.flush()
+    _print_emit_report(outcome, json_report)
+
+
+def _print_emit_report(outcome: Any, as_json: bool) -> None:
+    kind = "byte-exact copy of the archived files" if outcome.exact else f"built as {outcome.target}"
+    click.echo(f"emit {outcome.thread_id} -> {outcome.target}: {len(outcome.files)} files, {kind}", err=True)
+    for path in outcome.written:
+        click.echo(f"  wrote {path}", err=True)
+    for reason, n in sorted(outcome.counts.items()):
+        click.echo(f"  {n:5d}  {reason}", err=True)
+    for note in outcome.notes:
+        click.echo(f"  note: {note}", err=True)
+    if outcome.resume_hint and outcome.written:
+        click.echo(f"resume with: {outcome.resume_hint}", err=True)
+    if as_json:
+        _echo_json(outcome.report())
+
+
+# ---------------------------------------------------------------- read commands: search, threads, show, stats
+
+
+def _open_existing(ctx: click.Context) -> Any:
+    db_path = _db_path(ctx)
+    if not db_path.exists():
+        raise click.ClickException(f"no archive at {db_path}: run `sesh-archive ingest` first")
+    return open_db(db_path)
+
+
+def _time_option(name: str, end: bool) -> Any:
+    from .queries import parse_time
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_time(value, end=end)
+            except ValueError as e:
+                raise click.BadParameter(str(e))
+        return value
+
+    what = "Only on or before this date (a whole day) or before this date-time." if end else "Only from this ISO date or date-time on."
+    return click.option(f"--{name}", callback=check, metavar="ISO", help=what)
+
+
+def _filter_options(role: bool) -> Any:
+    def wrap(f: Any) -> Any:
+        f = _time_option("until", True)(f)
+        f = _time_option("since", False)(f)
+        f = click.option("--project", help="Working directory: an absolute path matches it and below; other text, a substring.")(f)
+        f = click.option("--thread", "thread_ref", help="Thread id or id prefix.")(f)
+        if role:
+            f = click.option("--role", type=click.Choice(["user", "assistant", "system", "tool"]))(f)
+        return click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor.")(f)
+
+    return wrap
+
+
+@cli.command(name="search")
+@click.argument("query")
+@_filter_options(role=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0), help="At most this many hits (0: all).")
+@click.option("--literal", is_flag=True, help="Search the words as typed (each quoted), not FTS5 syntax.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON array.")
+@click.pass_context
+def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str | None, thread_ref: str | None,
+               project: str | None, since: str | None, until: str | None, limit: int, literal: bool,
+               as_json: bool) -> None:  # fmt: skip
+    """Full-text search of every message (SQLite FTS5 syntax: words, "phrases", OR, NOT, prefix*).
+
+    A query FTS5 rejects is an error (exit 1); --literal searches the words as typed."""
+    from .queries import Filters, search
+    from .render import search_hits
+
+    f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until)
+    try:
+        hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    if as_json:
+        _echo_json(hits)
+    else:
+        for line in search_hits(hits):
+            click.echo(line)
+    click.echo(f"{len(hits)} hits" + (" (limit reached)" if limit and len(hits) == limit else ""), err=True)
+
+
+@cli.command(name="threads")
+@_filter_options(role=False)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many threads (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the threads as a JSON array.")
+@click.pass_context
+def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None, project: str | None,
+                since: str | None, until: str | None, limit: int, as_json: bool) -> None:  # fmt: skip
+    """List threads, most recent activity first (--since/--until: active in that window)."""
+    from .queries import Filters, threads
+    from .render import table
+
+    f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until)
+    try:
+        rows = threads(_open_existing(ctx), f, limit=limit or None)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    if as_json:
+        _echo_json(rows)
+    elif rows:
+        for line in table(
+            ("LAST ACTIVITY", "PROVIDER", "MSGS", "TOKENS", "KIDS", "PROJECT", "ID", "TITLE"),
+            [((r["last_ts"] or r["created_at"] or "").replace("T", " ")[:16], r["provider"], r["messages"],
+              r["total_tokens"], r["children"], _short_path(r["project"]), r["id"], (r["label"] or "")[:60])
+             for r in rows],
+        ):  # fmt: skip
+            click.echo(line)
+    click.echo(f"{len(rows)} threads" + (" (limit reached)" if limit and len(rows) == limit else ""), err=True)
+
+
+def _short_path(p: str | None, width: int = 28) -> str:
+    if not p:
+        return ""
+    return p if len(p) <= width else "…" + p[-(width - 1):]
+
+
+@cli.command(name="show")
+@click.argument("thread")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
+              help="json: the canonical records as JSON Lines, the thread first, then its messages.")
+@click.option("--full", is_flag=True, help="Unfold tool calls, results, reasoning and injected context.")
+@click.pass_context
+def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
+    """Print one thread (THREAD: an id or an unambiguous prefix of one)."""
+    from .queries import show
+    from .render import thread_markdown, thread_text
+
+    try:
+        view = show(_open_existing(ctx), thread)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    if fmt == "json":
+        for record in [view.thread.to_dict(), *(m.to_dict() for m in view.messages)]:
+            click.echo(orjson.dumps(record).decode())
+    else:
+        for line in (thread_markdown if fmt == "markdown" else thread_text)(view, full):
+            click.echo(line, color=None if fmt == "text" else False)
+    click.echo(f"{len(view.messages)} messages, {len(view.children)} child threads", err=True)
+
+
+@cli.command(name="stats")
+@click.option("--by", type=click.Choice(["day", "week", "month", "model", "project", "provider", "tool"]),
+              default="day", show_default=True, help="Grouping; `tool`: tool calls and errors instead of tokens.")
+@_time_option("since", False)
+@_time_option("until", True)
+@click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor.")
+@click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar="SESH_ARCHIVE_PRICES",
+              help="Price table laid over the bundled one (same JSON shape; env SESH_ARCHIVE_PRICES).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV.")
+@click.pass_context
+def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None, provider: str | None,
+              prices_path: Path | None, as_json: bool, as_csv: bool) -> None:  # fmt: skip
+    """Tokens (input, output, cache read, cache write) and estimated cost, or tool call errors."""
+    import csv
+
+    from .pricing import load_prices
+    from .queries import stats
+    from .render import table
+
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv are exclusive")
+    try:
+        prices = load_prices(prices_path, env={})
+        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    rows = report["rows"]
+    if as_json:
+        _echo_json(report)
+        return
+    if as_csv:
+        if rows:
+            w = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: ";".join(v) if isinstance(v, list) else v for k, v in r.items()})
+        return
+    total = report["total"]
+    if by == "tool":
+        cols = ("calls", "errors", "error_rate", "no_result")
+        body = [[r["key"], *(r[c] for c in cols)] for r in rows] + [["TOTAL", *(total[c] for c in cols)]]
+        for line in table(("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT"), body):
+            click.echo(line)
+        return
+    cols = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
+    body = [[r["key"] if r["key"] is not None else "(unknown)", *(r[c] for c in cols), _usd(r["cost_usd"])]
+            for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total["cost_usd"])]]  # fmt: skip
+    for line in table((by.upper(), "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
+        click.echo(line)
+    p = report["prices"]
+    click.echo(f"prices: as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
+               + "; input = input not read from or written to the cache", err=True)  # fmt: skip
+    for u in report["unpriced_models"]:
+        click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({u['responses']} responses): cost left out", err=True)
+
+
+def _usd(v: float | None) -> str:
+    return "" if v is None else f"${v:,.4f}"
+
+
 def main() -> None:  # pragma: no cover
     cli(prog_name="sesh-archive")
 

@@ -237,7 +237,7 @@ def _pick(path: Path, adapters: list[Adapter], by_content_only: bool) -> tuple[A
     that, any adapter that recognises the content; in a folder walk, the first name match
     (an empty or torn file waits its turn); a single file given by hand must be recognised."""
     claims = [(a, k) for a in adapters if (k := a.classify(path))]
-    if not claims and not by_content_only:
+    if not claims and not by_content_only and not path.name.endswith((".jsonl", ".jsonl.zst")):
         return None
     head = _head(path)
     for a, k in claims:

@@ -82,33 +82,36 @@ def render_text(value: Any) -> str | None:
 
 # ---------------------------------------------------------------- blocks
 
-# Block fields that live in their own columns; everything else of the block's dict is in ``extra``.
-_COLUMN_FIELDS = {
-    "type", "text", "redacted", "callId", "name", "input", "output", "isError",
-    "path", "patch", "mediaType", "uri", "data", "query",
-}  # fmt: skip
+_BLOCK_COL_NAMES = (
+    "message_id", "position", "type", "text", "call_id", "tool_name", "input", "output",
+    "is_error", "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra",
+)  # fmt: skip
+_BLOCK_COLS = ", ".join(_BLOCK_COL_NAMES)
+
+
+# The seed fields each block type keeps in typed columns; every other key of the block's
+# dict (vendor extras, or a field of another type) goes to ``extra`` unchanged.
+_OWN_FIELDS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text"}),
+    "reasoning": frozenset({"type", "text", "redacted"}),
+    "tool_call": frozenset({"type", "callId", "name", "input"}),
+    "tool_result": frozenset({"type", "callId", "output", "isError"}),
+    "file_change": frozenset({"type", "callId", "path", "patch"}),
+    "web_search": frozenset({"type", "callId", "query"}),
+    "attachment": frozenset({"type", "mediaType", "uri", "data"}),
+    "unknown": frozenset({"type"}),
+}
 
 
 def block_row(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
     d = block.to_dict()
-    row: dict[str, Any] = {
-        "message_id": message_id,
-        "position": position,
-        "type": d["type"],
-        "text": None,
-        "call_id": d.get("callId"),
-        "tool_name": None,
-        "input": None,
-        "output": None,
-        "is_error": None,
-        "path": d.get("path"),
-        "patch": d.get("patch"),
-        "media_type": d.get("mediaType"),
-        "uri": d.get("uri"),
-        "blob_sha256": blob_sha,
-        "redacted": None,
-    }
-    extra = {k: v for k, v in d.items() if k not in _COLUMN_FIELDS}
+    t = d["type"]
+    own = _OWN_FIELDS[t]
+    row: dict[str, Any] = dict.fromkeys(_BLOCK_COL_NAMES)
+    row.update(message_id=message_id, position=position, type=t, blob_sha256=blob_sha)
+    if "callId" in own:
+        row["call_id"] = d.get("callId")
+    extra = {k: v for k, v in d.items() if k not in own}
     if isinstance(block, (Text, Reasoning)):
         row["text"] = block.text
         if isinstance(block, Reasoning) and block.redacted is not None:
@@ -126,25 +129,21 @@ def block_row(message_id: str, position: int, block: Block, blob_sha: str | None
         if block.is_error is not None:
             row["is_error"] = int(block.is_error)
     elif isinstance(block, FileChange):
-        row["text"] = block.path
+        row.update(path=block.path, patch=block.patch, text=block.path)
     elif isinstance(block, WebSearch):
         row["text"] = block.query
     elif isinstance(block, Attachment):
-        row["text"] = block.uri
+        row.update(media_type=block.media_type, uri=block.uri, text=block.uri)
         if block.data is not None and blob_sha is None:
-            extra["data"] = block.data  # not valid base64: kept as written
+            extra["data"] = block.data  # not canonical base64: kept as written
     elif isinstance(block, Unknown):
-        extra.pop("sourceType", None)
-        extra.pop("raw", None)
-        row["text"] = block.source_type
-        extra = {"sourceType": block.source_type, "raw": block.raw, **extra}
+        row["text"] = block.source_type  # extra holds sourceType and raw
     row["extra"] = dumps(extra) if extra else None
     return row
 
 
 def block_from_row(row: sqlite3.Row | dict[str, Any], blob_data: bytes | None) -> Block:
     t = row["type"]
-    extra = loads(row["extra"]) or {}
     d: JsonObject = {"type": t}
     if t in ("text", "reasoning"):
         if row["text"] is not None:
@@ -158,23 +157,18 @@ def block_from_row(row: sqlite3.Row | dict[str, Any], blob_data: bytes | None) -
         d["output"] = row["text"] if row["output"] is None else loads(row["output"])
         if row["is_error"] is not None:
             d["isError"] = bool(row["is_error"])
-    elif t == "file_change":
-        for col, name in (("call_id", "callId"), ("path", "path"), ("patch", "patch")):
+    elif t in ("file_change", "web_search", "attachment"):
+        cols = {
+            "file_change": (("call_id", "callId"), ("path", "path"), ("patch", "patch")),
+            "web_search": (("call_id", "callId"), ("text", "query")),
+            "attachment": (("media_type", "mediaType"), ("uri", "uri")),
+        }[t]
+        for col, name in cols:
             if row[col] is not None:
                 d[name] = row[col]
-    elif t == "web_search":
-        if row["call_id"] is not None:
-            d["callId"] = row["call_id"]
-        d["query"] = row["text"]
-    elif t == "attachment":
-        for col, name in (("media_type", "mediaType"), ("uri", "uri")):
-            if row[col] is not None:
-                d[name] = row[col]
-        if blob_data is not None and "data" not in extra:
+        if t == "attachment" and blob_data is not None:
             d["data"] = base64.b64encode(blob_data).decode("ascii")
-    elif t == "unknown":
-        pass
-    d.update(extra)
+    d.update(loads(row["extra"]) or {})
     return block_from_dict(d)
 
 
@@ -253,11 +247,6 @@ _MSG_COLS = (
     "id, thread_id, role, ts, turn_id, parent_id, run_id, model, injected, "
     "source_id, generation, offset, sub, provenance, usage, extra"
 )
-_BLOCK_COL_NAMES = (
-    "message_id", "position", "type", "text", "call_id", "tool_name", "input", "output",
-    "is_error", "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra",
-)  # fmt: skip
-_BLOCK_COLS = ", ".join(_BLOCK_COL_NAMES)
 
 
 class Projector:

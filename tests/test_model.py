@@ -112,7 +112,8 @@ blocks = st.one_of(
               patch=st.one_of(st.none(), st.text())),
     st.builds(WebSearch, call_id=st.one_of(st.none(), ids), query=st.text(), results=json_values),
     st.builds(Attachment, media_type=st.one_of(st.none(), st.text(max_size=10)), uri=st.one_of(st.none(), st.text()),
-              data=st.one_of(st.none(), st.text())),
+              data=st.one_of(st.none(), st.text(), st.just("aGVsbG8=")),
+              extra=st.one_of(st.none(), st.just({"callId": "c1", "text": "caption", "path": "/x.png"}))),
     st.builds(Unknown, source_type=st.text(max_size=10), raw=json_values),
 )  # fmt: skip
 messages = st.builds(

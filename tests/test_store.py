@@ -133,3 +133,17 @@ def test_jsonl_store_reopens(tmp_path):
     again = JsonlMessageStore(path)
     assert again.get_messages("t1") == [msg(0)]
     assert again.get_thread("t1") == Thread(id="t1", created_at="2026-01-01T00:00:00Z")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from tests.test_model import messages as message_strategy  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message_strategy)
+def test_property_sqlite_round_trip_is_lossless(tmp_path_factory, m):
+    """Any message appended to the archive comes back equal (blocks, extras, blobs)."""
+    store = SqliteMessageStore(tmp_path_factory.mktemp("rt") / "a.db")
+    store.append_message(m)
+    assert store.get_messages(m.thread_id) == [m]

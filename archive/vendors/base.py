@@ -117,6 +117,10 @@ class Parser(Protocol):
         """JSON-serialisable state; ``adapter.parser(source, state)`` resumes from it."""
 
 
+class EmitError(ValueError):
+    """A thread that cannot be written in the target format (for example no project folder)."""
+
+
 @dataclass
 class EmitResult:
     """Files an emitter wrote (relative path -> bytes) and what it dropped or changed."""

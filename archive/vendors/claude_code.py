@@ -63,6 +63,7 @@ from ..model import (
     WebSearch,
 )
 from .base import (
+    EmitError,
     DUPLICATE,
     INVALID,
     LINES,
@@ -836,10 +837,6 @@ class AgentMetaParser:
 
 
 # ---------------------------------------------------------------- emit (canonical -> Claude Code)
-
-
-class EmitError(ValueError):
-    """The thread cannot become a Claude Code session (for example: no working directory)."""
 
 
 EMIT_VERSION = "2.1.197"  # the envelope written follows this recorded version

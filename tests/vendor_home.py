@@ -1,0 +1,78 @@
+"""A vendor home laid out from the fixtures, the way the vendors lay out their files.
+
+Claude Code fixtures are renamed after the sessionId inside them (the shared fixtures
+carry their upstream names), subagent transcripts go to ``<session>/subagents/`` (2.1.x)
+or beside the session (2.0.x); Codex rollouts go under ``sessions/YYYY/MM/DD``; clm logs
+under ``state/clm``. The recorded trees (tests/fixtures/recorded) are already in layout.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _first_with(path: Path, key: str) -> dict:
+    for line in path.read_bytes().splitlines():
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(d, dict) and key in d:
+            return d
+    return {}
+
+
+def build_home(home: Path) -> dict[str, Path]:
+    """Lay out every vendor fixture under ``home``; returns fixture name -> placed path."""
+    placed: dict[str, Path] = {}
+    claude = home / ".claude" / "projects"
+    for f in sorted((FIXTURES / "claude-code").glob("*.jsonl")) + sorted((FIXTURES / "claude-code" / "recorded").glob("*.jsonl")):
+        d = _first_with(f, "sessionId")
+        sid = d["sessionId"]
+        slug = "-" + "".join(c if c.isalnum() else "-" for c in str(d.get("cwd") or "/fixture").lstrip("/"))
+        if d.get("agentId"):
+            if "marot" in f.name:  # 2.1.x layout
+                target = claude / slug / sid / "subagents" / f"agent-{d['agentId']}.jsonl"
+            else:  # 2.0.x: flat, beside the session
+                target = claude / slug / f"agent-{d['agentId']}.jsonl"
+        else:
+            target = claude / slug / f"{sid}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        placed[f.name] = target
+    codex = home / ".codex" / "sessions" / "2026" / "01" / "01"
+    for f in sorted((FIXTURES / "codex").glob("*.jsonl")) + sorted((FIXTURES / "codex" / "recorded").glob("*.jsonl")):
+        target = codex / f"rollout-{f.stem}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        placed[f.name] = target
+    clm = home / ".local" / "state" / "clm"
+    clm.mkdir(parents=True, exist_ok=True)
+    for f in sorted((FIXTURES / "clm").glob("*.jsonl")):
+        shutil.copyfile(f, clm / f.name)
+        placed[f.name] = clm / f.name
+    recorded = FIXTURES / "recorded"
+    for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
+        vendor = ".claude" if vendor_dir.name.startswith("claude-code") else ".codex"
+        for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
+            for f in sorted(scenario.rglob("*")):
+                if f.is_file() and f.name != "scenario.json":
+                    target = home / vendor / f.relative_to(scenario)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(f, target)
+                    placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target
+    return placed
+
+
+def vendor_env(home: Path) -> dict[str, str]:
+    return {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CODEX_HOME": str(home / ".codex"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    }
