@@ -404,7 +404,7 @@ class Pools:
         self.b64 = _scrub(base64.b64encode(rng.randbytes(600 * 1024)).decode())
         self.b64url = self.b64.replace("+", "-").replace("/", "_")
         self.images = [
-            base64.b64encode(_png(rng, w, h)).decode() for w, h in ((48, 32), (120, 80), (240, 160), (400, 260), (640, 420))
+            base64.b64encode(_png(rng, w, h)).decode() for w, h in ((48, 32), (120, 80), (240, 160), (400, 260), (520, 330))
         ]
 
     @staticmethod
@@ -879,6 +879,7 @@ class ClaudeSession:
         dur = sub.t - self.t
         self.t = sub.t
         out.close(sub.t)
+        self.out.stats.bump("claude_code", "subagent_files")
         write_json_file(self.out.stats, self.out.root, sub_dir / f"agent-{agent_id}.meta.json", self.out.vendor,
                         {"agentType": inp["subagent_type"], "description": inp["description"], "toolUseId": tid}, sub.t)
         return agent_id, final, sub.ctx, ntools, dur
@@ -904,6 +905,7 @@ class ClaudeSession:
                                                      "service_tier": "standard"}},
                                "requestId": "req_011C" + alnum(rng, 18)})
         out.close(sub.t)
+        self.out.stats.bump("claude_code", "compactions")  # each one also wrote an acompact file
         self.t = sub.t
         post = rng.randint(12_000, 30_000)
         self.emit("system", {"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False, "level": "info",
@@ -939,7 +941,9 @@ class ClaudeSession:
 
 def claude_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Marker | None, *,
                    target: int, t0: int, force_sub: bool = False, force_compact: bool = False,
-                   force_image: bool = False) -> None:
+                   force_image: bool = False, trunk_only: bool = False) -> None:
+    """target counts the trunk plus its subagent files, unless trunk_only (the big file,
+    whose trunk alone must reach --big-file-mb)."""
     cwd = rng.choice(PROJECTS)
     sid = uuid4(rng)
     version = rng.choices(CLAUDE_VERSIONS, weights=(2, 2, 3, 3, 4))[0]
@@ -947,7 +951,7 @@ def claude_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Ma
     proj = root / ".claude" / "projects" / slugify(cwd)
     out = Out(stats, root, proj / f"{sid}.jsonl", "claude_code")
     slug = "-".join(rng.choice(VOCAB[:400]) for _ in range(3)) if rng.random() < 0.8 else None
-    image_rate = 0.3 if (force_image or rng.random() < 0.12) else 0.0
+    image_rate = 0.08 if (force_image or rng.random() < 0.12) else 0.0
     s = ClaudeSession(pools, rng, out, sid=sid, cwd=cwd, version=version, branch=rng.choice(BRANCHES), model=model,
                       t_ms=t0, slug=slug, session_dir=proj / sid, mark=mark,
                       allow_sub=force_sub or rng.random() < 0.3, allow_compact=force_compact or rng.random() < 0.7,
@@ -965,7 +969,8 @@ def claude_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Ma
     if force_compact:
         s.turn()
         s.compact()
-    while out.bytes < target:
+    side0 = stats.vendor("claude_code")["bytes"]  # subagent files add here when they close
+    while out.bytes + (0 if trunk_only else stats.vendor("claude_code")["bytes"] - side0) < target:
         s.turn()
     s.finish()
     out.close(s.t)
@@ -1314,7 +1319,7 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         # The one huge Claude Code session: long-running, many compactions, streamed.
         rng = Random(f"{seed}:claude-big")
         claude_session(pools, stats, root, rng, mark, target=budget, t0=END_MS - 40 * DAY_MS,
-                       force_sub=True, force_compact=True, force_image=True)
+                       force_sub=True, force_compact=True, force_image=True, trunk_only=True)
         return stats
     tag = vendor if shard == 0 else f"{vendor}:{shard}"
     i = 0
@@ -1372,7 +1377,8 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     root.mkdir(parents=True, exist_ok=True)
     global _POOLS
     _POOLS = Pools(seed, small=size < 64 * MiB)
-    rest = size - big
+    # The big session's subagent and compaction files add about 8 % on top of its trunk.
+    rest = max(0, size - big - big * 8 // 100)
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
@@ -1461,7 +1467,7 @@ def _append_claude(pools: Pools, rng: Random, path: Path, root: Path, budget: in
     out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, t
     s = ClaudeSession(pools, rng, out, sid=env["sessionId"], cwd=env["cwd"], version=env.get("version", "2.1.81"),
                       branch=env.get("gitBranch", ""), model=rng.choice(CLAUDE_MODELS), t_ms=t, slug=env.get("slug"),
-                      session_dir=path.parent / env["sessionId"], allow_sub=False, allow_compact=False, cap=max(2_000, budget // 2))
+                      session_dir=path.parent / env["sessionId"], allow_sub=False, allow_compact=False, cap=max(2_000, budget // 8))
     s.last = env["uuid"]
     while out.bytes < budget:
         s.turn()
@@ -1495,7 +1501,7 @@ def _append_codex(pools: Pools, rng: Random, path: Path, root: Path, budget: int
     out.root, out.path, out.vendor, out.stats = root, path, "codex", stats
     out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, t
     s = CodexSession(pools, rng, out, g3=g3, sid=meta["id"], cwd=meta["cwd"], model=model, t_ms=t, mark=None,
-                     cap=max(2_000, budget // 2), ordinal=(last.get("ordinal", -1) + 1) if g3 else 0, totals=totals)
+                     cap=max(2_000, budget // 8), ordinal=(last.get("ordinal", -1) + 1) if g3 else 0, totals=totals)
     s.first_turn = False
     while out.bytes < budget:
         s.turn()
@@ -1510,7 +1516,7 @@ def _append_clm(pools: Pools, rng: Random, path: Path, root: Path, budget: int) 
     out = Out.__new__(Out)
     out.root, out.path, out.vendor, out.stats = root, path, "clm", stats
     out.f, out.bytes, out.lines, out.last_ms = open(path, "ab", buffering=MiB), 0, 0, 0
-    s = ClmSession(pools, rng, meta.get("provider", "openai"), max(2_000, budget // 2))
+    s = ClmSession(pools, rng, meta.get("provider", "openai"), max(2_000, budget // 8))
     while out.bytes < budget:
         s.turn(out, None)
     out.f.close()
@@ -1544,9 +1550,11 @@ def append(root: Path, mb: float, n_files: int, seed: int | None) -> dict[str, A
             chosen.append((v, by_vendor[v].pop()))
         k += 1
     pools = Pools(seed, small=total < 64 * MiB)
-    per = max(1, total // len(chosen))
     records = []
-    for v, p in chosen:
+    done = 0
+    for idx, (v, p) in enumerate(chosen):
+        # Spread what is left over the files left, so one turn's overshoot is absorbed.
+        per = max(1, (total - done) // (len(chosen) - idx))
         rel = p.relative_to(root).as_posix()
         with open(p, "rb") as f:
             f.seek(0, 2)
@@ -1562,6 +1570,7 @@ def append(root: Path, mb: float, n_files: int, seed: int | None) -> dict[str, A
         # Deterministic mtime: the last appended timestamp, and always later than before.
         new_ms = max(last_ms, old_mtime_ms + 1000)
         os.utime(p, ns=(new_ms * 1_000_000, new_ms * 1_000_000))
+        done += nb
         records.append({"path": rel, "vendor": v, "offset": size, "bytes": nb, "lines": nl})
         if manifest:
             vd = manifest["vendors"][v]
