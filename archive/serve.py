@@ -1,34 +1,96 @@
 """Datasette on the archive: ``make_datasette`` (used by ``serve`` and the tests) and ``run_server``.
 
-Invariants: the archive is served read-only (Datasette never writes to it; an ingest may
-write at the same time thanks to WAL); the server binds 127.0.0.1 unless told otherwise;
-the metadata ships inside the package, so ``serve`` works after a plain ``pip install``.
+Invariants:
+
+* The archive is served read-only: Datasette opens a mutable (not ``immutable``) file, so
+  an ingest may write while it serves (WAL), but its read connections are ``mode=ro``, no
+  write plugin is loaded, and our plugin only reads. Nothing in the server writes.
+* The server binds 127.0.0.1 unless told otherwise (the archive holds pasted secrets).
+* The metadata ships inside the package, so ``serve`` works after a plain ``pip install``;
+  it is written for a database called ``archive`` and renamed to the file's stem, which
+  is the name Datasette gives the database.
+* The project's plugin (``archive.datasette_plugin``) is registered here explicitly, so
+  the conversation page works whether or not the package's entry point is installed.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import threading
 import webbrowser
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8001
+METADATA_DB_NAME = "archive"
 
-def load_metadata() -> dict[str, Any]:
-    return json.loads(resources.files("archive.data").joinpath("datasette-metadata.json").read_text("utf-8"))
+SETTINGS = {
+    "sql_time_limit_ms": 5000,
+    # Facets over the views are computed per request; give them a little more than the default.
+    "facet_time_limit_ms": 500,
+    # Blocks can be whole files; keep tables readable (the full value is one click away).
+    "truncate_cells_html": 400,
+}
+
+
+def load_metadata(db_name: str = METADATA_DB_NAME) -> dict[str, Any]:
+    """The packaged metadata, with its database renamed to ``db_name``."""
+    meta = json.loads(resources.files("archive.data").joinpath("datasette-metadata.json").read_text("utf-8"))
+    meta = copy.deepcopy(meta)
+    dbs = meta.get("databases", {})
+    if METADATA_DB_NAME in dbs and db_name != METADATA_DB_NAME:
+        dbs[db_name] = dbs.pop(METADATA_DB_NAME)
+    meta.setdefault("plugins", {}).setdefault("sesh-archive", {})["database"] = db_name
+    return meta
+
+
+def register_plugin() -> None:
+    """Register ``archive.datasette_plugin`` once (the entry point may already have)."""
+    from datasette.plugins import pm
+
+    from . import datasette_plugin
+
+    if not pm.is_registered(datasette_plugin):
+        pm.register(datasette_plugin, name="sesh_archive")
 
 
 def make_datasette(db_path: str | Path) -> Any:
     from datasette.app import Datasette
 
-    return Datasette([str(db_path)], metadata=load_metadata(), settings={"sql_time_limit_ms": 5000})
+    register_plugin()
+    path = Path(db_path)
+    # Datasette names a database after its file's stem; the metadata must use the same name.
+    return Datasette([str(path)], metadata=load_metadata(path.stem), settings=SETTINGS)
 
 
-def run_server(db_path: str | Path, host: str = "127.0.0.1", port: int = 8001, open_browser: bool = False) -> None:
+def make_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Any:
+    """A uvicorn server for the archive, not yet running (``port=0`` picks a free port)."""
     import uvicorn
 
     ds = make_datasette(db_path)
-    url = f"http://{host}:{port}/"
+    config = uvicorn.Config(ds.app(), host=host, port=port, log_level="warning", lifespan="auto")
+    return uvicorn.Server(config)
+
+
+def bound_url(server: Any) -> str:
+    """The URL a started server listens on (the real port when it was asked for port 0)."""
+    sock = server.servers[0].sockets[0]
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
+    server = make_server(db_path, host=host, port=port)
     if open_browser:
-        webbrowser.open(url)
-    uvicorn.run(ds.app(), host=host, port=port, log_level="warning")
+        # Open once the socket is bound, so the browser's first request does not fail.
+        def opener() -> None:
+            while not server.started and not server.should_exit:
+                threading.Event().wait(0.05)
+            if server.started:
+                webbrowser.open(bound_url(server))
+
+        threading.Thread(target=opener, daemon=True).start()
+    server.run()
