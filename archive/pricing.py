@@ -1,0 +1,120 @@
+"""Model prices and the cost of one model response.
+
+The bundled table is ``archive/data/prices.json``: ``{"source", "as_of", "models": {name:
+{"input", "output", "cache_read", "cache_write"}}}``, USD per million tokens. A user file of
+the same shape (``stats --prices FILE`` or ``$SESH_ARCHIVE_PRICES``) is laid over it: its
+models replace or add to the bundled ones, and its ``source``/``as_of`` are reported.
+
+Invariants:
+
+* **Matching.** A model name (compared case-insensitively) takes the entry with exactly its
+  name; otherwise the entry whose name is the longest prefix of it that is followed by a
+  separator (``-``, ``@``, ``:``, ``/``, ``[``, ``_`` or a space): ``claude-sonnet-4-5``
+  prices ``claude-sonnet-4-5-20250929``, ``claude-sonnet-4-5@20250929`` and
+  ``claude-opus-4-6[1m]`` is priced by ``claude-opus-4-6``; but ``gpt-5`` never prices
+  ``gpt-5.3-codex`` and ``claude-opus-4-1`` never prices ``claude-opus-4-10``. No match (or
+  no model) means no price: the cost is ``None``, never a guess.
+* **Tokens are priced once.** :func:`cost` takes the *normalised* counts of
+  ``archive.queries`` (``input`` = input neither read from nor written to the cache), so
+  every token is in exactly one of input, cache_read, cache_write, output.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import orjson
+
+from .db import ArchiveError
+
+ENV_VAR = "SESH_ARCHIVE_PRICES"
+FIELDS = ("input", "output", "cache_read", "cache_write")
+_SEPARATORS = ("-", "@", ":", "/", "[", "_", " ")
+
+
+class PricesError(ArchiveError):
+    """A price file that cannot be read or has the wrong shape."""
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {f: getattr(self, f) for f in FIELDS}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    models: Mapping[str, Price]
+    source: str | None
+    as_of: str | None
+    overrides: str | None = None  # the user file laid over the bundled table, if any
+
+    def lookup(self, model: str | None) -> tuple[str, Price] | None:
+        """The entry pricing ``model``: exact name, else longest prefix at a separator."""
+        if not model:
+            return None
+        name = model.lower()
+        if name in self.models:
+            return name, self.models[name]
+        best: str | None = None
+        for key in self.models:
+            if name.startswith(key) and name[len(key)] in _SEPARATORS and (best is None or len(key) > len(best)):
+                best = key
+        return (best, self.models[best]) if best else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source, "as_of": self.as_of, "overrides": self.overrides}
+
+
+def _parse(doc: Any, where: str) -> tuple[dict[str, Price], str | None, str | None]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), dict):
+        raise PricesError(f"{where}: expected an object with a \"models\" object")
+    out: dict[str, Price] = {}
+    for name, p in doc["models"].items():
+        if not isinstance(p, dict):
+            raise PricesError(f"{where}: model {name!r}: expected an object")
+        try:
+            out[str(name).lower()] = Price(**{f: float(p.get(f, 0) or 0) for f in FIELDS})
+        except (TypeError, ValueError) as e:
+            raise PricesError(f"{where}: model {name!r}: {e}") from None
+    return out, doc.get("source"), doc.get("as_of")
+
+
+def bundled() -> PriceTable:
+    doc = orjson.loads(resources.files("archive.data").joinpath("prices.json").read_bytes())
+    models, source, as_of = _parse(doc, "prices.json")
+    return PriceTable(models, source, as_of)
+
+
+def load_prices(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
+    """The bundled table, with ``path`` (or ``$SESH_ARCHIVE_PRICES``) laid over it."""
+    env = os.environ if env is None else env
+    base = bundled()
+    path = path or env.get(ENV_VAR) or None
+    if path is None:
+        return base
+    p = Path(os.path.expanduser(str(path)))
+    try:
+        doc = orjson.loads(p.read_bytes())
+    except OSError as e:
+        raise PricesError(f"cannot read price file {p}: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
+        raise PricesError(f"price file {p} is not JSON: {e}") from None
+    models, source, as_of = _parse(doc, str(p))
+    return PriceTable({**base.models, **models}, source or base.source, as_of or base.as_of, str(p))
+
+
+def cost(price: Price, input: int, output: int, cache_read: int, cache_write: int) -> float:
+    """USD for normalised token counts (each token in exactly one of the four)."""
+    return (
+        input * price.input + output * price.output + cache_read * price.cache_read + cache_write * price.cache_write
+    ) / 1_000_000

@@ -1,0 +1,474 @@
+"""Read-only queries behind ``search``, ``threads``, ``show`` and ``stats``.
+
+SQL lives here, not in cli.py; every function takes an open archive and returns plain
+values (dicts of JSON types, or canonical model objects), whose shapes are the commands'
+``--json`` output and are kept stable.
+
+Filters (``Filters``), shared by the commands that accept them:
+
+* ``provider``: exact provider name (``claude-code``, ``codex``, ``clm``, ...).
+* ``role``: message role (``search`` only).
+* ``thread``: a thread id or a prefix of one (Claude subagent threads ``<session>/agent-…``
+  match their parent's prefix too).
+* ``project``: the thread's working directory, or its parent thread's when the thread has
+  none (subagents). An absolute path matches that directory and everything below it; any
+  other text matches as a substring.
+* ``since`` / ``until``: ISO dates or date-times, compared with the recorded timestamps
+  (UTC ``…Z`` for every current vendor). A date-only ``until`` includes that whole day; a
+  date-time ``until`` is exclusive. Rows without a timestamp (clm) never match a time
+  filter.
+
+Token accounting (``stats``, ``threads``). The vendors count input differently, and the
+archive stores what they wrote:
+
+* Claude Code (and every provider other than Codex): ``input_tokens`` EXCLUDES cache reads
+  and cache writes; the prompt was ``input + cache_read + cache_write``.
+* Codex: ``input_tokens`` INCLUDES the cached input (``cache_read_tokens`` is the cached
+  part) and, since ``total_tokens = input + output`` in Codex's protocol, any
+  ``cache_write_tokens`` (G3) too. ``output_tokens`` includes ``reasoning_tokens``.
+
+Every number reported here is *normalised* so each token is in exactly one bucket:
+``input_tokens`` is input neither read from nor written to the cache (Codex:
+``max(input - cache_read - cache_write, 0)``), then ``cache_read_tokens``,
+``cache_write_tokens``, ``output_tokens`` (reasoning included; ``reasoning_tokens`` is
+shown for information and never added again). ``total_tokens`` is the sum of the four.
+Cost prices each bucket once (``archive.pricing``), so cached Codex tokens are never
+charged twice. The ``usage`` table has one row per model response (ingest keeps one row
+per response key), so sums over it count each response once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from .db import ArchiveError
+from .model import Message, Thread
+from .pricing import PriceTable, cost
+from .projection import load_messages, thread_from_row
+
+MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
+STATS_BY = ("day", "week", "month", "model", "project", "provider", "tool")
+
+
+class QueryError(ArchiveError):
+    """A search query SQLite's FTS5 rejects, or another bad request."""
+
+
+class ThreadNotFound(ArchiveError):
+    pass
+
+
+class AmbiguousThread(ArchiveError):
+    def __init__(self, ref: str, candidates: list[dict[str, Any]]) -> None:
+        self.candidates = candidates
+        lines = [f"{c['id']}  {c['provider'] or '?'}  {c['last_ts'] or ''}  {c['label'] or ''}".rstrip() for c in candidates]
+        super().__init__(f"{ref!r} matches {len(candidates)} threads; give more of the id:\n  " + "\n  ".join(lines))
+
+
+# ---------------------------------------------------------------- filters
+
+
+def parse_time(value: str, *, end: bool = False) -> str:
+    """Validate an ISO date or date-time; the bound to compare recorded timestamps with.
+
+    A date-only end bound becomes the next day (exclusive), so ``until 2026-11-30`` keeps
+    all of that day."""
+    v = value.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            d = dt.date.fromisoformat(v)
+            return (d + dt.timedelta(days=1)).isoformat() if end else d.isoformat()
+        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return t.isoformat(timespec="milliseconds") if t.microsecond else t.isoformat()
+
+
+@dataclass(frozen=True)
+class Filters:
+    provider: str | None = None
+    role: str | None = None
+    thread: str | None = None
+    project: str | None = None
+    since: str | None = None  # ISO date or date-time, as typed (parse_time checks it)
+    until: str | None = None
+
+
+def _like_prefix(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _where(f: Filters, *, ts: str | None, project: str, provider: str = "t.provider", thread: str = "t.id",
+           role: str | None = None) -> tuple[list[str], list[Any]]:  # fmt: skip
+    sql: list[str] = []
+    params: list[Any] = []
+    if f.provider:
+        sql.append(f"{provider} = ?")
+        params.append(f.provider)
+    if f.role and role:
+        sql.append(f"{role} = ?")
+        params.append(f.role)
+    if f.thread:
+        sql.append(f"{thread} LIKE ? ESCAPE '\\'")
+        params.append(_like_prefix(f.thread))
+    if f.project:
+        if f.project.startswith("/"):
+            root = f.project.rstrip("/") or "/"
+            sql.append(f"({project} = ? OR {project} LIKE ? ESCAPE '\\')")
+            params += [root, _like_prefix(root.rstrip("/") + "/")]
+        else:
+            sql.append(f"instr({project}, ?) > 0")
+            params.append(f.project)
+    if ts and f.since:
+        sql.append(f"{ts} >= ?")
+        params.append(_bound(f.since))
+    if ts and f.until:
+        sql.append(f"{ts} < ?")
+        params.append(_bound(f.until, end=True))
+    return sql, params
+
+
+def _bound(value: str, end: bool = False) -> str:
+    try:
+        return parse_time(value, end=end)
+    except ValueError as e:
+        raise QueryError(str(e)) from None
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params: Iterable[Any]) -> list[dict[str, Any]]:
+    cur = conn.execute(sql, tuple(params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def first_prompts(conn: sqlite3.Connection, thread_ids: Iterable[str], width: int = 120) -> dict[str, str]:
+    """Each thread's first typed user text (not vendor-injected context), one line."""
+    out: dict[str, str] = {}
+    for tid in set(thread_ids):
+        row = conn.execute(
+            "SELECT b.text FROM messages m JOIN blocks b ON b.message_id = m.id "
+            "WHERE m.thread_id = ? AND m.role = 'user' AND m.injected = 0 AND b.type = 'text' "
+            "AND trim(coalesce(b.text, '')) != '' "
+            "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position LIMIT 1",
+            (tid,),
+        ).fetchone()
+        if row:
+            text = " ".join(row[0].split())
+            out[tid] = text if len(text) <= width else text[: width - 1] + "…"
+    return out
+
+
+# ---------------------------------------------------------------- search
+
+
+def fts_literal(query: str) -> str:
+    """Every whitespace-separated word as a quoted FTS5 string: all must occur, no syntax."""
+    return " ".join('"' + w.replace('"', '""') + '"' for w in query.split())
+
+
+def _split_snippet(marked: str) -> tuple[str, list[list[int]]]:
+    text, matches, start = [], [], None
+    n = 0
+    for ch in marked:
+        if ch == MARK_START:
+            start = n
+        elif ch == MARK_END:
+            if start is not None:
+                matches.append([start, n])
+            start = None
+        else:
+            text.append(ch)
+            n += 1
+    return "".join(text), matches
+
+
+def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | None = 20, literal: bool = False,
+           tokens: int = 16) -> list[dict[str, Any]]:  # fmt: skip
+    """Blocks matching an FTS5 ``query``, best match first (bm25).
+
+    Each hit: ``thread_id, thread_title, provider, project, message_id, role, ts,
+    block_type, tool_name, snippet, matches`` (``matches``: ``[start, end)`` character
+    ranges of the highlighted terms in ``snippet``). A query FTS5 rejects raises
+    ``QueryError``; with ``literal`` the words are quoted first and never rejected."""
+    if not query.strip():
+        raise QueryError("empty search query")
+    q = fts_literal(query) if literal else query
+    where, params = _where(f, ts="m.ts", project="coalesce(t.cwd, p.cwd)", provider="t.provider",
+                           thread="m.thread_id", role="m.role")  # fmt: skip
+    sql = f"""
+        SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
+               m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name,
+               snippet(blocks_fts, 0, ?, ?, '…', ?) AS snippet
+        FROM blocks_fts
+        JOIN blocks b ON b.id = blocks_fts.rowid
+        JOIN messages m ON m.id = b.message_id
+        LEFT JOIN threads t ON t.id = m.thread_id
+        LEFT JOIN threads p ON p.id = t.parent_thread_id
+        WHERE blocks_fts MATCH ? {''.join(' AND ' + w for w in where)}
+        ORDER BY blocks_fts.rank, m.ts, b.id
+        LIMIT ?"""
+    try:
+        hits = _rows(db.conn, sql, [MARK_START, MARK_END, max(1, min(tokens, 64)), q, *params, -1 if limit is None else max(limit, 0)])
+    except sqlite3.OperationalError as e:
+        raise QueryError(
+            f"invalid search query {query!r} ({e}); FTS5 syntax: words, \"quoted phrases\", AND/OR/NOT, "
+            "prefix*, NEAR(a b); use --literal to search the words as typed"
+        ) from None
+    labels = first_prompts(db.conn, (h["thread_id"] for h in hits if not h["thread_title"]))
+    for h in hits:
+        h["snippet"], h["matches"] = _split_snippet(h["snippet"] or "")
+        h["thread_title"] = h["thread_title"] or labels.get(h["thread_id"])
+    return hits
+
+
+# ---------------------------------------------------------------- threads
+
+# Normalised token buckets over usage_responses (module docstring): each token in one bucket.
+_U_INPUT = (
+    "CASE WHEN {u}provider = 'codex' "
+    "THEN max({u}input_tokens - {u}cache_read_tokens - {u}cache_write_tokens, 0) "
+    "ELSE {u}input_tokens END"
+)
+
+
+def _norm_sums(alias: str = "") -> str:
+    u = f"{alias}." if alias else ""
+    return (
+        f"count(*) AS responses, sum({_U_INPUT.format(u=u)}) AS input_tokens, "
+        f"sum({u}output_tokens) AS output_tokens, sum({u}cache_read_tokens) AS cache_read_tokens, "
+        f"sum({u}cache_write_tokens) AS cache_write_tokens, sum({u}reasoning_tokens) AS reasoning_tokens"
+    )
+
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50) -> list[dict[str, Any]]:
+    """Threads, most recent activity first.
+
+    Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
+    first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, total_tokens`` (normalised tokens; ``label`` is the title or else
+    the first typed user prompt). Time filters keep threads active in the window."""
+    where, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
+    if f.since:
+        where.append("ms.last_ts >= ?")
+        params.append(_bound(f.since))
+    if f.until:
+        where.append("ms.first_ts < ?")
+        params.append(_bound(f.until, end=True))
+    sql = f"""
+        WITH ms AS (SELECT thread_id, min(ts) AS first_ts, max(ts) AS last_ts, count(*) AS messages
+                    FROM messages GROUP BY thread_id),
+             us AS (SELECT thread_id, {_norm_sums()} FROM usage_responses GROUP BY thread_id),
+             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads
+                    WHERE parent_thread_id IS NOT NULL GROUP BY parent_thread_id)
+        SELECT t.id, t.title, t.provider, coalesce(t.cwd, p.cwd) AS project, t.model, t.parent_thread_id,
+               t.created_at, ms.first_ts, ms.last_ts, coalesce(ms.messages, 0) AS messages,
+               coalesce(cs.children, 0) AS children,
+               coalesce(us.input_tokens, 0) AS input_tokens, coalesce(us.output_tokens, 0) AS output_tokens,
+               coalesce(us.cache_read_tokens, 0) AS cache_read_tokens,
+               coalesce(us.cache_write_tokens, 0) AS cache_write_tokens
+        FROM threads t
+        LEFT JOIN threads p ON p.id = t.parent_thread_id
+        LEFT JOIN ms ON ms.thread_id = t.id
+        LEFT JOIN us ON us.thread_id = t.id
+        LEFT JOIN cs ON cs.parent_thread_id = t.id
+        {'WHERE ' + ' AND '.join(where) if where else ''}
+        ORDER BY coalesce(ms.last_ts, t.created_at, '') DESC, t.id
+        {'LIMIT ?' if limit is not None else ''}"""
+    if limit is not None:
+        params.append(max(limit, 0))
+    rows = _rows(db.conn, sql, params)
+    labels = first_prompts(db.conn, (r["id"] for r in rows if not r["title"]))
+    out = []
+    for r in rows:
+        r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
+        r["label"] = r["title"] or labels.get(r["id"])
+        out.append({k: r[k] for k in THREAD_KEYS})
+    return out
+
+
+THREAD_KEYS = (
+    "id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at", "first_ts",
+    "last_ts", "messages", "children", "input_tokens", "output_tokens", "cache_read_tokens",
+    "cache_write_tokens", "total_tokens",
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------- show
+
+
+def resolve_thread(db: Database, ref: str) -> str:
+    """The thread id ``ref`` names: the exact id, else the only id starting with it, else
+    the one starting with it that every other such id extends with ``/`` (a parent whose
+    children are named after it). Several: ``AmbiguousThread`` listing them (at most 20)."""
+    ref = ref.strip()
+    if not ref:
+        raise ThreadNotFound("empty thread id")
+    if db.conn.execute("SELECT 1 FROM threads WHERE id = ?", (ref,)).fetchone():
+        return ref
+    ids = [r[0] for r in db.conn.execute(
+        "SELECT id FROM threads WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 21", (_like_prefix(ref),))]  # fmt: skip
+    if not ids:
+        raise ThreadNotFound(f"no thread id starts with {ref!r} (see `sesh-archive threads`)")
+    # Claude child threads are ``<parent>/agent-…``: a prefix of the parent also prefixes them,
+    # and then means the parent.
+    roots = [i for i in ids if all(j == i or j.startswith(i + "/") for j in ids)]
+    if len(ids) > 1 and len(ids) <= 20 and len(roots) == 1:
+        return roots[0]
+    if len(ids) > 1:
+        found = {r["id"]: r for r in threads(db, Filters(thread=ref), limit=None)}
+        raise AmbiguousThread(ref, [found[i] for i in ids if i in found])
+    return ids[0]
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    thread: Thread
+    summary: dict[str, Any]  # the thread's ``threads()`` row
+    messages: list[Message]
+    children: list[dict[str, Any]]  # ``threads()`` rows of the child threads, oldest first
+
+
+def show(db: Database, ref: str) -> ThreadView:
+    tid = resolve_thread(db, ref)
+    saved = db.conn.row_factory
+    db.conn.row_factory = sqlite3.Row
+    try:
+        row = db.conn.execute("SELECT * FROM threads WHERE id = ?", (tid,)).fetchone()
+    finally:
+        db.conn.row_factory = saved
+    summary = threads(db, Filters(thread=tid), limit=None)
+    own = next(s for s in summary if s["id"] == tid)
+    children = sorted((s for s in summary if s["parent_thread_id"] == tid),
+                      key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
+    if len(children) < own["children"]:  # child ids need not share the parent's prefix (Codex forks)
+        ids = [r[0] for r in db.conn.execute("SELECT id FROM threads WHERE parent_thread_id = ?", (tid,))]
+        children = sorted(
+            (s for i in ids for s in threads(db, Filters(thread=i), limit=None) if s["id"] == i),
+            key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]),
+        )
+    return ThreadView(thread_from_row(row), own, load_messages(db.conn, "m.thread_id = ?", (tid,)), children)
+
+
+# ---------------------------------------------------------------- stats
+
+
+def _iso_week(day: str | None) -> str | None:
+    if not day:
+        return None
+    try:
+        y, w, _ = dt.date.fromisoformat(day).isocalendar()
+    except ValueError:
+        return None
+    return f"{y}-W{w:02d}"
+
+
+def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None, until: str | None = None,
+          provider: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Token and cost totals grouped ``by`` day|week|month|model|project|provider, or tool
+    call counts ``by`` tool. Shape: ``{by, since, until, prices, rows, total, unpriced_models}``
+    (see README "stats")."""
+    if by not in STATS_BY:
+        raise QueryError(f"cannot group by {by!r}; one of {', '.join(STATS_BY)}")
+    if by == "tool":
+        return _tool_stats(db, since=since, until=until, provider=provider)
+    key = {"day": "day", "week": "day", "month": "substr(ts, 1, 7)", "model": "model",
+           "project": "project", "provider": "provider"}[by]  # fmt: skip
+    where, params = _where(Filters(provider=provider, since=since, until=until), ts="ts", project="project",
+                           provider="provider")  # fmt: skip
+    sql = (
+        f"SELECT {key} AS key, provider, model, {_norm_sums()} FROM usage_responses "
+        f"{'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
+    )
+    groups: dict[Any, dict[str, Any]] = {}
+    total = _empty_group()
+    unpriced: dict[tuple[str | None, str | None], int] = {}
+    for r in _rows(db.conn, sql, params):
+        k: Any = _iso_week(r["key"]) if by == "week" else r["key"]
+        if by == "model":
+            k = (r["provider"], r["model"])
+        g = groups.get(k)
+        hit = prices.lookup(r["model"])
+        if g is None:
+            head: dict[str, Any] = {"key": k}
+            if by == "model":
+                head = {"key": r["model"], "provider": r["provider"], "model": r["model"],
+                        "priced_as": hit[0] if hit else None}  # fmt: skip
+            g = groups[k] = {**head, **_empty_group()}
+            g["key"] = head["key"]
+        c = cost(hit[1], *(r[f] or 0 for f in TOKEN_FIELDS)) if hit else None
+        for target in (g, total):
+            _add(target, r, c, r["model"])
+        if c is None:
+            unpriced[(r["provider"], r["model"])] = unpriced.get((r["provider"], r["model"]), 0) + r["responses"]
+    rows = [_finish(g) for g in groups.values()]
+    if by in ("day", "week", "month"):
+        rows.sort(key=lambda g: (g["key"] is None, g["key"] or ""))
+    else:
+        rows.sort(key=lambda g: (-g["total_tokens"], str(g["key"])))
+    return {
+        "by": by,
+        "since": since,
+        "until": until,
+        "prices": prices.describe(),
+        "rows": rows,
+        "total": {k: v for k, v in _finish(total).items() if k != "key"},
+        "unpriced_models": [
+            {"provider": p, "model": m, "responses": n} for (p, m), n in sorted(unpriced.items(), key=lambda x: (str(x[0][0]), str(x[0][1])))
+        ],
+    }
+
+
+def _empty_group() -> dict[str, Any]:
+    return {"key": None, "responses": 0, **{f: 0 for f in TOKEN_FIELDS}, "reasoning_tokens": 0,
+            "cost_usd": None, "_unpriced": set()}  # fmt: skip
+
+
+def _add(g: dict[str, Any], r: dict[str, Any], c: float | None, model: str | None) -> None:
+    g["responses"] += r["responses"]
+    for f in (*TOKEN_FIELDS, "reasoning_tokens"):
+        g[f] += r[f] or 0
+    if c is None:
+        g["_unpriced"].add(model or "")
+    else:
+        g["cost_usd"] = (g["cost_usd"] or 0.0) + c
+
+
+def _finish(g: dict[str, Any]) -> dict[str, Any]:
+    unpriced = g.pop("_unpriced")
+    cost_usd = g.pop("cost_usd")
+    g["total_tokens"] = sum(g[f] for f in TOKEN_FIELDS)
+    g["cost_usd"] = None if cost_usd is None else round(cost_usd, 8)
+    g["unpriced_models"] = sorted(unpriced)
+    return g
+
+
+def _tool_stats(db: Database, *, since: str | None, until: str | None, provider: str | None) -> dict[str, Any]:
+    where, params = _where(Filters(provider=provider, since=since, until=until), ts="tc.call_ts", project="",
+                           provider="t.provider")  # fmt: skip
+    sql = f"""
+        SELECT tc.tool_name AS key, count(*) AS calls,
+               sum(CASE WHEN tc.is_error = 1 THEN 1 ELSE 0 END) AS errors,
+               sum(CASE WHEN tc.result_block_id IS NULL THEN 1 ELSE 0 END) AS no_result
+        FROM tool_calls tc LEFT JOIN threads t ON t.id = tc.thread_id
+        {'WHERE ' + ' AND '.join(where) if where else ''}
+        GROUP BY 1 ORDER BY calls DESC, key"""
+    rows = _rows(db.conn, sql, params)
+    for r in rows:
+        r["error_rate"] = round(r["errors"] / r["calls"], 4) if r["calls"] else None
+    calls = sum(r["calls"] for r in rows)
+    errors = sum(r["errors"] for r in rows)
+    total = {"calls": calls, "errors": errors, "no_result": sum(r["no_result"] for r in rows),
+             "error_rate": round(errors / calls, 4) if calls else None}  # fmt: skip
+    return {"by": "tool", "since": since, "until": until, "rows": rows, "total": total}
