@@ -236,7 +236,7 @@ def _block_view(datasette: Any, b: sqlite3.Row, tools: dict[str, str]) -> dict[s
         media = b["media_type"] or ""
         view.update(media_type=media, uri=b["uri"] or "",
                     src=datasette.urls.path(f"{PREFIX}/blob/{sha}") if sha else None,
-                    image=media.startswith("image/"))  # fmt: skip
+                    image=media.lower() in INLINE_MEDIA_TYPES)  # fmt: skip
     else:
         extra = json.loads(b["extra"]) if b["extra"] else {}
         view.update(source_type=b["text"] or t, body=json.dumps(extra.get("raw", extra), indent=2, ensure_ascii=False))

@@ -35,13 +35,13 @@ CANON = "canon-thread-1"
 CANON_CHILD = "canon-thread-1-child"
 
 
-def tiny_png(w: int = 24, h: int = 16) -> bytes:
+def tiny_png(w: int = 160, h: int = 48) -> bytes:
     """A valid PNG (an orange gradient), so browsers and the screenshot show a real image."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    raw = b"".join(b"\x00" + bytes(c for x in range(w) for c in (240, 120 + 4 * x, 20)) for _ in range(h))
+    raw = b"".join(b"\x00" + bytes(c for x in range(w) for c in (240, 60 + x, 20)) for _ in range(h))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))  # fmt: skip
 
