@@ -337,4 +337,5 @@ def test_datasette_never_opens_a_write_connection(archive_path: Path):
     assert db.is_mutable and not db.hash  # served live, not as an immutable snapshot
     assert db._write_connection is None
     plugins = {p["name"] for p in run(fetch(ds, "/-/plugins.json"))[0].json()}
-    assert plugins == {"archive.datasette_plugin"}
+    # registered by make_datasette, or through the entry point once the package is installed
+    assert len(plugins) == 1 and plugins <= {"archive.datasette_plugin", "sesh-archive"}
