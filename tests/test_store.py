@@ -140,10 +140,20 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from tests.test_model import messages as message_strategy  # noqa: E402
 
 
+_ROUND_TRIP_STORE: list[SqliteMessageStore] = []
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(message_strategy)
 def test_property_sqlite_round_trip_is_lossless(tmp_path_factory, m):
     """Any message appended to the archive comes back equal (blocks, extras, blobs)."""
-    store = SqliteMessageStore(tmp_path_factory.mktemp("rt") / "a.db")
+    import uuid
+
+    from archive.model import replace
+
+    if not _ROUND_TRIP_STORE:  # one database for every example: migrations are the slow part
+        _ROUND_TRIP_STORE.append(SqliteMessageStore(tmp_path_factory.mktemp("rt") / "a.db"))
+    store = _ROUND_TRIP_STORE[0]
+    m = replace(m, id=uuid.uuid4().hex, thread_id=uuid.uuid4().hex)
     store.append_message(m)
     assert store.get_messages(m.thread_id) == [m]
