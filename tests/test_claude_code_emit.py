@@ -335,3 +335,63 @@ def test_emit_needs_a_cwd() -> None:
         ADAPTER.emit(bare, [])
     result = ADAPTER.emit(bare, [], cwd="/x")
     assert result.files == {f"projects/-x/{result.thread_id}.jsonl": b""}
+
+
+# ---------------------------------------------------------------- images in tool results
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+
+def _results(lines: list[dict[str, Any]]) -> list[Any]:
+    return [b["content"] for d in lines if d["type"] == "user" and isinstance(d["message"]["content"], list)
+            for b in d["message"]["content"] if b["type"] == "tool_result"]
+
+
+def test_codex_view_image_output_becomes_an_image_block() -> None:
+    from archive.vendors import codex
+
+    (path,) = (RECORDED / "codex-0.171.0" / "image").rglob("rollout-*.jsonl")
+    rows = parse_bytes(codex.ADAPTER, path.read_bytes(), source_for(path, "codex"))
+    msgs = [r.message for _, r in rows if isinstance(r, MessageRow)]
+    (res,) = [b for m in msgs for b in m.content if isinstance(b, ToolResult) and isinstance(b.output, list)]
+    assert res.output[0]["type"] == "input_image"  # how the Codex parser keeps view_image output
+    result = ADAPTER.emit(codex_thread(), msgs)
+    assert result.counts["tool_result: input_image written as an image block"] == 1
+    assert "tool_result: list item serialised to text" not in result.counts
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": DOT}}
+    assert [image] in _results(emitted_lines(result))
+    # Claude's parser reads it back as its own image tool result: placeholder + Attachment
+    ((_, back),) = reparse(result.files).values()
+    (m,) = [m for m in back if any(isinstance(b, Attachment) for b in m.content)]
+    res2, att = m.content
+    assert isinstance(res2, ToolResult) and res2.output == [{"type": "image", "attachment": 0}]
+    assert isinstance(att, Attachment) and (att.media_type, att.data, att.extra["callId"]) == ("image/png", DOT, res2.call_id)  # type: ignore[index]
+
+
+def test_tool_result_input_image_shapes() -> None:
+    output = [
+        {"type": "input_text", "text": "here:"},
+        {"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/", "detail": "original"},
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+        {"type": "input_image", "image_url": "/tmp/local.png"},
+        {"type": "output_text", "text": "done"},
+    ]
+    msgs = [
+        msg(0, "user", Text(text="look")),
+        msg(1, "assistant", ToolCall(call_id="call_img", name="view_image", input={"path": "a.jpg"})),
+        msg(2, "tool", ToolResult(call_id="call_img", output=output)),
+    ]
+    result = ADAPTER.emit(codex_thread(), msgs)
+    assert result.counts == {
+        "tool_call: id rewritten to toolu_ form": 1,
+        "tool_result: input_image written as an image block": 2,
+        "tool_result: input_image without data or URL written as text": 1,
+    }
+    assert _results(emitted_lines(result)) == [[
+        {"type": "text", "text": "here:"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        {"type": "text", "text": "[image]"},
+        {"type": "text", "text": "done"},
+    ]]

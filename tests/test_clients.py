@@ -287,16 +287,7 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
 
 # Known adapter/store gaps found by this test (see the issue tracker); strict=False so a fix
 # shows up as XPASS and the entry can be removed.
-KNOWN_ISSUES = {
-    ("claude-code-2.1.197/image", "claude-code"): "Attachment.extra callId is lost between the parser and "
-    "SqliteMessageStore, so the emitted image leaves its tool_result and becomes a separate user image",
-    ("claude-code-2.1.197/image", "codex"): "codex emit writes the {type: image, attachment: k} placeholder of a "
-    "tool_result as JSON text instead of an input_image",
-    ("codex-0.171.0/image", "claude-code"): "claude_code emit writes a Codex input_image tool output as JSON text "
-    "instead of an image block",
-    ("codex-0.171.0/image", "codex"): "codex emit serialises a list function_call_output (input_image) to a JSON "
-    "string instead of writing the list",
-}
+KNOWN_ISSUES: dict[tuple[str, str], str] = {}
 
 ROUND_TRIPS = [
     pytest.param(r, target, id=f"{r.name}->{target}",

@@ -206,3 +206,91 @@ def test_reasoning_can_be_dropped() -> None:
     result = ADAPTER.emit(thread, msgs, reasoning="drop")
     assert result.counts["reasoning: dropped (redacted or summaries disabled)"] == 1
     assert b'"type":"reasoning"' not in next(iter(result.files.values()))
+
+
+# ---------------------------------------------------------------- images in tool results
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+
+def _outputs(data: bytes) -> dict[str, object]:
+    return {d["payload"]["call_id"]: d["payload"]["output"] for d in check_lines(data) if d["payload"].get("type", "").endswith("_output")}
+
+
+def test_codex_view_image_output_is_written_as_a_list() -> None:
+    (path,) = (RECORDED / "codex-0.171.0" / "image").rglob("rollout-*.jsonl")
+    recorded = [orjson.loads(ln) for _, ln in split_lines(path.read_bytes())]
+    (want,) = [d["payload"]["output"] for d in recorded if d["payload"].get("type") == "function_call_output" and isinstance(d["payload"]["output"], list)]
+    thread, msgs = thread_and_messages(parse(path.read_bytes()))
+    result = ADAPTER.emit(thread, msgs)
+    assert not any(reason.startswith("tool_result") for reason in result.counts), result.counts
+    data = next(iter(result.files.values()))
+    assert list(_outputs(data).values()).count(want) == 1  # the list as Codex wrote it, detail included
+    _, back = thread_and_messages(parse(data))
+    assert signature(back) == signature(msgs)
+
+
+def test_claude_tool_result_images_become_input_images() -> None:
+    from archive.vendors import claude_code
+
+    (path,) = (RECORDED / "claude-code-2.1.197" / "image").rglob("*.jsonl")
+    rows = parse_bytes(claude_code.ADAPTER, path.read_bytes(), source_for(path, "claude-code"))
+    msgs = [r.message for _, r in rows if isinstance(r, MessageRow)]
+    (att,) = [b for m in msgs for b in m.content if isinstance(b, Attachment)]
+    assert att.extra and att.extra.get("callId")  # the parser keeps it next to its result
+    thread = Thread(id="claude-image", created_at=msgs[0].ts, metadata={"cwd": "/work"})
+    result = ADAPTER.emit(thread, msgs)
+    assert result.counts.get("tool_result: image written as an input_image") == 1
+    assert "tool_result: output serialised to a string" not in result.counts
+    data = next(iter(result.files.values()))
+    assert _outputs(data)[att.extra["callId"]] == [{"type": "input_image", "image_url": f"data:image/png;base64,{DOT}"}]
+    # the image is inside the output, not repeated as a user image message
+    users = [d["payload"] for d in check_lines(data) if d["payload"].get("type") == "message" and d["payload"]["role"] == "user"]
+    assert not any(p["type"] == "input_image" for u in users for p in u["content"])
+    _, back = thread_and_messages(parse(data))
+    (res,) = [b for m in back for b in m.content if isinstance(b, ToolResult) and isinstance(b.output, list)]
+    assert res.output == [{"type": "input_image", "image_url": f"data:image/png;base64,{DOT}"}]
+
+
+def test_tool_result_image_shapes() -> None:
+    thread = Thread(id="t-img", created_at="2026-03-01T12:00:00Z", metadata={"cwd": "/w"})
+
+    def msg(i: int, role: str, *content) -> Message:  # type: ignore[no-untyped-def]
+        return Message(id=f"m{i}", thread_id=thread.id, role=role, ts=f"2026-03-01T12:00:{i:02d}Z", content=tuple(content))
+
+    output = [{"type": "text", "text": "two files:"}, {"type": "image", "attachment": 0}, {"type": "document", "attachment": 1},
+              {"type": "image", "attachment": 2}, {"type": "image", "source": {"type": "url", "url": "https://x/y.jpg"}}, {"k": 1}]
+    msgs = [
+        msg(1, "user", Text("look")),
+        msg(2, "assistant", ToolCall(call_id="c1", name="Read", input={"p": "a"}), ToolCall(call_id="c2", name="apply_patch", input="*** Begin Patch")),
+        msg(3, "user",
+            ToolResult(call_id="c1", output=output),
+            Attachment(media_type="image/jpeg", data="/9j/", extra={"callId": "c1"}),
+            Attachment(media_type="application/pdf", data="JVBERi0=", extra={"callId": "c1", "kind": "document"}),
+            ToolResult(call_id="c2", output=[{"type": "text", "text": "ok"}, {"type": "image", "attachment": 0}]),
+            Attachment(media_type="image/png", data="AAAA", extra={"callId": "c2"}),
+            ToolResult(call_id="c404", output=[{"type": "image", "attachment": 0}]),
+            Attachment(media_type="image/png", data="BBBB", extra={"callId": "c404"})),
+    ]
+    result = ADAPTER.emit(thread, msgs)
+    assert result.counts == {
+        "tool_result: image written as an input_image": 2,
+        "tool_result: non-image attachment written as text": 1,
+        "tool_result: image placeholder without its attachment dropped": 1,
+        "tool_result: list item serialised to text": 1,
+        "tool_result: images in a custom tool output written as [image] text": 1,
+        "tool_result: no matching tool call, dropped": 1,
+        "attachment: its tool result was dropped": 1,
+    }
+    data = next(iter(result.files.values()))
+    outs = _outputs(data)
+    assert outs["c1"] == [
+        {"type": "input_text", "text": "two files:"},
+        {"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/"},
+        {"type": "input_text", "text": "[attachment application/pdf]"},
+        {"type": "input_image", "image_url": "https://x/y.jpg"},
+        {"type": "input_text", "text": '{"k":1}'},
+    ]
+    assert outs["c2"] == "ok\n[image]"  # a freeform tool's output stays text
+    assert b"BBBB" not in data  # the attachment of the dropped result is not a user image

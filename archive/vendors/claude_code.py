@@ -854,6 +854,21 @@ def _emit_uuid(*parts: object) -> str:
     return str(uuidlib.UUID(hex=stable_id("claude-code-emit", *parts)[:32], version=4))
 
 
+def _image_from_url(url: Any) -> JsonObject | None:
+    """A Codex ``image_url`` as a Claude image block: a base64 data: URL becomes a base64
+    source, an http(s) URL a url source; anything else None."""
+    if not isinstance(url, str):
+        return None
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        if ";base64" not in header or not data:
+            return None
+        return {"type": "image", "source": {"type": "base64", "media_type": header[5:].split(";")[0] or "image/png", "data": data}}
+    if url.startswith(("https://", "http://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    return None
+
+
 class _SessionEmitter:
     """Shared state of one emit: ids, the call-id map, the counts."""
 
@@ -1074,6 +1089,17 @@ class _ThreadWriter:
                         self.em.result.count("tool_result: image without data dropped")
                 elif isinstance(item, dict) and item.get("type") in ("text", "image", "document", "tool_reference", "search_result"):
                     items.append(item)
+                elif isinstance(item, dict) and item.get("type") == "input_image":
+                    # a Codex function output image (view_image): base64 data URL -> image block
+                    image = _image_from_url(item.get("image_url"))
+                    if image is not None:
+                        items.append(image)
+                        self.em.result.count("tool_result: input_image written as an image block")
+                    else:
+                        items.append({"type": "text", "text": "[image]"})
+                        self.em.result.count("tool_result: input_image without data or URL written as text")
+                elif isinstance(item, dict) and item.get("type") in ("input_text", "output_text") and isinstance(item.get("text"), str):
+                    items.append({"type": "text", "text": item["text"]})
                 else:
                     items.append({"type": "text", "text": item if isinstance(item, str) else orjson.dumps(item).decode()})
                     self.em.result.count("tool_result: list item serialised to text")

@@ -1056,6 +1056,25 @@ def _output_text(output: Any) -> tuple[str, bool]:
     return orjson.dumps(output).decode(), True
 
 
+def _has_image(output: Any) -> bool:
+    """Whether a tool output list holds an image: Codex ``input_image`` items, Claude
+    ``image`` blocks, or the ``{"type": "image", "attachment": k}`` placeholders the Claude
+    parser leaves for images it moved to Attachment blocks."""
+    return isinstance(output, list) and any(
+        isinstance(i, dict) and (i.get("type") in ("input_image", "image") or isinstance(i.get("attachment"), int))
+        for i in output
+    )
+
+
+def _image_url(media: str | None, data: str | None, uri: str | None) -> str | None:
+    """An image as the ``image_url`` of an ``input_image``: base64 data as a data: URL."""
+    if data:
+        return f"data:{media or 'image/png'};base64,{data}"
+    if uri and uri.startswith(("data:", "https://", "http://")):
+        return uri
+    return None
+
+
 class _Emitter:
     def __init__(self, thread: Thread, messages: list[Message], options: Mapping[str, Any]) -> None:
         self.thread = thread
@@ -1165,6 +1184,8 @@ class _Emitter:
             if isinstance(b, FileChange):
                 changes.setdefault(b.call_id or "", []).append(b)
         parts: list[JsonObject] = []
+        # images of a tool result (Claude) travel inside its function_call_output
+        result_ids = {b.call_id for b in m.content if isinstance(b, ToolResult)}
         role = {"user": "user", "assistant": "assistant", "system": "developer"}.get(m.role, m.role)
         if m.role == "system" and x.get("codexRole") != "developer":
             self.count("message: system role written as developer")
@@ -1191,6 +1212,8 @@ class _Emitter:
                 reasoning = []
             if isinstance(b, Text):
                 parts.append({"type": "output_text" if role == "assistant" else "input_text", "text": b.text})
+            elif isinstance(b, Attachment) and (b.extra or {}).get("callId") in result_ids:
+                continue  # written by tool_result
             elif isinstance(b, Attachment):
                 self.attachment(b, role, parts)
             elif isinstance(b, Reasoning):
@@ -1291,15 +1314,67 @@ class _Emitter:
     def tool_result(self, b: ToolResult, m: Message) -> None:
         if b.call_id not in self.open_calls:
             self.count("tool_result: no matching tool call, dropped")
+            n = sum(1 for a in m.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id)
+            if n:
+                self.count("attachment: its tool result was dropped", n)
             return
         self.open_calls.remove(b.call_id)
-        output, changed = _output_text(b.output)
-        if changed:
-            self.count("tool_result: output serialised to a string")
+        kind = "custom_tool_call_output" if self.call_kinds.get(b.call_id) == "custom" else "function_call_output"
+        output: str | list[JsonObject]
+        if _has_image(b.output):
+            attachments = [a for a in m.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id]
+            items = self.output_items(b.output, attachments, as_text=kind != "function_call_output")
+            if kind == "function_call_output":
+                output = items  # Codex's own shape for view_image: a list of input_text/input_image
+            else:
+                output = "\n".join(i["text"] if i["type"] == "input_text" else "[image]" for i in items)
+                self.count("tool_result: images in a custom tool output written as [image] text")
+        else:
+            output, changed = _output_text(b.output)
+            if changed:
+                self.count("tool_result: output serialised to a string")
         if b.is_error and not (b.extra or {}).get("exitCode"):
             self.count("tool_result: isError flag not representable")
-        kind = "custom_tool_call_output" if self.call_kinds.get(b.call_id) == "custom" else "function_call_output"
         self.line("response_item", {"type": kind, "call_id": b.call_id, "output": output}, m.ts)
+
+    def output_items(self, output: list[Any], attachments: list[Attachment], as_text: bool = False) -> list[JsonObject]:
+        """A tool output list holding images as Codex function output items: ``input_text``
+        and ``input_image`` (base64 as a data: URL), as Codex writes for ``view_image``."""
+        items: list[JsonObject] = []
+        for item in output:
+            t = item.get("type") if isinstance(item, dict) else None
+            url: str | None = None
+            if isinstance(item, dict) and isinstance(item.get("attachment"), int):
+                k = item["attachment"]
+                att = attachments[k] if 0 <= k < len(attachments) else None
+                if att is None:
+                    self.count("tool_result: image placeholder without its attachment dropped")
+                    continue
+                if not (att.media_type or "image/").startswith("image/") or (att.extra or {}).get("kind") not in (None, "image"):
+                    items.append({"type": "input_text", "text": f"[attachment {att.media_type or ''}]".replace(" ]", "]")})
+                    self.count("tool_result: non-image attachment written as text")
+                    continue
+                url = _image_url(att.media_type, att.data, att.uri)
+            elif t == "input_image" and isinstance(item.get("image_url"), str):
+                items.append(dict(item))
+                continue
+            elif t == "image":
+                src = item.get("source") if isinstance(item.get("source"), dict) else {}
+                url = _image_url(src.get("media_type"), src.get("data") if src.get("type") == "base64" else None, src.get("url"))
+            elif t in ("text", "input_text", "output_text") and isinstance(item.get("text"), str):
+                items.append({"type": "input_text", "text": item["text"]})
+                continue
+            else:
+                items.append({"type": "input_text", "text": item if isinstance(item, str) else orjson.dumps(item).decode()})
+                self.count("tool_result: list item serialised to text")
+                continue
+            if url is None:
+                self.count("tool_result: image without data or URL dropped")
+                continue
+            items.append({"type": "input_image", "image_url": url})
+            if not as_text:
+                self.count("tool_result: image written as an input_image")
+        return items
 
     def token_count(self, m: Message) -> None:
         u = m.usage
