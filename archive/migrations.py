@@ -369,3 +369,15 @@ def m003_datasette(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m004_cli(db: Database) -> None:
+    """Index for pairing tool calls with their results (the ``tool_calls`` view, ``stats --by tool``).
+
+    Without it SQLite answers the view's ``call_id = ? AND type = 'tool_result'`` lookup
+    through ``blocks_type`` and walks every tool result of the archive for each call
+    (measured: 634 s for 12k calls on a 100 MB corpus; 0.2 s with the index)."""
+    db.executescript(
+        "CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL;"
+    )
