@@ -433,19 +433,22 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
             click.echo(line)
         return
     cols = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
-    body = [[r["key"] if r["key"] is not None else "(unknown)", *(r[c] for c in cols), _usd(r["cost_usd"])]
-            for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total["cost_usd"])]]  # fmt: skip
+    body = [[r["key"] if r["key"] is not None else "(unknown)", *(r[c] for c in cols), _usd(r)]
+            for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total)]]  # fmt: skip
     for line in table((by.upper(), "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
         click.echo(line)
     p = report["prices"]
     click.echo(f"prices: as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
                + "; input = input not read from or written to the cache", err=True)  # fmt: skip
+    if report["unpriced_models"]:
+        click.echo("  * partial: the row includes models without a price", err=True)
     for u in report["unpriced_models"]:
         click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({u['responses']} responses): cost left out", err=True)
 
 
-def _usd(v: float | None) -> str:
-    return "" if v is None else f"${v:,.4f}"
+def _usd(row: dict[str, Any]) -> str:
+    v = row["cost_usd"]
+    return "" if v is None else f"${v:,.4f}" + ("*" if row["unpriced_models"] else "")
 
 
 def main() -> None:  # pragma: no cover

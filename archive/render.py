@@ -248,7 +248,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str
     """Columns padded to their widest cell; numbers right-aligned, the last column unpadded."""
     raw = [[_cell(v) for v in r] for r in rows]
     widths = [max([len(headers[i])] + [len(r[i]) for r in raw]) for i in range(len(headers))]
-    right = [bool(raw) and all(re.fullmatch(r"-?[\d,.$]*%?", r[i]) for r in raw) for i in range(len(headers))]
+    right = [bool(raw) and all(re.fullmatch(r"-?[\d,.$]*[%*]?", r[i]) for r in raw) for i in range(len(headers))]
 
     def fmt(r: Sequence[str]) -> str:
         parts = []
