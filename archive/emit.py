@@ -31,6 +31,7 @@ from .db import ArchiveError
 from .ingest import stored_file_bytes
 from .model import Message, Thread
 from .projection import load_messages, thread_from_row
+from .queries import resolve_thread
 from .vendors import get as get_adapter
 from .vendors.base import EmitError, EmitResult
 
@@ -61,21 +62,6 @@ class EmitOutcome:
             "notes": self.notes,
             "resume": self.resume_hint,
         }
-
-
-def resolve_thread(db: Database, ref: str) -> str:
-    """A thread id from an id or an unambiguous prefix of one."""
-    if db.execute("SELECT 1 FROM threads WHERE id = ?", (ref,)).fetchone():
-        return ref
-    rows = [r[0] for r in db.execute(
-        "SELECT id FROM threads WHERE id >= ? AND id < ? ORDER BY id LIMIT 11", (ref, ref + "\U0010ffff")
-    )]  # fmt: skip
-    if not rows:
-        raise ArchiveError(f"no thread {ref!r}")
-    if len(rows) > 1:
-        more = "" if len(rows) <= 10 else " ..."
-        raise ArchiveError(f"{ref!r} is ambiguous: " + ", ".join(rows[:10]) + more)
-    return rows[0]
 
 
 def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
@@ -174,7 +160,7 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True, **optio
     """Build the files for one thread (and its child threads) in the target format."""
     if target not in TARGETS:
         raise ArchiveError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
-    thread_id = resolve_thread(db, ref)
+    thread_id = resolve_thread(db, ref)  # an id or an unambiguous prefix
     thread, messages = load_thread(db, thread_id)
     child_ids = descendants(db, thread_id)
     if exact and target not in ("canonical", "markdown"):
@@ -183,9 +169,10 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True, **optio
             return outcome
     children = [load_thread(db, c) for c in child_ids]
     if target == "markdown":
+        from .queries import show
         from .render import thread_markdown
 
-        text = thread_markdown(thread, messages, children)
+        text = "\n".join(thread_markdown(show(db, thread_id), full=True)) + "\n"
         return EmitOutcome(thread_id, target, False, {f"{_safe_name(thread_id)}.md": text.encode()})
     if target == "canonical":
         result = get_adapter("canonical").emit(thread, messages)

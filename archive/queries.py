@@ -234,12 +234,8 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
 
 # ---------------------------------------------------------------- threads
 
-# Normalised token buckets over usage_responses (module docstring): each token in one bucket.
-_U_INPUT = (
-    "CASE WHEN {u}provider = 'codex' "
-    "THEN max({u}input_tokens - {u}cache_read_tokens - {u}cache_write_tokens, 0) "
-    "ELSE {u}input_tokens END"
-)
+# usage_responses already holds the four disjoint buckets (Codex input less its cached part)
+_U_INPUT = "{u}input_tokens"
 
 
 def _norm_sums(alias: str = "") -> str:

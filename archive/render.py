@@ -10,6 +10,9 @@ and vendor-injected message on one line; ``full`` unfolds them.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -52,7 +55,19 @@ def _time(ts: str | None) -> str:
 
 
 def _result_text(b: ToolResult) -> str:
-    return render_text(b.output) or ""
+    out = b.output
+    # vendors send results as lists of content parts: show the parts' text, not their type tags
+    if isinstance(out, list) and out and all(isinstance(p, dict) and "type" in p for p in out):
+        parts = []
+        for p in out:
+            if isinstance(p.get("text"), str):
+                parts.append(p["text"])
+            elif p.get("type") in ("image", "input_image"):
+                parts.append("[image]")
+            else:
+                parts.append(render_text(p) or "")
+        return "\n".join(parts)
+    return render_text(out) or ""
 
 
 def _lines_note(text: str) -> str:
@@ -180,13 +195,14 @@ def _md_block(b: Block, full: bool) -> str | None:
         return "> *thinking:* " + (body.replace("\n", "\n> ") if full else one_line(body))
     if isinstance(b, ToolCall):
         if full:
-            return f"**Tool call** `{b.name}` (`{b.call_id}`)\n\n" + _fence(_json(b.input), "json")
+            return _details(f"Tool call <code>{html.escape(b.name)}</code>", _fence(_json(b.input), "json"))
         return f"**Tool call** {_code(b.name)} {_code(one_line(_json(b.input, indent=False), 100))}"
     if isinstance(b, ToolResult):
         text = _result_text(b)
         label = "**Tool error**" if b.is_error else "**Tool result**"
         if full:
-            return f"{label} (`{b.call_id}`)\n\n" + _fence(text)
+            kind = "Tool error" if b.is_error else "Tool result"
+            return _details(f"{kind} ({len(text.splitlines()) or 1} lines)", _fence(text))
         return f"{label}: {_code(one_line(text, 100))}{_lines_note(text)}"
     if isinstance(b, FileChange):
         head = f"**File change** `{b.path or '?'}`"
@@ -194,10 +210,19 @@ def _md_block(b: Block, full: bool) -> str | None:
     if isinstance(b, WebSearch):
         return f"**Web search**: {b.query}"
     if isinstance(b, Attachment):
-        return f"*[attachment {b.media_type or '?'}{', ' + b.uri if b.uri else ''}]*"
+        where = b.uri or ""
+        if b.data:
+            raw = base64.b64decode(b.data, validate=False)
+            where = f"sha256 {hashlib.sha256(raw).hexdigest()[:16]}, {len(raw):,} bytes in the archive"
+        return f"*[{b.media_type or 'attachment'}{': ' + where if where else ''}]*"
     if isinstance(b, Unknown):
         return f"*[unknown block {b.source_type}]*" + ("\n\n" + _fence(_json(b.raw), "json") if full else "")
     return None
+
+
+def _details(summary: str, body: str) -> str:
+    """Folded in renderers that know <details> (GitHub, most Markdown viewers)."""
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
 def thread_markdown(view: ThreadView, full: bool = False) -> Iterator[str]:

@@ -168,3 +168,18 @@ def test_emit_to_stdout_and_usage_errors(archive):
     assert bad.exit_code == 2
     missing = runner.invoke(cli, ["--db", str(db_path), "emit", "no-such-thread", "--to", "codex"])
     assert missing.exit_code == 1 and "no thread" in missing.output
+
+
+def test_markdown_transcript_for_sharing(archive, tmp_path):
+    home, db_path, placed = archive
+    db = open_db(db_path)
+    tid = db.execute(
+        "SELECT t.id FROM threads t WHERE t.provider = 'claude-code' AND EXISTS (SELECT 1 FROM blocks b "
+        "JOIN messages m ON m.id = b.message_id WHERE m.thread_id = t.id AND b.type = 'tool_call') ORDER BY t.id LIMIT 1"
+    ).fetchone()[0]  # fmt: skip
+    out = emit_thread(db, tid, "markdown")
+    ((name, data),) = out.files.items()
+    text = data.decode()
+    assert name.endswith(".md") and text.startswith("# ")
+    assert "## user" in text and "## assistant" in text
+    assert "<details><summary>Tool call" in text and "</details>" in text

@@ -243,10 +243,17 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
        (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
        (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
             AND m.role = 'user' AND m.injected = 0) AS user_turns,
-       (SELECT count(*) FROM blocks b JOIN messages m ON m.id = b.message_id
-            WHERE m.thread_id = t.id AND b.type = 'tool_call') AS tool_calls,
-       (SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
-            FROM usage u WHERE u.thread_id = t.id) AS tokens,
+       -- "+b.type": walk the thread's messages, not every tool call in the archive
+       (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
+            WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
+       (SELECT coalesce(sum(
+            CASE WHEN u.provider = 'codex'
+                 THEN max(coalesce(u.input_tokens, 0), coalesce(u.cache_read_tokens, 0)
+                          + coalesce(u.cache_write_tokens, 0))
+                 ELSE coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                      + coalesce(u.cache_write_tokens, 0) END
+            + coalesce(u.output_tokens, 0)), 0)
+        FROM usage u WHERE u.thread_id = t.id) AS tokens,
        (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
 FROM threads t;
 CREATE VIEW thread_usage AS
@@ -295,10 +302,15 @@ FROM usage_responses GROUP BY day, provider, model;
 CREATE VIEW usage_responses AS
 SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
        coalesce(t.cwd, p.cwd) AS project,
-       coalesce(u.input_tokens, 0) AS input_tokens, coalesce(u.output_tokens, 0) AS output_tokens,
+       CASE WHEN u.provider = 'codex'
+            THEN max(coalesce(u.input_tokens, 0) - coalesce(u.cache_read_tokens, 0)
+                     - coalesce(u.cache_write_tokens, 0), 0)
+            ELSE coalesce(u.input_tokens, 0) END AS input_tokens,
+       coalesce(u.output_tokens, 0) AS output_tokens,
        coalesce(u.cache_read_tokens, 0) AS cache_read_tokens,
        coalesce(u.cache_write_tokens, 0) AS cache_write_tokens,
-       coalesce(u.reasoning_tokens, 0) AS reasoning_tokens
+       coalesce(u.reasoning_tokens, 0) AS reasoning_tokens,
+       coalesce(u.input_tokens, 0) AS vendor_input_tokens
 FROM usage u
 LEFT JOIN threads t ON t.id = u.thread_id
 LEFT JOIN threads p ON p.id = t.parent_thread_id;
