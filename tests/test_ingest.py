@@ -271,3 +271,21 @@ def test_no_wait_fails_fast_when_locked(tmp_path):
         result = CliRunner().invoke(cli, ["--db", str(db_path), "ingest", "--no-wait", str(tmp_path)])
     assert result.exit_code == 1
     assert "another ingest is running" in result.output
+
+
+def test_new_first_line_at_a_known_path_is_a_new_generation(tmp_path):
+    a = tmp_path / "a.jsonl"
+    first = write_lines(a, canonical_lines("t", 5))
+    db, _ = ingest(tmp_path / "x.db", [a])
+    lines = canonical_lines("t", 8, seed=3)
+    lines[0] = lines[0].replace(b'"title":"thread t"', b'"title":"renamed"')
+    second = write_lines(a, lines)
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM source_fingerprints").fetchone()[0] == 2
+    assert db.execute("SELECT current_generation FROM sources").fetchone()[0] == 2
+    assert db.execute("SELECT title FROM threads").fetchone()[0] == "renamed"
+    files = {f.generation: f.sha256 for f in restore(db, tmp_path / "out", all_generations=True)}
+    assert files == {1: sha(first), 2: sha(second)}
+    db, s = ingest(tmp_path / "x.db", [a])  # and it is stable afterwards
+    assert s.lines == 0
