@@ -84,6 +84,29 @@ class IngestOptions:
     batch_bytes: int = BATCH_BYTES
     env: Mapping[str, str] | None = None
     progress: Callable[[str, int], None] | None = None  # (path, bytes read so far in this run)
+    # seconds per phase (read, parse, compress, insert, fts, commit), added to when given;
+    # None (the default) costs nothing. scripts/bench.py reads it.
+    timings: dict[str, float] | None = None
+
+
+PHASES = ("read", "parse", "compress", "insert", "fts", "commit")
+
+
+def _lap(timings: dict[str, float], phase: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[phase] = timings.get(phase, 0.0) + now - since
+    return now
+
+
+def _timed_lines(lines: Iterable[tuple[int, bytes]], timings: dict[str, float]) -> Iterator[tuple[int, bytes]]:
+    it = iter(lines)
+    while True:
+        t = time.perf_counter()
+        item = next(it, None)
+        _lap(timings, "read", t)
+        if item is None:
+            return
+        yield item
 
 
 @dataclass
@@ -460,6 +483,7 @@ class Engine:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
         self.projector.dirty_threads.clear()
+        self.projector.discard()
 
     # -- one file
     def _ingest_file(self, cand: Candidate) -> int | None:
@@ -535,11 +559,13 @@ class Engine:
         batch: list[tuple[int, bytes, int, list[Row]]] = []
         batch_bytes = 0
         changed = False
+        tm = self.options.timings
+        feed = self._feed if tm is None else self._timed_feed
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
             reader = _LineReader(f, gen.end_offset)
-            for offset, line in reader:
-                batch.append((offset, line, 1, self._feed(parser, offset, line)))
+            for offset, line in reader if tm is None else _timed_lines(reader, tm):
+                batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
                     self._commit(gen, parser, batch, path, st, final=False)
@@ -559,6 +585,13 @@ class Engine:
         if changed:
             self.summary.files_changed += 1
         return gen.source_id
+
+    def _timed_feed(self, parser: Any, offset: int, line: bytes) -> list[Row]:
+        t = time.perf_counter()
+        rows = self._feed(parser, offset, line)
+        assert self.options.timings is not None
+        _lap(self.options.timings, "parse", t)
+        return rows
 
     def _feed(self, parser: Any, offset: int, line: bytes) -> list[Row]:
         self.summary.lines += 1
@@ -602,25 +635,38 @@ class Engine:
         pending: int = 0,
     ) -> None:
         conn = self.conn
+        tm = self.options.timings
+        t = time.perf_counter() if tm is not None else 0.0
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._ensure_source(gen, path)
             assert gen.source_id is not None
             sid, g = gen.source_id, gen.generation
+            pack = self.codec.pack
             line_rows = []
-            for offset, line, terminated, rows in batch:
-                codec, data = self.codec.pack(line)
+            for offset, line, terminated, _rows in batch:
+                codec, data = pack(line)
                 line_rows.append((sid, g, offset, len(line), terminated, codec, data))
+            if tm is not None:
+                t = _lap(tm, "compress", t)
             conn.executemany(
                 "INSERT OR IGNORE INTO source_lines (source_id, generation, offset, length, terminated, codec, data) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 line_rows,
             )
+            del line_rows
+            reports = self.summary.reports
+            apply = self.projector.apply
             for offset, _line, _t, rows in batch:
-                self.projector.apply(gen.provider, (sid, g, offset), rows)
+                apply(gen.provider, (sid, g, offset), rows)
                 for r in rows:
                     if isinstance(r, Report):
-                        self.summary.reports[r.kind] += 1
+                        reports[r.kind] += 1
+            if tm is not None:
+                t = _lap(tm, "insert", t)
+            self.projector.flush()
+            if tm is not None:
+                t = _lap(tm, "fts", t)
             self.projector.refold()
             if batch:
                 last_off, last_line, last_term, _ = batch[-1]
@@ -642,7 +688,11 @@ class Engine:
             )
             if final:
                 self._record_path(gen, path, st, pending=pending, in_tx=True)
+            if tm is not None:
+                t = _lap(tm, "insert", t)
             conn.execute("COMMIT")
+            if tm is not None:
+                _lap(tm, "commit", t)
         except BaseException:
             self._rollback()
             raise
@@ -823,6 +873,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
                     (dumps(parser.state()), sid, g),
                 )
             engine.summary.files_seen += 1
+        engine.projector.flush()
         for tid in sorted(threads | engine.projector.dirty_threads):
             exists = conn.execute(
                 "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
