@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Benchmark sesh-archive on a synthetic corpus (scripts/gen_corpus.py); issue 11.
+
+One run reports: first ingest MB/s and lines/s with a phase breakdown (read, parse,
+compress, insert, fts, commit: ``IngestOptions.timings``); a parse-only baseline
+(``orjson.loads`` over the same lines) and the ratio to it; a no-op rerun; two append
+reruns (1 MiB and 4 MiB over 10 files) showing the rerun scales with the bytes appended;
+peak RSS of the ingest (run in a child process, ``os.wait4``); database size over corpus
+size; FTS latency p50/p95 over a fixed query set with the marker counts checked against
+the corpus manifest; the latency of 30-day usage statistics. ``--peers`` runs agentsview and
+claude-code-to-sqlite (each in its own venv under /tmp) over the same corpus and reports
+their MB/s, or why they could not run.
+
+The corpus is copied into a work folder first (the append step grows files), unless
+``--in-place``. Usage:
+
+    python scripts/bench.py --corpus /tmp/corpus-1g --size 1GB [--peers] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from archive.db import open_db, open_readonly  # noqa: E402
+from archive.ingest import PHASES, IngestOptions, _LineReader, _open_stream, discover, ingest_paths  # noqa: E402
+from archive.vendors import VENDORS  # noqa: E402
+from archive.vendors.base import SNAPSHOT  # noqa: E402
+
+MARKERS = ("zanzibar", "velvet thunder", "xylophone", "quokka")
+COMMON = ("error", "config", "test", "function", "database", "run", "file", "update")
+PEER_DIR = Path("/tmp/sesh-bench-peers")
+MB = 1e6
+
+
+def vendor_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")}
+    env["HOME"] = str(home)
+    return env
+
+
+# ---------------------------------------------------------------- child: one ingest
+
+
+def child_ingest(db: str, home: str) -> None:
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    s = ingest_paths(open_db(db), None, IngestOptions(env=vendor_env(Path(home)), timings=timings))
+    elapsed = time.perf_counter() - started
+    out = s.to_dict()
+    out["wall_seconds"] = elapsed
+    out["timings"] = timings
+    print(json.dumps(out))
+
+
+def run_ingest(db: Path, home: Path) -> dict[str, Any]:
+    """Ingest in a child process; its own peak RSS comes from ``wait4``."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_ingest", str(db), str(home)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None
+    data = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"ingest failed (exit {proc.returncode})")
+    out = json.loads(data)
+    out["process_seconds"] = wall
+    out["peak_rss_mb"] = usage.ru_maxrss / 1024  # kilobytes on Linux
+    return out
+
+
+# ---------------------------------------------------------------- measurements
+
+
+def corpus_files(home: Path) -> list[Path]:
+    return [
+        c.path for c in discover(None, list(VENDORS), vendor_env(home), []) if c.kind != SNAPSHOT
+    ]
+
+
+def parse_baseline(home: Path) -> dict[str, Any]:
+    """Read every line file and ``orjson.loads`` each line: the floor for any JSON ingest."""
+    lines = nbytes = 0
+    started = time.perf_counter()
+    for path in corpus_files(home):
+        with _open_stream(path) as f:
+            reader = _LineReader(f, 0)
+            for _off, line in reader:
+                lines += 1
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    pass
+            nbytes += reader.bytes_read
+    elapsed = time.perf_counter() - started
+    return {"bytes": nbytes, "lines": lines, "seconds": elapsed, "mb_per_s": nbytes / MB / elapsed}
+
+
+def db_bytes(db: Path) -> int:
+    conn = open_db(db).conn
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+
+
+def fts_latency(db: Path, manifest: dict[str, Any], reps: int = 5) -> dict[str, Any]:
+    conn = open_readonly(db).conn
+    sql = (
+        "SELECT b.message_id, snippet(blocks_fts, 0, '[', ']', '...', 12) FROM blocks_fts "
+        "JOIN blocks b ON b.id = blocks_fts.rowid WHERE blocks_fts MATCH ? ORDER BY rank LIMIT 20"
+    )
+    times: list[float] = []
+    per_query: dict[str, float] = {}
+    for word in MARKERS + COMMON:
+        q = f'"{word}"'
+        mine = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            conn.execute(sql, (q,)).fetchall()
+            mine.append(time.perf_counter() - t)
+        per_query[word] = statistics.median(mine) * 1000
+        times += mine
+    markers = {}
+    for m in MARKERS:
+        blocks, occ = conn.execute(
+            "SELECT count(*), coalesce(sum((length(b.text) - length(replace(lower(b.text), ?, ''))) / ?), 0) "
+            "FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid WHERE blocks_fts MATCH ?",
+            (m, len(m), f'"{m}"'),
+        ).fetchone()
+        expected = manifest.get("markers", {}).get(m, {}).get("occurrences")
+        # the manifest counts every written copy; a message copied into several files
+        # (Claude Code resume/fork) is stored once, so the archive may hold fewer
+        markers[m] = {"blocks": blocks, "occurrences": occ, "manifest": expected,
+                      "ok": expected is None or 0 < occ <= expected}  # fmt: skip
+    conn.close()
+    return {
+        "queries": len(per_query), "reps": reps,
+        "p50_ms": percentile(times, 0.5) * 1000, "p95_ms": percentile(times, 0.95) * 1000,
+        "per_query_ms": per_query, "markers": markers,
+    }  # fmt: skip
+
+
+def usage_latency(db: Path, manifest: dict[str, Any], reps: int = 5) -> dict[str, Any]:
+    conn = open_readonly(db).conn
+    last = (manifest.get("time_range") or {}).get("last")
+    if last is None:
+        last = conn.execute("SELECT max(ts) FROM usage").fetchone()[0] or "1970-01-01"
+    since = (datetime.fromisoformat(last[:10]) - timedelta(days=29)).date().isoformat()
+    queries = [
+        ("daily", "SELECT day, provider, model, responses, input_tokens, output_tokens, cache_read_tokens, "
+                  "cache_write_tokens FROM usage_daily WHERE day >= ? ORDER BY day, provider, model"),
+        ("by_model", "SELECT provider, model, count(*), sum(input_tokens), sum(output_tokens) "
+                     "FROM usage_responses WHERE day >= ? GROUP BY provider, model"),
+        ("by_project", "SELECT project, sum(input_tokens + output_tokens) FROM usage_responses "
+                       "WHERE day >= ? GROUP BY project ORDER BY 2 DESC LIMIT 20"),
+    ]  # fmt: skip
+    out: dict[str, Any] = {"since": since}
+    for name, sql in queries:
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            rows = conn.execute(sql, (since,)).fetchall()
+            times.append(time.perf_counter() - t)
+        out[name] = {"rows": len(rows), "p50_ms": statistics.median(times) * 1000}
+    out["total_p50_ms"] = sum(out[n]["p50_ms"] for n, _ in queries)
+    conn.close()
+    return out
+
+
+def append_and_rerun(db: Path, home: Path, mb: float, files: int) -> dict[str, Any]:
+    gen = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_corpus.py"), str(home), "--append-mb", str(mb),
+         "--append-files", str(files)],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    del gen
+    manifest = json.loads((home / "corpus-manifest.json").read_text())
+    appended = manifest["appends"][-1]
+    grown = sum((home / r["path"]).stat().st_size for r in appended["files"])
+    r = run_ingest(db, home)
+    return {
+        "appended_bytes": appended["bytes"], "files": len(appended["files"]), "grown_files_bytes": grown,
+        "bytes_read": r["bytes_read"], "seconds": r["wall_seconds"], "lines": r["lines"],
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------- peers
+
+
+def _venv_tool(name: str, package: str, exe: str) -> Path:
+    venv = PEER_DIR / name
+    tool = venv / "bin" / exe
+    if not tool.exists():
+        PEER_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", package], check=True, capture_output=True)
+    return tool
+
+
+def run_peer(name: str, home: Path, corpus_bytes: int) -> dict[str, Any]:
+    try:
+        if name == "agentsview":
+            tool = _venv_tool(name, "agentsview", "agentsview")
+            data_dir = home / ".agentsview"
+            existed = data_dir.exists()
+            env = vendor_env(home) | {"AGENTSVIEW_NO_DAEMON": "1"}
+            cmd, covers = [str(tool), "sync", "--full"], "whole corpus (the vendors it knows)"
+        else:
+            tool = _venv_tool(name, "claude-code-to-sqlite", "claude-code-to-sqlite")
+            data_dir = Path(tempfile.mkdtemp(prefix="cc2sqlite-"))
+            existed = False
+            env = vendor_env(home)
+            cmd = [str(tool), "sessions", str(data_dir / "out.db"), str(home / ".claude" / "projects"),
+                   "--include-agents", "--silent"]  # fmt: skip
+            covers = "Claude Code files only"
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, timeout=3600, stdin=subprocess.DEVNULL)
+        elapsed = time.perf_counter() - started
+        if not existed:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        if proc.returncode != 0:
+            return {"ok": False, "error": f"exit {proc.returncode}: {proc.stderr.decode(errors='replace')[-300:]}"}
+        return {"ok": True, "seconds": elapsed, "mb_per_s": corpus_bytes / MB / elapsed, "covers": covers}
+    except Exception as e:  # a peer that cannot install or run is a result, not a crash
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt_report(r: dict[str, Any]) -> str:
+    f = r["first_ingest"]
+    lines = [
+        f"corpus: {r['corpus']['bytes'] / MB:,.1f} MB, {r['corpus']['files']} files, {r['corpus']['lines']:,} lines",
+        f"first ingest: {f['wall_seconds']:.1f} s, {f['mb_per_s']:.1f} MB/s, {f['lines_per_s']:,.0f} lines/s, "
+        f"peak RSS {f['peak_rss_mb']:.0f} MB",
+        "  phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in f["timings"].items()),
+        f"parse-only baseline: {r['baseline']['mb_per_s']:.1f} MB/s; ingest is {r['ratio_to_baseline']:.2f}x of it",
+        f"no-op rerun: {r['noop']['seconds']:.3f} s over {r['noop']['files_seen']} files",
+    ]
+    for a in r["appends"]:
+        lines.append(
+            f"append rerun: {a['appended_bytes'] / MB:.2f} MB appended to {a['files']} files "
+            f"({a['grown_files_bytes'] / MB:.1f} MB in those files): {a['seconds']:.2f} s, read {a['bytes_read'] / MB:.2f} MB"
+        )
+    lines.append(f"database after the first ingest: {r['db_bytes'] / MB:,.1f} MB = {r['db_ratio']:.2f}x corpus")
+    fts = r["fts"]
+    lines.append(f"FTS: p50 {fts['p50_ms']:.1f} ms, p95 {fts['p95_ms']:.1f} ms over {fts['queries']} queries")
+    for m, d in fts["markers"].items():
+        lines.append(f"  {m!r}: {d['occurrences']} in {d['blocks']} blocks (manifest {d['manifest']}) "
+                     f"{'ok' if d['ok'] else 'MISMATCH'}")  # fmt: skip
+    u = r["usage_30d"]
+    lines.append(f"30-day usage stats (since {u['since']}): {u['total_p50_ms']:.1f} ms "
+                 f"(daily {u['daily']['p50_ms']:.1f}, by model {u['by_model']['p50_ms']:.1f}, "
+                 f"by project {u['by_project']['p50_ms']:.1f})")  # fmt: skip
+    for name, p in r.get("peers", {}).items():
+        if p["ok"]:
+            lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")
+        else:
+            lines.append(f"peer {name}: not run: {p['error']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--_ingest"]:
+        child_ingest(argv[1], argv[2])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True, type=Path, help="synthetic home folder (generated if absent)")
+    ap.add_argument("--size", default="1GB", help="corpus size when generating (default 1GB)")
+    ap.add_argument("--peers", action="store_true", help="also run agentsview and claude-code-to-sqlite")
+    ap.add_argument("--json", action="store_true", help="JSON on stdout instead of text")
+    ap.add_argument("--in-place", action="store_true", help="append to the corpus itself instead of a copy")
+    ap.add_argument("--workdir", type=Path, help="where the database and corpus copy go (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    if not (args.corpus / "corpus-manifest.json").exists():
+        say(f"generating a {args.size} corpus at {args.corpus}")
+        subprocess.run([sys.executable, str(REPO / "scripts" / "gen_corpus.py"), str(args.corpus), "--size", args.size],
+                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="sesh-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    home = args.corpus
+    if not args.in_place:
+        home = work / "home"
+        say(f"copying the corpus to {home}")
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.copytree(args.corpus, home, symlinks=True)
+    manifest = json.loads((home / "corpus-manifest.json").read_text())
+    db = work / "bench.db"
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    try:
+        report: dict[str, Any] = {"date": datetime.now().isoformat(timespec="seconds"), "python": sys.version.split()[0],
+                                  "cpus": os.cpu_count()}  # fmt: skip
+        say("parse-only baseline")
+        base = parse_baseline(home)
+        report["corpus"] = {"bytes": base["bytes"], "files": len(corpus_files(home)), "lines": base["lines"],
+                            "path": str(args.corpus)}  # fmt: skip
+        report["baseline"] = base
+        say("first ingest")
+        first = run_ingest(db, home)
+        first["mb_per_s"] = first["bytes_read"] / MB / first["wall_seconds"]
+        first["lines_per_s"] = first["lines"] / first["wall_seconds"]
+        first["timings"] = {k: round(first["timings"].get(k, 0.0), 3) for k in PHASES}
+        report["first_ingest"] = {k: first[k] for k in ("wall_seconds", "process_seconds", "mb_per_s", "lines_per_s",
+                                  "bytes_read", "lines", "files_seen", "peak_rss_mb", "timings", "reports")}  # fmt: skip
+        report["ratio_to_baseline"] = first["mb_per_s"] / base["mb_per_s"]
+        report["db_bytes"] = db_bytes(db)
+        report["db_ratio"] = report["db_bytes"] / base["bytes"]
+        say("no-op rerun")
+        noop = run_ingest(db, home)
+        report["noop"] = {"seconds": noop["wall_seconds"], "files_seen": noop["files_seen"],
+                          "files_changed": noop["files_changed"], "bytes_read": noop["bytes_read"]}  # fmt: skip
+        say("append reruns")
+        report["appends"] = [append_and_rerun(db, home, mb, 10) for mb in (1, 4)]
+        say("queries")
+        report["fts"] = fts_latency(db, manifest)
+        report["usage_30d"] = usage_latency(db, manifest)
+        if args.peers:
+            report["peers"] = {}
+            for name in ("agentsview", "claude-code-to-sqlite"):
+                say(f"peer {name}")
+                report["peers"][name] = run_peer(name, home, base["bytes"])
+    finally:
+        if not args.keep:
+            if args.workdir is None:
+                shutil.rmtree(work, ignore_errors=True)
+            elif not args.in_place:
+                shutil.rmtree(work / "home", ignore_errors=True)
+    print(json.dumps(report, indent=2) if args.json else fmt_report(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

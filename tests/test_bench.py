@@ -1,0 +1,40 @@
+"""Smoke test of scripts/bench.py on a 2 MB corpus: every figure is there and the markers
+the generator planted are found by full-text search."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_smoke(tmp_path):
+    corpus = tmp_path / "corpus"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
+         "--workdir", str(tmp_path / "work")],
+        capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    r = json.loads(out.stdout)
+    first = r["first_ingest"]
+    assert first["bytes_read"] >= r["corpus"]["bytes"] > 1_000_000
+    assert first["lines"] >= r["corpus"]["lines"]
+    assert set(first["timings"]) == {"read", "parse", "compress", "insert", "fts", "commit"}
+    assert sum(first["timings"].values()) <= first["wall_seconds"] * 1.05
+    assert 0 < first["peak_rss_mb"] < 1000
+    assert r["baseline"]["mb_per_s"] > 0 and r["ratio_to_baseline"] > 0
+    assert r["noop"]["bytes_read"] == 0 and r["noop"]["files_changed"] == 0
+    small, big = r["appends"]
+    for a in (small, big):
+        assert a["bytes_read"] == a["appended_bytes"]  # only the new bytes are read
+    assert big["appended_bytes"] > 3 * small["appended_bytes"]
+    assert r["db_bytes"] > 0
+    assert all(m["ok"] for m in r["fts"]["markers"].values()), r["fts"]["markers"]
+    assert r["fts"]["p50_ms"] >= 0 and r["usage_30d"]["daily"]["rows"] > 0
+    assert "peers" not in r
+    # the corpus itself was copied, not grown
+    manifest = json.loads((corpus / "corpus-manifest.json").read_text())
+    assert manifest["appends"] == []
