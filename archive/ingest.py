@@ -63,8 +63,8 @@ CHUNK = 1 << 20
 BATCH_LINES = 5000
 BATCH_BYTES = 4 << 20  # with the parsed rows a batch costs several times this in memory
 # Connection settings while ingesting: a page cache big enough for a batch's index pages,
-# the pending-blocks temp table in memory, fewer (larger) WAL checkpoints. Peak RSS stays
-# under 100 MB on a 1 GB corpus with a 600 MB file (scripts/bench.py).
+# the pending-blocks temp table in memory, fewer (larger) WAL checkpoints. Peak RSS on the
+# 1 GB corpus (a 600 MB file with 6 MB lines) is 126 MB (scripts/bench.py, docs/benchmarks.md).
 _INGEST_PRAGMAS = ("cache_size = -16384", "temp_store = MEMORY", "wal_autocheckpoint = 8192")
 DEFAULT_IDLE_SECONDS = 3600
 HEAD_BYTES = 64 << 10
