@@ -243,6 +243,7 @@ def thread_from_row(row: sqlite3.Row) -> Thread:
     )
 
 
+_MSG_MARKS = ", ".join("?" * 16)
 _MSG_COLS = (
     "id, thread_id, role, ts, turn_id, parent_id, run_id, model, injected, "
     "source_id, generation, offset, sub, provenance, usage, extra"
@@ -324,28 +325,28 @@ class Projector:
         )  # fmt: skip
 
     def put_message(self, msg: Message, key: Key) -> None:
-        self.conn.execute("INSERT OR IGNORE INTO message_occurrences VALUES (?, ?, ?, ?, ?)", (*key, msg.id))
+        conn = self.conn
+        conn.execute("INSERT OR IGNORE INTO message_occurrences VALUES (?, ?, ?, ?, ?)", (*key, msg.id))
         self.dirty_threads.add(msg.thread_id)
-        existing = self.conn.execute(
-            "SELECT source_id, generation, offset, sub FROM messages WHERE id = ?", (msg.id,)
-        ).fetchone()
-        if existing is not None:
-            if key >= tuple(existing):
-                return
-            self.flush()
-            self.conn.execute("DELETE FROM blocks WHERE message_id = ?", (msg.id,))
-            self.conn.execute("DELETE FROM messages WHERE id = ?", (msg.id,))
-        else:
-            self.messages_added += 1
         cols = message_columns(msg)
-        self.conn.execute(
-            f"INSERT INTO messages ({_MSG_COLS}) VALUES ({', '.join('?' * 16)})",
-            (
-                cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
-                cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
-                cols["provenance"], cols["usage"], cols["extra"],
-            ),
+        params = (
+            cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
+            cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
+            cols["provenance"], cols["usage"], cols["extra"],
         )  # fmt: skip
+        # the common case, a message seen for the first time, costs one statement
+        if conn.execute(f"INSERT OR IGNORE INTO messages ({_MSG_COLS}) VALUES ({_MSG_MARKS})", params).rowcount:
+            self.messages_added += 1
+        else:
+            existing = conn.execute(
+                "SELECT source_id, generation, offset, sub FROM messages WHERE id = ?", (msg.id,)
+            ).fetchone()
+            if key >= tuple(existing):
+                return  # an earlier line owns it
+            self.flush()
+            conn.execute("DELETE FROM blocks WHERE message_id = ?", (msg.id,))
+            conn.execute("DELETE FROM messages WHERE id = ?", (msg.id,))
+            conn.execute(f"INSERT INTO messages ({_MSG_COLS}) VALUES ({_MSG_MARKS})", params)
         for position, block in enumerate(msg.content):
             blob = _blob_of(block)
             sha = self.put_blob(*blob) if blob else None
