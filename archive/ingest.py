@@ -43,7 +43,7 @@ import orjson
 from sqlite_utils import Database
 
 from .db import ArchiveError
-from .projection import Projector, dumps, fold_thread
+from .projection import Projector, dumps, fold_thread, resolve_origins
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
@@ -474,12 +474,20 @@ class Engine:
                     touched.add(sid)
                 if self.options.progress is not None:
                     self.options.progress(str(cand.path), self.summary.bytes_read)
+            except FileNotFoundError:
+                # the vendor deleted or moved it between the walk and the read (Claude Code's
+                # cleanup, Codex archiving): not a failure, the next run sees where it went
+                self._rollback()
+                self.summary.problems.append({"path": str(cand.path), "problem": "vanished during ingest"})
             except OSError as e:
                 self.summary.failed += 1
                 self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
                 self._rollback()
         if not paths:
             self._mark_missing(seen_paths, {a.name for a in adapters})
+        self.conn.execute("BEGIN IMMEDIATE")
+        resolve_origins(self.conn)
+        self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
         self._finish_run(started)
@@ -861,8 +869,10 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             gens = conn.execute(
                 "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
             ).fetchall()
+            # snapshot parsers may read ids from the file name (Claude's agent meta.json)
+            last_path = conn.execute("SELECT coalesce(last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
             for (g,) in gens:
-                parser = adapter.parser(SourceInfo(uid, prov, "", g, kind), None)
+                parser = adapter.parser(SourceInfo(uid, prov, last_path, g, kind), None)
                 for offset, _length, _term, codec, data in conn.execute(
                     "SELECT offset, length, terminated, codec, data FROM source_lines "
                     "WHERE source_id = ? AND generation = ? ORDER BY offset",
@@ -890,6 +900,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             else:
                 conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
         engine.projector.dirty_threads.clear()
+        resolve_origins(conn)
         conn.execute("COMMIT")
     except BaseException:
         engine._rollback()

@@ -426,6 +426,16 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
             provider = provider or first[1]
             if cols["created_at"] is None:
                 cols["created_at"] = first[0]
+    spawn_call = metadata.get("spawnCallId")
+    if cols["origin_message_id"] is None and isinstance(spawn_call, str):
+        # Claude Code's agent meta.json names the spawning tool call, not its message
+        found = conn.execute(
+            "SELECT b.message_id FROM blocks b JOIN messages m ON m.id = b.message_id "
+            "WHERE b.call_id = ? AND b.type = 'tool_call' AND (m.thread_id = ? OR ? IS NULL) "
+            "ORDER BY m.source_id, m.generation, m.offset, m.sub LIMIT 1",
+            (spawn_call, cols["parent_thread_id"], cols["parent_thread_id"]),
+        ).fetchone()
+        cols["origin_message_id"] = found[0] if found else None
     provider = metadata.get("provider") if isinstance(metadata.get("provider"), str) else provider
     cwd = metadata.get("cwd")
     model = metadata.get("model")
@@ -439,6 +449,17 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
             dumps(metadata) if metadata else None, dumps(extra) if extra else None,
         ),
     )  # fmt: skip
+
+
+def resolve_origins(conn: sqlite3.Connection) -> None:
+    """Re-fold child threads whose spawning message was not yet archived when they were
+    folded: run at the end of every ingest and rebuild, so the result does not depend on
+    which file came first."""
+    for (tid,) in conn.execute(
+        "SELECT id FROM threads WHERE origin_message_id IS NULL "
+        "AND json_extract(metadata, '$.spawnCallId') IS NOT NULL"
+    ).fetchall():
+        fold_thread(conn, tid)
 
 
 def load_messages(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Message]:

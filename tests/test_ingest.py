@@ -289,3 +289,70 @@ def test_new_first_line_at_a_known_path_is_a_new_generation(tmp_path):
     assert files == {1: sha(first), 2: sha(second)}
     db, s = ingest(tmp_path / "x.db", [a])  # and it is stable afterwards
     assert s.lines == 0
+
+
+def test_agent_meta_json_resolves_origin_whatever_the_order(tmp_path):
+    """meta.json names the spawning tool call; the message holding it may be archived later."""
+    import shutil as sh
+
+    fixture = Path(__file__).parent / "fixtures" / "recorded" / "claude-code-2.1.197" / "agent" / "projects"
+    (project,) = list(fixture.iterdir())
+    (session,) = [p for p in project.iterdir() if p.suffix == ".jsonl"]
+    meta = next((project / session.stem / "subagents").glob("*.meta.json"))
+    agent = meta.with_name(meta.name.replace(".meta.json", ".jsonl"))
+    home = tmp_path / "home" / ".claude" / "projects" / project.name
+    sub = home / session.stem / "subagents"
+    sub.mkdir(parents=True)
+    sh.copy(meta, sub / meta.name)
+    sh.copy(agent, sub / agent.name)
+    # the agent and its meta.json first, the session that spawned it in a later run
+    db, _ = ingest(tmp_path / "x.db", [sub / meta.name, sub / agent.name])
+    child = f"{session.stem}/agent-{agent.stem.removeprefix('agent-')}"
+    assert db.execute("SELECT origin_message_id FROM threads WHERE id = ?", (child,)).fetchone() == (None,)
+    sh.copy(session, home / session.name)
+    db, _ = ingest(tmp_path / "x.db", [home / session.name])
+    origin = db.execute("SELECT origin_message_id FROM threads WHERE id = ?", (child,)).fetchone()[0]
+    spawner = db.execute(
+        "SELECT b.message_id FROM blocks b WHERE b.type = 'tool_call' AND b.tool_name = 'Agent'"
+    ).fetchone()[0]
+    assert origin == spawner
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+
+
+def test_file_vanishing_mid_run_is_not_a_failure(tmp_path, monkeypatch):
+    from archive import ingest as ingest_mod
+
+    a = tmp_path / "a.jsonl"
+    write_lines(a, canonical_lines("t", 3))
+    real = ingest_mod.Engine._ingest_file
+
+    def vanish(self, cand):
+        cand.path.unlink()
+        return real(self, cand)
+
+    monkeypatch.setattr(ingest_mod.Engine, "_ingest_file", vanish)
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.failed == 0 and s.problems == [{"path": str(a), "problem": "vanished during ingest"}]
+
+
+def test_invariants_on_every_vendor_fixture(tmp_path):
+    """Idempotent, rebuild = ingest and byte-exact restore over the real session files of all
+    vendors, laid out as the vendors lay them out (subagents, meta.json, clm logs)."""
+    from tests.vendor_home import build_home, vendor_env
+
+    home = tmp_path / "home"
+    placed = build_home(home)
+    options = IngestOptions(env=vendor_env(home), idle_seconds=10**9)
+    db = open_db(tmp_path / "x.db")
+    s = ingest_paths(db, None, options)
+    assert s.failed == 0 and s.files_changed == len(placed)
+    assert not s.reports.get("unexplained") and not s.reports.get("adapter_error")
+    before = dump_tables(db)
+    again = ingest_paths(db, None, options)
+    assert again.files_changed == 0 and dump_tables(db) == before
+    rebuild(db)
+    assert dump_tables(db) == before
+    restored = {f.sha256 for f in restore(db, tmp_path / "out")}
+    assert restored == {sha(p.read_bytes()) for p in placed.values()}
