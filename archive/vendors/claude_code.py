@@ -675,10 +675,13 @@ class ClaudeCodeParser:
                     ts=_str(d.get("timestamp")),
                 )
             )
-        message = Message(
+        return self._build(d, tid, uid, "assistant", blocks, extra), more
+
+    def _build(self, d: JsonObject, tid: str, uid: str, role: str, blocks: list[Block], extra: JsonObject) -> Message:
+        return Message(
             id=uid,
             thread_id=tid,
-            role="assistant",
+            role=role,
             ts=_str(d.get("timestamp")),
             content=tuple(blocks),
             turn_id=self.turn.get(tid),
@@ -686,7 +689,6 @@ class ClaudeCodeParser:
             provenance=self._provenance(d),
             extra=extra or None,
         )
-        return message, more
 
     def _user(self, d: JsonObject, msg: JsonObject, tid: str, uid: str) -> tuple[Message, list[Row]]:
         more: list[Row] = []
@@ -732,18 +734,7 @@ class ClaudeCodeParser:
             extra["command"] = m.group(1).strip()
         if tur is not None:
             extra["toolUseResult"] = tur
-        message = Message(
-            id=uid,
-            thread_id=tid,
-            role="user",
-            ts=_str(d.get("timestamp")),
-            content=tuple(blocks),
-            turn_id=self.turn.get(tid),
-            parent_id=_str(d.get("parentUuid")),
-            provenance=self._provenance(d),
-            extra=extra or None,
-        )
-        return message, more
+        return self._build(d, tid, uid, "user", blocks, extra), more
 
     def _spawned(self, call: list[Any], b: JsonObject, tur: Any, d: JsonObject) -> list[Row]:
         """A Task/Agent result names its child: toolUseResult.agentId (2.1.x), else the

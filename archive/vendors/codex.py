@@ -775,14 +775,20 @@ def _tool_call(p: CodexParser, payload: JsonObject, name: str, call_id: str, raw
     if isinstance(raw_input, str) and args is raw_input and payload.get("type") == "function_call":
         extra["argumentsNotJson"] = True
     blocks: list[Block] = [ToolCall(call_id=call_id, name=name, input=args, extra=extra or None)]
-    patch = _patch_from_call(name, payload, args)
-    if patch:
-        for op, path, section, move in parse_patch(patch):
-            fx: JsonObject = {"op": op}
-            if move:
-                fx["movePath"] = move
-            blocks.append(FileChange(call_id=call_id, path=path, patch=section, extra=fx))
+    blocks += _file_changes(call_id, name, payload, args)
     yield from p.message(payload, "assistant", blocks)
+
+
+def _file_changes(call_id: str, name: str, payload: JsonObject, call_input: Any) -> list[Block]:
+    """One FileChange per file an apply_patch call touches (whichever shape carried it)."""
+    patch = _patch_from_call(name, payload, call_input)
+    out: list[Block] = []
+    for op, path, section, move in parse_patch(patch) if patch else ():
+        fx: JsonObject = {"op": op}
+        if move:
+            fx["movePath"] = move
+        out.append(FileChange(call_id=call_id, path=path, patch=section, extra=fx))
+    return out
 
 
 def _function_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
@@ -795,13 +801,7 @@ def _custom_tool_call(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     extra: JsonObject = {"namespace": payload["namespace"]} if _str(payload.get("namespace")) else {}
     raw = payload.get("input")
     blocks: list[Block] = [ToolCall(call_id=call_id, name=name, input=raw, extra=extra or None)]
-    patch = _patch_from_call(name, payload, raw)
-    if patch:
-        for op, path, section, move in parse_patch(patch):
-            fx: JsonObject = {"op": op}
-            if move:
-                fx["movePath"] = move
-            blocks.append(FileChange(call_id=call_id, path=path, patch=section, extra=fx))
+    blocks += _file_changes(call_id, name, payload, raw)
     yield from p.message(payload, "assistant", blocks)
 
 
