@@ -43,6 +43,7 @@ import orjson
 from sqlite_utils import Database
 
 from .db import ArchiveError
+from .lines import Codec, iter_stored_lines
 from .projection import Projector, dumps, fold_thread, resolve_origins
 from .vendors import VENDORS
 from .vendors import get as get_adapter
@@ -69,8 +70,6 @@ _INGEST_PRAGMAS = ("cache_size = -16384", "temp_store = MEMORY", "wal_autocheckp
 DEFAULT_IDLE_SECONDS = 3600
 HEAD_BYTES = 64 << 10
 
-CODEC_RAW, CODEC_ZLIB, CODEC_ZSTD = 0, 1, 2
-_MIN_COMPRESS = 96
 
 
 class IngestLocked(ArchiveError):
@@ -370,33 +369,6 @@ def _parses(line: bytes) -> bool:
 # ---------------------------------------------------------------- compression
 
 
-class _Codec:
-    def __init__(self) -> None:
-        import zstandard
-
-        self._c = zstandard.ZstdCompressor(level=3)
-        self._d = zstandard.ZstdDecompressor()
-
-    def pack(self, data: bytes) -> tuple[int, bytes]:
-        if len(data) < _MIN_COMPRESS:
-            return CODEC_RAW, data
-        packed = self._c.compress(data)
-        if len(packed) >= len(data) * 0.95:
-            return CODEC_RAW, data
-        return CODEC_ZSTD, packed
-
-    def unpack(self, codec: int, data: bytes) -> bytes:
-        if codec == CODEC_RAW:
-            return bytes(data)
-        if codec == CODEC_ZSTD:
-            return self._d.decompress(data)
-        if codec == CODEC_ZLIB:
-            import zlib
-
-            return zlib.decompress(data)
-        raise ArchiveError(f"unknown line codec {codec}")
-
-
 # ---------------------------------------------------------------- the engine
 
 
@@ -422,7 +394,7 @@ class Engine:
         self.db = db
         self.conn = db.conn
         self.options = options or IngestOptions()
-        self.codec = _Codec()
+        self.codec = Codec()
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
@@ -656,19 +628,26 @@ class Engine:
             self._ensure_source(gen, path)
             assert gen.source_id is not None
             sid, g = gen.source_id, gen.generation
-            pack = self.codec.pack
-            line_rows = []
-            for offset, line, terminated, _rows in batch:
-                codec, data = pack(line)
-                line_rows.append((sid, g, offset, len(line), terminated, codec, data))
-            if tm is not None:
-                t = _lap(tm, "compress", t)
-            conn.executemany(
-                "INSERT OR IGNORE INTO source_lines (source_id, generation, offset, length, terminated, codec, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                line_rows,
-            )
-            del line_rows
+            if batch:
+                first_off = batch[0][0]
+                last_off, last_line, last_term, _ = batch[-1]
+                end_off = last_off + len(last_line) + last_term
+                codec, data = self.codec.pack(
+                    b"".join(line + b"\n" if terminated else line for _o, line, terminated, _r in batch)
+                )
+                if tm is not None:
+                    t = _lap(tm, "compress", t)
+                chunk_id = conn.execute(
+                    "INSERT INTO source_chunks (source_id, generation, first_offset, end_offset, codec, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (sid, g, first_off, end_off, codec, data),
+                ).lastrowid
+                del data
+                conn.executemany(
+                    "INSERT INTO source_lines (source_id, generation, offset, length, terminated, chunk_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(sid, g, offset, len(line), terminated, chunk_id) for offset, line, terminated, _r in batch],
+                )
             reports = self.summary.reports
             apply = self.projector.apply
             for offset, _line, _t, rows in batch:
@@ -873,12 +852,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             last_path = conn.execute("SELECT coalesce(last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
             for (g,) in gens:
                 parser = adapter.parser(SourceInfo(uid, prov, last_path, g, kind), None)
-                for offset, _length, _term, codec, data in conn.execute(
-                    "SELECT offset, length, terminated, codec, data FROM source_lines "
-                    "WHERE source_id = ? AND generation = ? ORDER BY offset",
-                    (sid, g),
-                ).fetchall():
-                    line = engine.codec.unpack(codec, data)
+                for offset, _length, _term, line in iter_stored_lines(conn, sid, g):
                     rows = engine._feed(parser, offset, line)
                     engine.projector.apply(prov, (sid, g, offset), rows)
                     for r in rows:
@@ -929,7 +903,6 @@ def restore(
 ) -> list[RestoredFile]:
     """Write sources back byte for byte under ``out_dir``, at their last known path relative
     to ``/`` (generations other than the current one get a ``.gen<N>`` suffix)."""
-    codec = _Codec()
     out = []
     for sid, uid, _prov, _kind in _source_rows(db, provider, source):
         last_path, current = db.execute("SELECT last_path, current_generation FROM sources WHERE id = ?", (sid,)).fetchone()
@@ -951,14 +924,10 @@ def restore(
             expected = 0
             tmp = target.with_name(f".{target.name}.restoring")
             with open(tmp, "wb") as f:
-                for offset, length, term, c, data in db.execute(
-                    "SELECT offset, length, terminated, codec, data FROM source_lines "
-                    "WHERE source_id = ? AND generation = ? ORDER BY offset",
-                    (sid, g),
-                ):
+                for offset, length, term, line in iter_stored_lines(db.conn, sid, g):
                     if offset != expected:
                         raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
-                    chunk = codec.unpack(c, data) + (b"\n" if term else b"")
+                    chunk = line + (b"\n" if term else b"")
                     f.write(chunk)
                     h.update(chunk)
                     size += len(chunk)
@@ -970,13 +939,5 @@ def restore(
 
 def stored_file_bytes(db: Database, source_id: int, generation: int) -> bytes:
     """One generation's bytes, reassembled (emit of an untouched thread uses this)."""
-    codec = _Codec()
-    parts = []
-    for _o, _l, term, c, data in db.execute(
-        "SELECT offset, length, terminated, codec, data FROM source_lines WHERE source_id = ? AND generation = ? "
-        "ORDER BY offset",
-        (source_id, generation),
-    ):
-        parts.append(codec.unpack(c, data) + (b"\n" if term else b""))
-    return b"".join(parts)
+    return b"".join(line + (b"\n" if term else b"") for _o, _l, term, line in iter_stored_lines(db.conn, source_id, generation))
 

@@ -63,6 +63,19 @@ def m001_initial(db: Database) -> None:
             parser_state TEXT,                  -- JSON, saved with end_offset in one transaction
             PRIMARY KEY (source_id, generation)
         );
+        -- Lines committed together are compressed together: a chunk holds the exact bytes
+        -- of consecutive lines (newlines included) of one generation, from first_offset to
+        -- end_offset; cross-line redundancy (envelopes, ids, paths) halves the stored size.
+        CREATE TABLE source_chunks (
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id),
+            generation INTEGER NOT NULL,
+            first_offset INTEGER NOT NULL,
+            end_offset INTEGER NOT NULL,
+            codec INTEGER NOT NULL,             -- 0 raw, 2 zstd
+            data BLOB NOT NULL
+        );
+        CREATE UNIQUE INDEX source_chunks_key ON source_chunks(source_id, generation, first_offset);
         CREATE TABLE source_lines (
             id INTEGER PRIMARY KEY,
             source_id INTEGER NOT NULL REFERENCES sources(id),
@@ -70,8 +83,7 @@ def m001_initial(db: Database) -> None:
             offset INTEGER NOT NULL,
             length INTEGER NOT NULL,            -- bytes, without the newline
             terminated INTEGER NOT NULL,        -- 1 if a newline followed it in the file
-            codec INTEGER NOT NULL,             -- 0 raw, 1 zlib, 2 zstd
-            data BLOB NOT NULL
+            chunk_id INTEGER NOT NULL REFERENCES source_chunks(id) -- bytes: chunk at offset - first_offset
         );
         CREATE UNIQUE INDEX source_lines_key ON source_lines(source_id, generation, offset);
 

@@ -93,6 +93,15 @@ CREATE TABLE reports (
     detail TEXT,
     PRIMARY KEY (source_id, generation, offset, seq)
 );
+CREATE TABLE source_chunks (
+    id INTEGER PRIMARY KEY,
+    source_id INTEGER NOT NULL REFERENCES sources(id),
+    generation INTEGER NOT NULL,
+    first_offset INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL,
+    codec INTEGER NOT NULL,             -- 0 raw, 2 zstd
+    data BLOB NOT NULL
+);
 CREATE TABLE source_fingerprints (
     provider TEXT NOT NULL,
     fingerprint TEXT NOT NULL,          -- sha256 of the first line (snapshots: of the path key)
@@ -106,8 +115,7 @@ CREATE TABLE source_lines (
     offset INTEGER NOT NULL,
     length INTEGER NOT NULL,            -- bytes, without the newline
     terminated INTEGER NOT NULL,        -- 1 if a newline followed it in the file
-    codec INTEGER NOT NULL,             -- 0 raw, 1 zlib, 2 zstd
-    data BLOB NOT NULL
+    chunk_id INTEGER NOT NULL REFERENCES source_chunks(id) -- bytes: chunk at offset - first_offset
 );
 CREATE TABLE source_paths (
     path TEXT PRIMARY KEY,
@@ -178,6 +186,7 @@ CREATE INDEX message_occurrences_message ON message_occurrences(message_id);
 CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
 CREATE INDEX messages_ts ON messages(ts);
 CREATE INDEX reports_kind ON reports(kind, reason);
+CREATE UNIQUE INDEX source_chunks_key ON source_chunks(source_id, generation, first_offset);
 CREATE UNIQUE INDEX source_lines_key ON source_lines(source_id, generation, offset);
 CREATE INDEX source_paths_source ON source_paths(source_id);
 CREATE INDEX thread_facts_thread ON thread_facts(thread_id);
