@@ -222,14 +222,16 @@ def discover(
     seen: set[str] = set()
 
     def emit(p: Path, a: Adapter, kind: str) -> Iterator[Candidate]:
-        key = os.path.abspath(p)
+        # walks start from absolute roots, so only a path given by hand needs abspath
+        key = str(p) if p.is_absolute() else os.path.abspath(p)
         if key not in seen:
             seen.add(key)
-            yield Candidate(Path(key), a, kind)
+            yield Candidate(p if p.is_absolute() else Path(key), a, kind)
 
     if not paths:
         for a in adapters:
             for root in a.default_roots(env, home):
+                root = Path(os.path.abspath(root))
                 if not root.exists():
                     continue
                 for p in _walk(root, problems):
@@ -238,7 +240,7 @@ def discover(
                         yield from emit(p, a, kind)
         return
     for given in paths:
-        p = Path(given)
+        p = Path(os.path.abspath(given))
         if p.is_dir():
             for f in _walk(p, problems):
                 picked = _pick(f, adapters, by_content_only=False)
@@ -473,10 +475,10 @@ class Engine:
 
     # -- one file
     def _ingest_file(self, cand: Candidate) -> int | None:
-        path, adapter = cand.path, cand.adapter
-        st = path.stat()
+        key = str(cand.path)
+        st = os.stat(key)
         stat_key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        known = self.path_stats.get(str(path))
+        known = self.path_stats.get(key)
         if known is not None and tuple(known[:3]) == stat_key and not known[3] and not known[4]:
             return None
         if cand.kind == SNAPSHOT:
