@@ -99,7 +99,7 @@ class JsonlMessageStore(MemoryMessageStore):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.path = Path(os.path.expanduser(path))
         if self.path.exists():
             with open(self.path, "rb") as f:
                 for line in f:
@@ -133,7 +133,7 @@ class SqliteMessageStore:
     STORE_UID = "store"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.db = open_db(path)
+        self.db = open_db(os.path.expanduser(path))
         self.conn = self.db.conn
 
     def _store_source(self) -> int:
