@@ -449,12 +449,3 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
 def _usd(row: dict[str, Any]) -> str:
     v = row["cost_usd"]
     return "" if v is None else f"${v:,.4f}" + ("*" if row["unpriced_models"] else "")
-
-
-def main() -> None:  # pragma: no cover
-    cli(prog_name="sesh-archive")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    main()

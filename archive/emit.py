@@ -19,7 +19,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from sqlite_utils import Database
 from .db import ArchiveError
 from .ingest import stored_file_bytes
 from .model import Message, Thread
-from .projection import load_messages, thread_from_row
+from .projection import load_messages, load_threads
 from .queries import resolve_thread
 from .vendors import get as get_adapter
 from .vendors.base import EmitError, EmitResult
@@ -65,16 +64,10 @@ class EmitOutcome:
 
 
 def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
-    conn = db.conn
-    saved = conn.row_factory
-    conn.row_factory = sqlite3.Row
-    try:
-        row = conn.execute("SELECT * FROM threads WHERE id = ?", (thread_id,)).fetchone()
-    finally:
-        conn.row_factory = saved
-    if row is None:
+    found = load_threads(db.conn, "id = ?", (thread_id,))
+    if not found:
         raise ArchiveError(f"no thread {thread_id!r}")
-    return thread_from_row(row), load_messages(conn, "m.thread_id = ?", (thread_id,))
+    return found[0], load_messages(db.conn, "m.thread_id = ?", (thread_id,))
 
 
 def descendants(db: Database, thread_id: str) -> list[str]:

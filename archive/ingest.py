@@ -400,7 +400,6 @@ class Engine:
     """Reads sources into the archive. One instance per command; holds the write lock's db."""
 
     def __init__(self, db: Database, options: IngestOptions | None = None, command: str = "ingest") -> None:
-        self.db = db
         self.conn = db.conn
         self.options = options or IngestOptions()
         self.codec = Codec()
@@ -512,13 +511,9 @@ class Engine:
         idle = (time.time() - st.st_mtime) >= self.options.idle_seconds
         with _open_stream(path) as f:
             first = _first_line(f)
-        if first is None:
-            self._record_path(None, path, st, pending=1)
-            return None
-        first_line, terminated = first
-        if not terminated and not (idle and _parses(first_line)):
-            self._record_path(None, path, st, pending=1)
-            return None
+        if first is None or (not first[1] and not (idle and _parses(first[0]))):
+            return None  # no complete first line yet: nothing is recorded, the next run retries
+        first_line = first[0]
         fingerprint = hashlib.sha256(first_line).hexdigest()
         gen = self._choose_generation(adapter.name, fingerprint, path, st, LINES)
         return self._read_lines(cand, st, gen, idle)
@@ -593,14 +588,19 @@ class Engine:
     def _feed(self, parser: Any, offset: int, line: bytes) -> list[Row]:
         self.summary.lines += 1
         if not line.strip():
-            return [Report(SKIPPED, "blank line")]
-        try:
-            rows = list(parser.feed(offset, line))
-        except Exception as e:  # a parser bug must not lose the rest of the file
-            tb = traceback.format_exception_only(type(e), e)[-1].strip()
-            return [Report(ADAPTER_ERROR, type(e).__name__, tb)]
-        if not rows:
-            return [Report(UNEXPLAINED, "parser yielded nothing for this line")]
+            rows: list[Row] = [Report(SKIPPED, "blank line")]
+        else:
+            try:
+                rows = list(parser.feed(offset, line))
+            except Exception as e:  # a parser bug must not lose the rest of the file
+                tb = traceback.format_exception_only(type(e), e)[-1].strip()
+                rows = [Report(ADAPTER_ERROR, type(e).__name__, tb)]
+            if not rows:
+                rows = [Report(UNEXPLAINED, "parser yielded nothing for this line")]
+        reports = self.summary.reports
+        for r in rows:
+            if isinstance(r, Report):
+                reports[r.kind] += 1
         return rows
 
     def _ensure_source(self, gen: _Gen, path: Path) -> None:
@@ -659,13 +659,9 @@ class Engine:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     [(sid, g, offset, len(line), terminated, chunk_id) for offset, line, terminated, _r in batch],
                 )
-            reports = self.summary.reports
             apply = self.projector.apply
             for offset, _line, _t, rows in batch:
                 apply(gen.provider, (sid, g, offset), rows)
-                for r in rows:
-                    if isinstance(r, Report):
-                        reports[r.kind] += 1
             if tm is not None:
                 t = _lap(tm, "insert", t)
             self.projector.flush()
@@ -691,7 +687,7 @@ class Engine:
                 (g, str(path), sid),
             )
             if final:
-                self._record_path(gen, path, st, pending=pending, in_tx=True)
+                self._record_path(gen, path, st, pending=pending)
             if tm is not None:
                 t = _lap(tm, "insert", t)
             conn.execute("COMMIT")
@@ -701,8 +697,8 @@ class Engine:
             self._rollback()
             raise
 
-    def _record_path(self, gen: _Gen | None, path: Path, st: os.stat_result, pending: int, in_tx: bool = False) -> None:
-        if gen is None or gen.source_id is None:
+    def _record_path(self, gen: _Gen, path: Path, st: os.stat_result, pending: int) -> None:
+        if gen.source_id is None:
             return  # nothing committed yet: the file is retried next run
         self.conn.execute(
             "INSERT INTO source_paths (path, source_id, generation, size, mtime_ns, inode, pending, missing) "
@@ -730,9 +726,7 @@ class Engine:
             ).fetchone()
             if top is not None and top[1] == content_sha:
                 gen = _Gen(source_id, uid, adapter.name, SNAPSHOT, top[0], len(data), 1, None, fingerprint)
-                self.conn.execute("BEGIN IMMEDIATE")
-                self._record_path(gen, path, st, pending=0)
-                self.conn.execute("COMMIT")
+                self._record_path(gen, path, st, pending=0)  # touched, same content: new stat only
                 return source_id
             gen = _Gen(source_id, uid, adapter.name, SNAPSHOT, (top[0] if top else 0) + 1, 0, 0, None, fingerprint)
         gen.content_sha = content_sha
@@ -864,11 +858,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             for (g,) in gens:
                 parser = adapter.parser(SourceInfo(uid, prov, last_path, g, kind), None)
                 for offset, _length, _term, line in iter_stored_lines(conn, sid, g):
-                    rows = engine._feed(parser, offset, line)
-                    engine.projector.apply(prov, (sid, g, offset), rows)
-                    for r in rows:
-                        if isinstance(r, Report):
-                            engine.summary.reports[r.kind] += 1
+                    engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
                 conn.execute(
                     "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
                     (dumps(parser.state()), sid, g),

@@ -462,6 +462,14 @@ def resolve_origins(conn: sqlite3.Connection) -> None:
         fold_thread(conn, tid)
 
 
+def load_threads(conn: sqlite3.Connection, where: str = "1", params: tuple[Any, ...] = ()) -> list[Thread]:
+    """Threads matching ``where`` (a condition on ``threads``), oldest first."""
+    cur = conn.cursor()
+    cur.row_factory = sqlite3.Row
+    rows = cur.execute(f"SELECT * FROM threads WHERE {where} ORDER BY coalesce(created_at, ''), id", params)
+    return [thread_from_row(r) for r in rows]
+
+
 def load_messages(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Message]:
     """Messages matching ``where`` (a condition on alias ``m``), in thread order, with blocks."""
     saved = conn.row_factory

@@ -51,7 +51,7 @@ from sqlite_utils import Database
 from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
-from .projection import load_messages, thread_from_row
+from .projection import load_messages, load_threads
 
 MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
 STATS_BY = ("day", "week", "month", "model", "project", "provider", "tool")
@@ -347,12 +347,7 @@ class ThreadView:
 
 def show(db: Database, ref: str) -> ThreadView:
     tid = resolve_thread(db, ref)
-    saved = db.conn.row_factory
-    db.conn.row_factory = sqlite3.Row
-    try:
-        row = db.conn.execute("SELECT * FROM threads WHERE id = ?", (tid,)).fetchone()
-    finally:
-        db.conn.row_factory = saved
+    (thread,) = load_threads(db.conn, "id = ?", (tid,))
     summary = threads(db, Filters(thread=tid), limit=None)
     own = next(s for s in summary if s["id"] == tid)
     children = sorted((s for s in summary if s["parent_thread_id"] == tid),
@@ -363,7 +358,7 @@ def show(db: Database, ref: str) -> ThreadView:
             (s for i in ids for s in threads(db, Filters(thread=i), limit=None) if s["id"] == i),
             key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]),
         )
-    return ThreadView(thread_from_row(row), own, load_messages(db.conn, "m.thread_id = ?", (tid,)), children)
+    return ThreadView(thread, own, load_messages(db.conn, "m.thread_id = ?", (tid,)), children)
 
 
 # ---------------------------------------------------------------- stats

@@ -23,7 +23,6 @@ Contract (tests/test_store.py runs it against all three):
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -31,7 +30,7 @@ import orjson
 
 from .db import open_db
 from .model import Message, Thread
-from .projection import Projector, dumps, fold_thread, load_messages, thread_from_row
+from .projection import Projector, dumps, fold_thread, load_messages, load_threads
 from .vendors.base import UsageRow
 
 
@@ -194,29 +193,18 @@ class SqliteMessageStore:
             raise
 
     def get_thread(self, thread_id: str) -> Thread | None:
-        saved = self.conn.row_factory
-        self.conn.row_factory = sqlite3.Row
-        try:
-            row = self.conn.execute("SELECT * FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        finally:
-            self.conn.row_factory = saved
-        return thread_from_row(row) if row else None
+        found = load_threads(self.conn, "id = ?", (thread_id,))
+        return found[0] if found else None
 
     def list_threads(self, agent_id: str | None = None, parent_thread_id: str | None = None) -> list[Thread]:
-        sql, params = "SELECT * FROM threads WHERE 1", []
+        where, params = "1", []
         if agent_id is not None:
-            sql += " AND agent_id = ?"
+            where += " AND agent_id = ?"
             params.append(agent_id)
         if parent_thread_id is not None:
-            sql += " AND parent_thread_id = ?"
+            where += " AND parent_thread_id = ?"
             params.append(parent_thread_id)
-        saved = self.conn.row_factory
-        self.conn.row_factory = sqlite3.Row
-        try:
-            rows = self.conn.execute(sql + " ORDER BY coalesce(created_at, ''), id", params).fetchall()
-        finally:
-            self.conn.row_factory = saved
-        return [thread_from_row(r) for r in rows]
+        return load_threads(self.conn, where, tuple(params))
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
         where, params = "m.thread_id = ?", [thread_id]

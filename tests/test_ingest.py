@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
-from tests.ingest_helpers import NEVER_IDLE, canonical_lines, ingest, portable_dump, write_lines
+from tests.ingest_helpers import canonical_lines, ingest, portable_dump, write_lines
 
 
 def sha(data: bytes) -> str:
