@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,7 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str) -> 
             continue
         files[_relative(provider, last_path)] = stored_file_bytes(db, sid, gen)
     hint = {
-        "claude-code": f"cd {(thread.metadata or {}).get('cwd') or '<project folder>'} && claude --resume {thread.id}",
+        "claude-code": f"cd {shlex.quote((thread.metadata or {}).get('cwd') or '.')} && claude --resume {thread.id}",
         "codex": f"codex resume {thread.id}",
         "clm": f"clm --resume {thread.id}",
     }.get(target)
