@@ -44,7 +44,7 @@ from sqlite_utils import Database
 
 from .db import ArchiveError
 from .lines import Codec, iter_stored_lines
-from .projection import Projector, dumps, fold_thread, resolve_origins
+from .projection import Projector, dumps, fold_thread, index_text, resolve_origins
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
@@ -63,6 +63,13 @@ from .vendors.base import (
 CHUNK = 1 << 20
 BATCH_LINES = 5000
 BATCH_BYTES = 2 << 20  # with the parsed rows a batch costs several times this in memory
+# Batches of several files share one transaction, committed every COMMIT_SECONDS or
+# COMMIT_BYTES; a savepoint per file undoes only the file that failed. One commit per file
+# wrote the hot index pages again for every file: 4.3 of 23.7 s on a 100 MB corpus of 495
+# files, 0.25 s with these limits. A crash loses at most the uncommitted seconds, which the
+# next run reads again.
+COMMIT_SECONDS = 5.0
+COMMIT_BYTES = 256 << 20
 # Connection settings while ingesting: an 8 MiB page cache and 2 MiB batches keep peak RSS
 # near 100 MB with 6 MB lines (16 MiB and 4 MiB: 105 -> 92 MB on a 300 MB corpus, 5% slower),
 # the pending-blocks temp table in memory, and few WAL checkpoints: every checkpoint copies
@@ -92,6 +99,8 @@ class IngestOptions:
     idle_seconds: float = DEFAULT_IDLE_SECONDS
     batch_lines: int = BATCH_LINES
     batch_bytes: int = BATCH_BYTES
+    commit_seconds: float = COMMIT_SECONDS
+    commit_bytes: int = COMMIT_BYTES
     env: Mapping[str, str] | None = None
     progress: Callable[[str, int], None] | None = None  # (path, bytes read so far in this run)
     # seconds per phase (read, parse, compress, insert, fts, commit), added to when given;
@@ -406,6 +415,9 @@ class Engine:
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self._tx_started = 0.0
+        self._tx_bytes = 0
+        self._file_savepoint = False
         for pragma in _INGEST_PRAGMAS:
             self.conn.execute(f"PRAGMA {pragma}")
 
@@ -450,6 +462,7 @@ class Engine:
             seen_paths.add(str(cand.path))
             try:
                 sid = self._ingest_file(cand)
+                self._end_file()
                 if sid is not None:
                     touched.add(sid)
                 if self.options.progress is not None:
@@ -457,12 +470,21 @@ class Engine:
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
                 # cleanup, Codex archiving): not a failure, the next run sees where it went
-                self._rollback()
+                self._abort_file()
                 self.summary.problems.append({"path": str(cand.path), "problem": "vanished during ingest"})
             except OSError as e:
                 self.summary.failed += 1
                 self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
-                self._rollback()
+                self._abort_file()
+            except BaseException:
+                # interrupted: keep the files already finished, drop the one in progress
+                self._abort_file()
+                try:
+                    self._commit_tx()
+                except BaseException:
+                    self._rollback()
+                raise
+        self._commit_tx()
         if not paths:
             self._mark_missing(seen_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
@@ -478,8 +500,55 @@ class Engine:
     def _rollback(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+        self._file_savepoint = False
         self.projector.dirty_threads.clear()
         self.projector.discard()
+
+    # -- transactions: files share one, each file has a savepoint inside it
+    def _begin_file(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._tx_started, self._tx_bytes = time.monotonic(), 0
+            self._file_savepoint = False
+        if not self._file_savepoint:
+            self.conn.execute("SAVEPOINT file")
+            self._file_savepoint = True
+
+    def _end_file(self) -> None:
+        """The file is done: its rows stay; commit if the transaction is old or big enough."""
+        if self._file_savepoint and self.conn.in_transaction:
+            self.conn.execute("RELEASE file")
+        self._file_savepoint = False
+        self._maybe_commit()
+
+    def _abort_file(self) -> None:
+        """Undo what the current file wrote since the last commit; other files' rows stay."""
+        if self._file_savepoint and self.conn.in_transaction:
+            self.conn.execute("ROLLBACK TO file")
+            self.conn.execute("RELEASE file")
+        self._file_savepoint = False
+        self.projector.dirty_threads.clear()
+        self.projector.discard()
+
+    def _maybe_commit(self) -> None:
+        o = self.options
+        if self._tx_bytes >= o.commit_bytes or time.monotonic() - self._tx_started >= o.commit_seconds:
+            self._commit_tx()
+
+    def _commit_tx(self) -> None:
+        if self.conn.in_transaction:
+            tm = self.options.timings
+            t = time.perf_counter()
+            if self._file_savepoint:  # a long file commits as it goes
+                self.conn.execute("RELEASE file")
+                self._file_savepoint = False
+            index_text(self.conn)
+            if tm is not None:
+                t = _lap(tm, "fts", t)
+            self.conn.execute("COMMIT")
+            if tm is not None:
+                _lap(tm, "commit", t)
+        self._file_savepoint = False
 
     # -- one file
     def _ingest_file(self, cand: Candidate) -> int | None:
@@ -560,7 +629,7 @@ class Engine:
                 batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
-                    self._commit(gen, parser, batch, path, st, final=False)
+                    self._write(gen, parser, batch, path, st, final=False)
                     changed = True
                     batch, batch_bytes = [], 0
             tail = reader.tail
@@ -570,7 +639,7 @@ class Engine:
             batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
             pending = 0
         if batch or gen.source_id is None or changed:
-            self._commit(gen, parser, batch, path, st, final=True, pending=pending)
+            self._write(gen, parser, batch, path, st, final=True, pending=pending)
             changed = True
         else:
             self._record_path(gen, path, st, pending=pending)
@@ -621,7 +690,7 @@ class Engine:
             )
             gen.register_fingerprint = False
 
-    def _commit(
+    def _write(
         self,
         gen: _Gen,
         parser: Any,
@@ -631,10 +700,12 @@ class Engine:
         final: bool,
         pending: int = 0,
     ) -> None:
+        """Store one batch of lines with the rows derived from them and the new offset and
+        parser state, inside the file's savepoint; a failure undoes the whole file."""
         conn = self.conn
         tm = self.options.timings
         t = time.perf_counter() if tm is not None else 0.0
-        conn.execute("BEGIN IMMEDIATE")
+        self._begin_file()
         try:
             self._ensure_source(gen, path)
             assert gen.source_id is not None
@@ -666,7 +737,7 @@ class Engine:
                 t = _lap(tm, "insert", t)
             self.projector.flush()
             if tm is not None:
-                t = _lap(tm, "fts", t)
+                t = _lap(tm, "insert", t)
             self.projector.refold()
             if batch:
                 last_off, last_line, last_term, _ = batch[-1]
@@ -690,12 +761,12 @@ class Engine:
                 self._record_path(gen, path, st, pending=pending)
             if tm is not None:
                 t = _lap(tm, "insert", t)
-            conn.execute("COMMIT")
-            if tm is not None:
-                _lap(tm, "commit", t)
+            self._tx_bytes += sum(len(line) for _o, line, _t, _r in batch)
         except BaseException:
-            self._rollback()
+            self._abort_file()
             raise
+        if not final:
+            self._maybe_commit()  # a long file commits as it goes
 
     def _record_path(self, gen: _Gen, path: Path, st: os.stat_result, pending: int) -> None:
         if gen.source_id is None:
@@ -732,7 +803,7 @@ class Engine:
         gen.content_sha = content_sha
         parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, SNAPSHOT), None)
         rows = self._feed(parser, 0, data)
-        self._commit(gen, parser, [(0, data, 0, rows)], path, st, final=True)
+        self._write(gen, parser, [(0, data, 0, rows)], path, st, final=True)
         self.summary.files_changed += 1
         return gen.source_id
 
@@ -876,6 +947,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
                 conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
         engine.projector.dirty_threads.clear()
         resolve_origins(conn)
+        index_text(conn)
         conn.execute("COMMIT")
     except BaseException:
         engine._rollback()

@@ -409,3 +409,42 @@ def m004_cli(db: Database) -> None:
     db.executescript(
         "CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL;"
     )
+
+
+@migrations()
+def m005_fts_per_commit(db: Database) -> None:
+    """Index block text once per transaction instead of once per block.
+
+    The triggers of m001 fed every inserted block to FTS5 as it was written; FTS5 flushes
+    its pending terms at every savepoint, so an ingest wrote a segment per file and merged
+    them again and again. Now writers call ``projection.index_text`` before they commit: one
+    ``INSERT ... SELECT`` adds the blocks above ``blocks_fts_progress.indexed_upto``. The
+    triggers still keep the index right for blocks already indexed (deleted, updated, or a
+    reused rowid), so nothing committed is ever missing from the index."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE blocks_fts_progress (
+            indexed_upto INTEGER NOT NULL       -- blocks.id up to which blocks_fts holds every block
+        );
+        INSERT INTO blocks_fts_progress SELECT coalesce(max(id), 0) FROM blocks;
+        DROP TRIGGER blocks_ai;
+        DROP TRIGGER blocks_ad;
+        DROP TRIGGER blocks_au;
+        CREATE TRIGGER blocks_ai AFTER INSERT ON blocks
+        WHEN new.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
+            INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER blocks_ad AFTER DELETE ON blocks
+        WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
+            INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER blocks_au AFTER UPDATE ON blocks
+        WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
+            INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
+            WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
+        END;
+        """
+        )
+    )

@@ -30,7 +30,7 @@ import orjson
 
 from .db import open_db
 from .model import Message, Thread
-from .projection import Projector, dumps, fold_thread, load_messages, load_threads
+from .projection import Projector, dumps, fold_thread, index_text, load_messages, load_threads
 from .vendors.base import UsageRow
 
 
@@ -165,6 +165,7 @@ class SqliteMessageStore:
                     row = UsageRow(f"store:{msg.id}", msg.thread_id, msg.usage, msg.id, (msg.extra or {}).get("model"), msg.ts)
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
+                index_text(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

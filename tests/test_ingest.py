@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
-from tests.ingest_helpers import canonical_lines, ingest, portable_dump, write_lines
+from tests.ingest_helpers import NEVER_IDLE, canonical_lines, ingest, portable_dump, write_lines
 
 
 def sha(data: bytes) -> str:
@@ -387,3 +387,96 @@ def test_incremental_equals_whole_on_vendor_files(tmp_path_factory, vendor, name
         if pos:
             db_inc, _ = ingest(tmp / "inc.db", [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
     assert portable_dump(db_inc) == portable_dump(db_whole)
+
+
+def _fail_reading(monkeypatch, name: str, after: int, exc: BaseException) -> None:
+    """Make reading the file called ``name`` raise ``exc`` after ``after`` lines."""
+    from archive import ingest as ingest_mod
+
+    real = ingest_mod._LineReader.__iter__
+
+    def failing(self):
+        for i, item in enumerate(real(self)):
+            if Path(self.f.name).name == name and i == after:
+                raise exc
+            yield item
+
+    monkeypatch.setattr(ingest_mod._LineReader, "__iter__", failing)
+
+
+def test_files_share_a_commit_and_a_failing_file_is_undone_alone(tmp_path, monkeypatch):
+    files = [tmp_path / f"{n}.jsonl" for n in "abc"]
+    for i, f in enumerate(files):
+        write_lines(f, canonical_lines(f.stem, 12, seed=i))
+    whole, _ = ingest(tmp_path / "whole.db", [files[0], files[2]])  # local ids in the order files land
+    ingest_paths(whole, [files[1]], NEVER_IDLE)
+
+    # b fails after two committed-size batches: a and c keep their rows, b has none and
+    # is read again by the next run
+    _fail_reading(monkeypatch, "b.jsonl", 7, OSError(5, "Input/output error"))
+    options = IngestOptions(idle_seconds=10**9, batch_lines=3)
+    db = open_db(tmp_path / "x.db")
+    commits: list[str] = []
+    db.conn.set_trace_callback(lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None)
+    s = ingest_paths(db, files, options)
+    assert s.failed == 1 and [p["path"] for p in s.problems] == [str(files[1])]
+    threads = {r[0] for r in db.execute("SELECT DISTINCT thread_id FROM messages")}
+    assert threads == {"a", "c"}
+    assert db.execute("SELECT count(*) FROM source_paths WHERE path = ?", (str(files[1]),)).fetchone()[0] == 0
+    # three files of four batches each, one commit for all of them (then origins, run log)
+    assert len(commits) <= 3, commits
+    monkeypatch.undo()
+    ingest_paths(db, files, options)
+    assert portable_dump(db) == portable_dump(whole)
+
+
+def test_interrupt_keeps_finished_files(tmp_path, monkeypatch):
+    files = [tmp_path / f"{n}.jsonl" for n in "ab"]
+    for i, f in enumerate(files):
+        write_lines(f, canonical_lines(f.stem, 12, seed=i))
+    whole, _ = ingest(tmp_path / "whole.db", files)
+    _fail_reading(monkeypatch, "b.jsonl", 5, KeyboardInterrupt())
+    db = open_db(tmp_path / "x.db")
+    with pytest.raises(KeyboardInterrupt):
+        ingest_paths(db, files, IngestOptions(idle_seconds=10**9, batch_lines=2))
+    assert not db.conn.in_transaction
+    assert {r[0] for r in db.execute("SELECT DISTINCT thread_id FROM messages")} == {"a"}
+    monkeypatch.undo()
+    ingest_paths(db, files, NEVER_IDLE)
+    assert portable_dump(db) == portable_dump(whole)
+
+
+def _assert_fts_complete(db) -> None:
+    """blocks_fts indexes exactly the committed blocks, with their current text."""
+    db.execute("INSERT INTO blocks_fts(blocks_fts, rank) VALUES ('integrity-check', 1)")
+    indexed = {r[0] for r in db.execute("SELECT id FROM blocks_fts_docsize")}
+    assert indexed == {r[0] for r in db.execute("SELECT id FROM blocks")}
+    upto = db.execute("SELECT indexed_upto FROM blocks_fts_progress").fetchone()[0]
+    assert upto >= (db.execute("SELECT max(id) FROM blocks").fetchone()[0] or 0)
+
+
+def test_full_text_index_follows_every_write(tmp_path):
+    from archive.model import Message, Text
+    from archive.store import SqliteMessageStore
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = canonical_lines("ta", 30)
+    write_lines(a, lines[:20])
+    write_lines(b, canonical_lines("tb", 10, seed=1))
+    db, _ = ingest(tmp_path / "x.db", [a, b])
+    _assert_fts_complete(db)
+    assert db.execute("SELECT count(*) FROM blocks_fts WHERE blocks_fts MATCH 'quokka'").fetchone()[0] > 0
+    write_lines(a, lines)  # appended: new blocks above the indexed ones
+    ingest_paths(db, [a], NEVER_IDLE)
+    _assert_fts_complete(db)
+    store = SqliteMessageStore(tmp_path / "x.db")  # a block above the indexed ones
+    store.append_message(Message(id="s1", thread_id="ts", role="user", ts=None, content=[Text("xylophone solo")]))
+    _assert_fts_complete(db)
+    hits = db.execute(
+        "SELECT b.message_id FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid WHERE blocks_fts MATCH 'xylophone'"
+    ).fetchall()
+    assert hits == [("s1",)]
+    rebuild(db, source=str(b))  # the newest blocks deleted and written again
+    _assert_fts_complete(db)
+    rebuild(db)  # every block deleted and written again: rowids at or below the mark reused
+    _assert_fts_complete(db)

@@ -195,15 +195,19 @@ CREATE INDEX threads_cwd ON threads(cwd);
 CREATE INDEX threads_parent ON threads(parent_thread_id);
 CREATE INDEX usage_thread ON usage(thread_id);
 CREATE INDEX usage_ts ON usage(ts);
-CREATE TRIGGER blocks_ad AFTER DELETE ON blocks BEGIN
+CREATE TRIGGER blocks_ad AFTER DELETE ON blocks
+WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
-CREATE TRIGGER blocks_ai AFTER INSERT ON blocks BEGIN
+CREATE TRIGGER blocks_ai AFTER INSERT ON blocks
+WHEN new.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
 END;
-CREATE TRIGGER blocks_au AFTER UPDATE ON blocks BEGIN
+CREATE TRIGGER blocks_au AFTER UPDATE ON blocks
+WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    INSERT INTO blocks_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
+    WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
 END;
 CREATE VIEW conversation AS
 SELECT m.thread_id, m.id AS message_id, m.role, m.ts, m.turn_id, m.model, m.injected,
