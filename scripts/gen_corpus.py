@@ -1328,16 +1328,16 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         remaining = budget - stats.vendor(vendor)["bytes"]
         k = i if first else i + 3  # only shard 0 gets the forced sessions 0..2
         if vendor == "claude_code":
-            target = min(lognormal_bytes(rng, 150_000, 1.3, 3_000, 40 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            target = min(lognormal_bytes(rng, 80_000, 1.3, 3_000, 40 * MiB), max(20_000, budget // 5), remaining + 3_000)
             claude_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
                            force_sub=k == 0, force_compact=k == 1, force_image=k == 0)
         elif vendor == "codex":
-            target = min(lognormal_bytes(rng, 120_000, 1.3, 3_000, 30 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            target = min(lognormal_bytes(rng, 64_000, 1.3, 3_000, 30 * MiB), max(20_000, budget // 5), remaining + 3_000)
             g3 = k == 1 or (k != 0 and rng.random() < 0.45)
             archived = k == 2 or (k > 2 and rng.random() < 0.06)
             codex_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k), g3=g3, archived=archived)
         else:
-            target = min(lognormal_bytes(rng, 40_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
+            target = min(lognormal_bytes(rng, 24_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
             clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
                         compacted=k == 0 or (k > 1 and rng.random() < 0.15))
         i += 1
