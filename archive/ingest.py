@@ -64,10 +64,13 @@ CHUNK = 1 << 20
 BATCH_LINES = 5000
 BATCH_BYTES = 2 << 20  # with the parsed rows a batch costs several times this in memory
 # Batches of several files share one transaction, committed every COMMIT_SECONDS or
-# COMMIT_BYTES; a savepoint per file undoes only the file that failed. One commit per file
-# wrote the hot index pages again for every file: 4.3 of 23.7 s on a 100 MB corpus of 495
-# files, 0.25 s with these limits. A crash loses at most the uncommitted seconds, which the
-# next run reads again.
+# COMMIT_BYTES. One commit per file wrote the hot index pages again for every file (4.3 of
+# 21.8 s on a 100 MB corpus of 495 files). Every batch is whole when written (lines, rows,
+# offset and parser state together), so a file that fails between batches leaves a
+# consistent prefix that the next run continues; a failure inside a batch rolls the whole
+# transaction back. A crash loses at most the uncommitted seconds, read again next run.
+# (A savepoint per file, to undo a failing file alone, made SQLite copy every page first
+# touched in it to the sub-journal: the 1 GB first ingest went from 217 to 293 s.)
 COMMIT_SECONDS = 5.0
 COMMIT_BYTES = 256 << 20
 # Connection settings while ingesting: an 8 MiB page cache and 2 MiB batches keep peak RSS
@@ -417,7 +420,6 @@ class Engine:
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
         self._tx_started = 0.0
         self._tx_bytes = 0
-        self._file_savepoint = False
         for pragma in _INGEST_PRAGMAS:
             self.conn.execute(f"PRAGMA {pragma}")
 
@@ -462,7 +464,7 @@ class Engine:
             seen_paths.add(str(cand.path))
             try:
                 sid = self._ingest_file(cand)
-                self._end_file()
+                self._maybe_commit()
                 if sid is not None:
                     touched.add(sid)
                 if self.options.progress is not None:
@@ -470,15 +472,12 @@ class Engine:
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
                 # cleanup, Codex archiving): not a failure, the next run sees where it went
-                self._abort_file()
                 self.summary.problems.append({"path": str(cand.path), "problem": "vanished during ingest"})
             except OSError as e:
                 self.summary.failed += 1
                 self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
-                self._abort_file()
             except BaseException:
-                # interrupted: keep the files already finished, drop the one in progress
-                self._abort_file()
+                # interrupted between batches: what is written is consistent, keep it
                 try:
                     self._commit_tx()
                 except BaseException:
@@ -500,35 +499,14 @@ class Engine:
     def _rollback(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        self._file_savepoint = False
         self.projector.dirty_threads.clear()
         self.projector.discard()
 
-    # -- transactions: files share one, each file has a savepoint inside it
-    def _begin_file(self) -> None:
+    # -- transactions: several files' batches share one
+    def _begin(self) -> None:
         if not self.conn.in_transaction:
             self.conn.execute("BEGIN IMMEDIATE")
             self._tx_started, self._tx_bytes = time.monotonic(), 0
-            self._file_savepoint = False
-        if not self._file_savepoint:
-            self.conn.execute("SAVEPOINT file")
-            self._file_savepoint = True
-
-    def _end_file(self) -> None:
-        """The file is done: its rows stay; commit if the transaction is old or big enough."""
-        if self._file_savepoint and self.conn.in_transaction:
-            self.conn.execute("RELEASE file")
-        self._file_savepoint = False
-        self._maybe_commit()
-
-    def _abort_file(self) -> None:
-        """Undo what the current file wrote since the last commit; other files' rows stay."""
-        if self._file_savepoint and self.conn.in_transaction:
-            self.conn.execute("ROLLBACK TO file")
-            self.conn.execute("RELEASE file")
-        self._file_savepoint = False
-        self.projector.dirty_threads.clear()
-        self.projector.discard()
 
     def _maybe_commit(self) -> None:
         o = self.options
@@ -539,16 +517,12 @@ class Engine:
         if self.conn.in_transaction:
             tm = self.options.timings
             t = time.perf_counter()
-            if self._file_savepoint:  # a long file commits as it goes
-                self.conn.execute("RELEASE file")
-                self._file_savepoint = False
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)
             self.conn.execute("COMMIT")
             if tm is not None:
                 _lap(tm, "commit", t)
-        self._file_savepoint = False
 
     # -- one file
     def _ingest_file(self, cand: Candidate) -> int | None:
@@ -701,11 +675,11 @@ class Engine:
         pending: int = 0,
     ) -> None:
         """Store one batch of lines with the rows derived from them and the new offset and
-        parser state, inside the file's savepoint; a failure undoes the whole file."""
+        parser state; a failure part-way rolls the open transaction back."""
         conn = self.conn
         tm = self.options.timings
         t = time.perf_counter() if tm is not None else 0.0
-        self._begin_file()
+        self._begin()
         try:
             self._ensure_source(gen, path)
             assert gen.source_id is not None
@@ -763,7 +737,7 @@ class Engine:
                 t = _lap(tm, "insert", t)
             self._tx_bytes += sum(len(line) for _o, line, _t, _r in batch)
         except BaseException:
-            self._abort_file()
+            self._rollback()
             raise
         if not final:
             self._maybe_commit()  # a long file commits as it goes

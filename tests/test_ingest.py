@@ -404,15 +404,14 @@ def _fail_reading(monkeypatch, name: str, after: int, exc: BaseException) -> Non
     monkeypatch.setattr(ingest_mod._LineReader, "__iter__", failing)
 
 
-def test_files_share_a_commit_and_a_failing_file_is_undone_alone(tmp_path, monkeypatch):
+def test_files_share_a_commit_and_a_failing_file_keeps_a_consistent_prefix(tmp_path, monkeypatch):
     files = [tmp_path / f"{n}.jsonl" for n in "abc"]
     for i, f in enumerate(files):
         write_lines(f, canonical_lines(f.stem, 12, seed=i))
-    whole, _ = ingest(tmp_path / "whole.db", [files[0], files[2]])  # local ids in the order files land
-    ingest_paths(whole, [files[1]], NEVER_IDLE)
+    whole, _ = ingest(tmp_path / "whole.db", files)
 
-    # b fails after two committed-size batches: a and c keep their rows, b has none and
-    # is read again by the next run
+    # b fails after two batches: a and c are whole, b keeps its two batches (lines, rows and
+    # offset together) but no path record, so the next run reads it again from there
     _fail_reading(monkeypatch, "b.jsonl", 7, OSError(5, "Input/output error"))
     options = IngestOptions(idle_seconds=10**9, batch_lines=3)
     db = open_db(tmp_path / "x.db")
@@ -420,8 +419,10 @@ def test_files_share_a_commit_and_a_failing_file_is_undone_alone(tmp_path, monke
     db.conn.set_trace_callback(lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None)
     s = ingest_paths(db, files, options)
     assert s.failed == 1 and [p["path"] for p in s.problems] == [str(files[1])]
-    threads = {r[0] for r in db.execute("SELECT DISTINCT thread_id FROM messages")}
-    assert threads == {"a", "c"}
+    assert db.execute("SELECT count(*) FROM source_lines WHERE source_id = 2").fetchone()[0] == 6
+    assert db.execute("SELECT end_offset FROM generations WHERE source_id = 2").fetchone()[0] == sum(
+        len(line) for line in files[1].read_bytes().splitlines(keepends=True)[:6]
+    )
     assert db.execute("SELECT count(*) FROM source_paths WHERE path = ?", (str(files[1]),)).fetchone()[0] == 0
     # three files of four batches each, one commit for all of them (then origins, run log)
     assert len(commits) <= 3, commits
@@ -430,7 +431,7 @@ def test_files_share_a_commit_and_a_failing_file_is_undone_alone(tmp_path, monke
     assert portable_dump(db) == portable_dump(whole)
 
 
-def test_interrupt_keeps_finished_files(tmp_path, monkeypatch):
+def test_interrupt_keeps_what_was_written(tmp_path, monkeypatch):
     files = [tmp_path / f"{n}.jsonl" for n in "ab"]
     for i, f in enumerate(files):
         write_lines(f, canonical_lines(f.stem, 12, seed=i))
@@ -440,7 +441,7 @@ def test_interrupt_keeps_finished_files(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         ingest_paths(db, files, IngestOptions(idle_seconds=10**9, batch_lines=2))
     assert not db.conn.in_transaction
-    assert {r[0] for r in db.execute("SELECT DISTINCT thread_id FROM messages")} == {"a"}
+    assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == 13 + 4
     monkeypatch.undo()
     ingest_paths(db, files, NEVER_IDLE)
     assert portable_dump(db) == portable_dump(whole)
