@@ -383,14 +383,17 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
         raise QueryError(f"cannot group by {by!r}; one of {', '.join(STATS_BY)}")
     if by == "tool":
         return _tool_stats(db, since=since, until=until, provider=provider)
-    key = {"day": "day", "week": "day", "month": "substr(ts, 1, 7)", "model": "model",
-           "project": "project", "provider": "provider"}[by]  # fmt: skip
-    where, params = _where(Filters(provider=provider, since=since, until=until), ts="ts", project="project",
-                           provider="provider")  # fmt: skip
-    sql = (
-        f"SELECT {key} AS key, provider, model, {_norm_sums()} FROM usage_responses "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
-    )
+    if all(v is None or _DATE.fullmatch(v.strip()) for v in (since, until)):
+        sql, params = _totals_sql(by, since, until, provider)
+    else:  # a bound within a day: every response's timestamp
+        key = {"day": "day", "week": "day", "month": "substr(ts, 1, 7)", "model": "model",
+               "project": "project", "provider": "provider"}[by]  # fmt: skip
+        where, params = _where(Filters(provider=provider, since=since, until=until), ts="ts", project="project",
+                               provider="provider")  # fmt: skip
+        sql = (
+            f"SELECT {key} AS key, provider, model, {_norm_sums()} FROM usage_responses "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
+        )
     groups: dict[Any, dict[str, Any]] = {}
     total = _empty_group()
     unpriced: dict[tuple[str | None, str | None], int] = {}
@@ -428,6 +431,35 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
             {"provider": p, "model": m, "responses": n} for (p, m), n in sorted(unpriced.items(), key=lambda x: (str(x[0][0]), str(x[0][1])))
         ],
     }
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _totals_sql(by: str, since: str | None, until: str | None, provider: str | None) -> tuple[str, list[Any]]:
+    """The stats query over ``usage_totals`` (one row per thread, day and model, kept by
+    triggers): the same figures as over usage_responses when the bounds are whole days."""
+    key = {"day": "nullif(u.day, '')", "week": "nullif(u.day, '')", "month": "nullif(substr(u.day, 1, 7), '')",
+           "model": "nullif(u.model, '')", "project": "coalesce(t.cwd, p.cwd)", "provider": "u.provider"}[by]  # fmt: skip
+    where: list[str] = []
+    params: list[Any] = []
+    if provider:
+        where.append("u.provider = ?")
+        params.append(provider)
+    if since:
+        where.append("u.day >= ?")
+        params.append(_bound(since))
+    if until:
+        where.append("u.day != '' AND u.day < ?")
+        params.append(_bound(until, end=True))
+    joins = (" LEFT JOIN threads t ON t.id = u.thread_id LEFT JOIN threads p ON p.id = t.parent_thread_id"
+             if by == "project" else "")  # fmt: skip
+    sums = ", ".join(f"sum(u.{c}) AS {c}" for c in ("responses", *TOKEN_FIELDS, "reasoning_tokens"))
+    sql = (
+        f"SELECT {key} AS key, u.provider AS provider, nullif(u.model, '') AS model, {sums} "
+        f"FROM usage_totals u{joins} {'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
+    )
+    return sql, params
 
 
 def _empty_group() -> dict[str, Any]:

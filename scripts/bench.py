@@ -163,29 +163,28 @@ def fts_latency(db: Path, manifest: dict[str, Any], reps: int = 5) -> dict[str, 
 
 
 def usage_latency(db: Path, manifest: dict[str, Any], reps: int = 5) -> dict[str, Any]:
-    conn = open_readonly(db).conn
+    """``sesh-archive stats --since <30 days before the last response> --by day|model|project``,
+    timed through the function the command calls (``queries.stats``, prices applied)."""
+    from archive.pricing import load_prices
+    from archive.queries import stats
+
+    archive = open_readonly(db)
     last = (manifest.get("time_range") or {}).get("last")
     if last is None:
-        last = conn.execute("SELECT max(ts) FROM usage").fetchone()[0] or "1970-01-01"
+        last = archive.execute("SELECT max(ts) FROM usage").fetchone()[0] or "1970-01-01"
     since = (datetime.fromisoformat(last[:10]) - timedelta(days=29)).date().isoformat()
-    queries = [
-        ("daily", "SELECT day, provider, model, responses, input_tokens, output_tokens, cache_read_tokens, "
-                  "cache_write_tokens FROM usage_daily WHERE day >= ? ORDER BY day, provider, model"),
-        ("by_model", "SELECT provider, model, count(*), sum(input_tokens), sum(output_tokens) "
-                     "FROM usage_responses WHERE day >= ? GROUP BY provider, model"),
-        ("by_project", "SELECT project, sum(input_tokens + output_tokens) FROM usage_responses "
-                       "WHERE day >= ? GROUP BY project ORDER BY 2 DESC LIMIT 20"),
-    ]  # fmt: skip
+    prices = load_prices(env={})
     out: dict[str, Any] = {"since": since}
-    for name, sql in queries:
+    for by in ("day", "model", "project"):
         times = []
         for _ in range(reps):
             t = time.perf_counter()
-            rows = conn.execute(sql, (since,)).fetchall()
+            report = stats(archive, by, prices, since=since)
             times.append(time.perf_counter() - t)
-        out[name] = {"rows": len(rows), "p50_ms": statistics.median(times) * 1000}
-    out["total_p50_ms"] = sum(out[n]["p50_ms"] for n, _ in queries)
-    conn.close()
+        out[by] = {"rows": len(report["rows"]), "responses": report["total"]["responses"],
+                   "p50_ms": statistics.median(times) * 1000}  # fmt: skip
+    out["total_p50_ms"] = sum(out[n]["p50_ms"] for n in ("day", "model", "project"))
+    archive.conn.close()
     return out
 
 
@@ -272,9 +271,9 @@ def fmt_report(r: dict[str, Any]) -> str:
         lines.append(f"  {m!r}: {d['occurrences']} in {d['blocks']} blocks (manifest {d['manifest']}) "
                      f"{'ok' if d['ok'] else 'MISMATCH'}")  # fmt: skip
     u = r["usage_30d"]
-    lines.append(f"30-day usage stats (since {u['since']}): {u['total_p50_ms']:.1f} ms "
-                 f"(daily {u['daily']['p50_ms']:.1f}, by model {u['by_model']['p50_ms']:.1f}, "
-                 f"by project {u['by_project']['p50_ms']:.1f})")  # fmt: skip
+    lines.append(f"30-day stats (since {u['since']}, {u['day']['responses']:,} responses): by day "
+                 f"{u['day']['p50_ms']:.1f} ms, by model {u['model']['p50_ms']:.1f} ms, "
+                 f"by project {u['project']['p50_ms']:.1f} ms")  # fmt: skip
     for name, p in r.get("peers", {}).items():
         if p["ok"]:
             lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")

@@ -33,7 +33,7 @@ def test_bench_smoke(tmp_path):
     assert big["appended_bytes"] > 3 * small["appended_bytes"]
     assert r["db_bytes"] > 0
     assert all(m["ok"] for m in r["fts"]["markers"].values()), r["fts"]["markers"]
-    assert r["fts"]["p50_ms"] >= 0 and r["usage_30d"]["daily"]["rows"] > 0
+    assert r["fts"]["p50_ms"] >= 0 and r["usage_30d"]["day"]["rows"] > 0
     assert "peers" not in r
     # the corpus itself was copied, not grown
     manifest = json.loads((corpus / "corpus-manifest.json").read_text())

@@ -16,6 +16,7 @@ tests state:
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from pathlib import Path
 
@@ -313,6 +314,47 @@ def test_stats_time_and_provider_filters(archive: Path) -> None:
     rep = jrun(archive, "stats", "--by", "model", "--provider", "codex")
     assert {r["model"] for r in rep["rows"]} == {"gpt-5.1-codex", "gpt-5.1-codex-max"}
     run(archive, "stats", "--since", "not-a-date", code=2)
+
+
+@pytest.mark.parametrize("by", ["day", "week", "month", "model", "project", "provider"])
+@pytest.mark.parametrize("window", [(None, None), ("2025-12-09", None), (None, "2025-12-09"), ("2026-11-30", "2026-11-30")])
+def test_stats_from_daily_totals_equal_stats_from_every_response(archive: Path, by: str, window: tuple) -> None:
+    """Whole-day bounds read usage_totals (kept by triggers); a bound with a time reads every
+    usage row. The same window both ways gives the same report."""
+    since, until = window
+    days: list[str] = ["stats", "--by", by]
+    times: list[str] = ["stats", "--by", by]
+    if since:
+        days += ["--since", since]
+        times += ["--since", since + "T00:00:00"]
+    if until:
+        days += ["--until", until]
+        nxt = (dt.date.fromisoformat(until) + dt.timedelta(days=1)).isoformat()
+        times += ["--until", nxt + "T00:00:00"]
+    a, b = jrun(archive, *days), jrun(archive, *times)
+    assert a["rows"] and a["rows"] == b["rows"] and a["total"] == b["total"]
+
+
+def test_usage_totals_follow_every_change_to_usage(archive: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from archive.ingest import rebuild
+
+    db_path = tmp_path / "copy.db"
+    shutil.copy(archive, db_path)
+    db = open_db(db_path)
+    per_row = ("SELECT coalesce(day, ''), provider, coalesce(model, ''), coalesce(thread_id, ''), count(*), "
+               "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), "
+               "sum(reasoning_tokens) FROM usage_responses GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4")  # fmt: skip
+    totals = "SELECT * FROM usage_totals ORDER BY 1, 2, 3, 4"
+    before = db.execute(per_row).fetchall()
+    assert before and db.execute(totals).fetchall() == before
+    db.execute("UPDATE usage SET output_tokens = output_tokens + 5, model = 'm2' WHERE rowid IN "
+               "(SELECT rowid FROM usage ORDER BY key LIMIT 2)")  # fmt: skip
+    db.execute("DELETE FROM usage WHERE rowid = (SELECT max(rowid) FROM usage)")
+    assert db.execute(totals).fetchall() == db.execute(per_row).fetchall() != before
+    rebuild(db)
+    assert db.execute(totals).fetchall() == db.execute(per_row).fetchall() == before
 
 
 def test_stats_price_overrides(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

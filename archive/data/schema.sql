@@ -175,6 +175,19 @@ CREATE TABLE usage (
     generation INTEGER NOT NULL,
     offset INTEGER NOT NULL
 );
+CREATE TABLE usage_totals (
+    day TEXT NOT NULL,                  -- YYYY-MM-DD of the response; '' when unknown
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,                -- '' when unknown
+    thread_id TEXT NOT NULL,
+    responses INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,      -- the four disjoint buckets of usage_responses
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    PRIMARY KEY (day, provider, model, thread_id)
+) WITHOUT ROWID;
 CREATE INDEX blocks_call_id ON blocks(call_id) WHERE call_id IS NOT NULL;
 CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL;
 CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
@@ -208,6 +221,44 @@ WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
     WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
+END;
+CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN 
+    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, CASE WHEN old.provider = 'codex' THEN max(coalesce(old.input_tokens, 0) - coalesce(old.cache_read_tokens, 0) - coalesce(old.cache_write_tokens, 0), 0) ELSE coalesce(old.input_tokens, 0) END, coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0), coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+    ON CONFLICT DO UPDATE SET responses = responses - 1,
+        input_tokens = input_tokens - excluded.input_tokens,
+        output_tokens = output_tokens - excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens - excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
+        reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
+    DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
+        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''));
+END;
+CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN 
+    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''), coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, CASE WHEN new.provider = 'codex' THEN max(coalesce(new.input_tokens, 0) - coalesce(new.cache_read_tokens, 0) - coalesce(new.cache_write_tokens, 0), 0) ELSE coalesce(new.input_tokens, 0) END, coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0), coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+    ON CONFLICT DO UPDATE SET responses = responses + 1,
+        input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+        reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
+END;
+CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN 
+    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, CASE WHEN old.provider = 'codex' THEN max(coalesce(old.input_tokens, 0) - coalesce(old.cache_read_tokens, 0) - coalesce(old.cache_write_tokens, 0), 0) ELSE coalesce(old.input_tokens, 0) END, coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0), coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+    ON CONFLICT DO UPDATE SET responses = responses - 1,
+        input_tokens = input_tokens - excluded.input_tokens,
+        output_tokens = output_tokens - excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens - excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
+        reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
+    DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
+        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, '')); 
+    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''), coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, CASE WHEN new.provider = 'codex' THEN max(coalesce(new.input_tokens, 0) - coalesce(new.cache_read_tokens, 0) - coalesce(new.cache_write_tokens, 0), 0) ELSE coalesce(new.input_tokens, 0) END, coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0), coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+    ON CONFLICT DO UPDATE SET responses = responses + 1,
+        input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+        reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
 END;
 CREATE VIEW conversation AS
 SELECT m.thread_id, m.id AS message_id, m.role, m.ts, m.turn_id, m.model, m.injected,
@@ -303,15 +354,20 @@ SELECT provider, model, count(*) AS responses, sum(input_tokens) AS input_tokens
        min(ts) AS first_ts, max(ts) AS last_ts
 FROM usage_responses GROUP BY provider, model;
 CREATE VIEW usage_by_project AS
-SELECT project, provider, count(*) AS responses, sum(input_tokens) AS input_tokens,
-       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
-       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens
-FROM usage_responses GROUP BY project, provider;
+SELECT coalesce(t.cwd, p.cwd) AS project, u.provider, sum(u.responses) AS responses,
+       sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens,
+       sum(u.cache_read_tokens) AS cache_read_tokens, sum(u.cache_write_tokens) AS cache_write_tokens,
+       sum(u.reasoning_tokens) AS reasoning_tokens
+FROM usage_totals u
+LEFT JOIN threads t ON t.id = u.thread_id
+LEFT JOIN threads p ON p.id = t.parent_thread_id
+GROUP BY 1, 2;
 CREATE VIEW usage_daily AS
-SELECT day, provider, model, count(*) AS responses, sum(input_tokens) AS input_tokens,
-       sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
-       sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens
-FROM usage_responses GROUP BY day, provider, model;
+SELECT nullif(day, '') AS day, provider, nullif(model, '') AS model, sum(responses) AS responses,
+       sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+       sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
+       sum(reasoning_tokens) AS reasoning_tokens
+FROM usage_totals GROUP BY day, provider, model;
 CREATE VIEW usage_responses AS
 SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
        coalesce(t.cwd, p.cwd) AS project,
