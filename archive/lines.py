@@ -56,3 +56,29 @@ def iter_stored_lines(conn: sqlite3.Connection, source_id: int, generation: int)
         ).fetchall():
             start = offset - first
             yield offset, length, terminated, raw[start : start + length]
+
+
+class LineReader:
+    """Single stored lines by (source, generation, offset); keeps the last chunk unpacked,
+    so reading the lines of one thread in order unpacks each chunk once."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.codec = Codec()
+        self._chunk: tuple[int, int, bytes] | None = None  # id, first_offset, bytes
+
+    def line(self, source_id: int, generation: int, offset: int) -> bytes:
+        row = self.conn.execute(
+            "SELECT l.length, l.chunk_id FROM source_lines l WHERE l.source_id = ? AND l.generation = ? AND l.offset = ?",
+            (source_id, generation, offset),
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no stored line at source {source_id} generation {generation} offset {offset}")
+        length, chunk_id = row
+        if self._chunk is None or self._chunk[0] != chunk_id:
+            first, c, data = self.conn.execute(
+                "SELECT first_offset, codec, data FROM source_chunks WHERE id = ?", (chunk_id,)
+            ).fetchone()
+            self._chunk = (chunk_id, first, self.codec.unpack(c, data))
+        start = offset - self._chunk[1]
+        return self._chunk[2][start : start + length]

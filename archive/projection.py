@@ -187,10 +187,21 @@ def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
 # ---------------------------------------------------------------- messages
 
 
-def message_columns(msg: Message) -> dict[str, Any]:
+# A large vendor field that repeats the message's own line (Adapter.line_backed_extra) is
+# stored in messages.extra as {LINE_REF: key}; load_messages reads the value back from the
+# stored line, so readers of the projection get the message as parsed.
+LINE_REF = "$line"
+LINE_REF_MIN = 2048
+
+
+def message_columns(msg: Message, line_backed: tuple[str, ...] = ()) -> dict[str, Any]:
     extra = dict(msg.extra or {})
     if msg.raw is not None:
         extra["raw"] = msg.raw
+    for k in line_backed:
+        v = extra.get(k)
+        if isinstance(v, (dict, list, str)) and len(v) and len(dumps(v)) >= LINE_REF_MIN:
+            extra[k] = {LINE_REF: k}
     model = extra.get("model")
     return {
         "id": msg.id,
@@ -255,6 +266,7 @@ class Projector:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._line_backed: dict[str, tuple[str, ...]] = {}
         self.dirty_threads: set[str] = set()
         self.messages_added = 0
         self._blocks: list[tuple[Any, ...]] = []  # block rows not yet written; see flush()
@@ -265,7 +277,7 @@ class Projector:
         msg_sub = fact_sub = report_seq = 0
         for row in rows:
             if isinstance(row, MessageRow):
-                self.put_message(row.message, (source_id, generation, offset, msg_sub))
+                self.put_message(row.message, (source_id, generation, offset, msg_sub), self.line_backed(provider))
                 msg_sub += 1
             elif isinstance(row, ThreadFact):
                 self.conn.execute(
@@ -324,11 +336,21 @@ class Projector:
             ),
         )  # fmt: skip
 
-    def put_message(self, msg: Message, key: Key) -> None:
+    def line_backed(self, provider: str) -> tuple[str, ...]:
+        keys = self._line_backed.get(provider)
+        if keys is None:
+            from .vendors import VENDORS
+
+            keys = self._line_backed[provider] = next((a.line_backed_extra for a in VENDORS if a.name == provider), ())
+        return keys
+
+    def put_message(self, msg: Message, key: Key, line_backed: tuple[str, ...] = ()) -> None:
+        """``line_backed``: extra keys to store as references to the line at ``key``; only
+        for messages read from a vendor line (not the store's own)."""
         conn = self.conn
         conn.execute("INSERT OR IGNORE INTO message_occurrences VALUES (?, ?, ?, ?, ?)", (*key, msg.id))
         self.dirty_threads.add(msg.thread_id)
-        cols = message_columns(msg)
+        cols = message_columns(msg, line_backed if key[3] == 0 else ())
         params = (
             cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
             cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
@@ -504,6 +526,25 @@ def load_messages(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
             params,
         ):
             blocks.setdefault(b["message_id"], []).append(block_from_row(b, b["blob_data"]))
-        return [message_from_row(r, blocks.get(r["id"], [])) for r in rows]
+        messages = [message_from_row(r, blocks.get(r["id"], [])) for r in rows]
     finally:
         conn.row_factory = saved
+    _read_back_line_fields(conn, rows, messages)
+    return messages
+
+
+def _read_back_line_fields(conn: sqlite3.Connection, rows: list[sqlite3.Row], messages: list[Message]) -> None:
+    """Replace ``{LINE_REF: key}`` values in ``extra`` with ``key`` of the stored line."""
+    from .lines import LineReader
+
+    reader = None
+    for row, msg in zip(rows, messages):
+        if not msg.extra or row["extra"] is None or LINE_REF not in row["extra"]:
+            continue
+        refs = [k for k, v in msg.extra.items() if isinstance(v, dict) and v.keys() == {LINE_REF} and v[LINE_REF] == k]
+        if not refs:
+            continue
+        reader = reader or LineReader(conn)
+        line = orjson.loads(reader.line(row["source_id"], row["generation"], row["offset"]))
+        for k in refs:
+            msg.extra[k] = line[k]

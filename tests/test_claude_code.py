@@ -576,3 +576,37 @@ def test_slug() -> None:
     assert cwd_slug("/Users/me/.config/foo") == "-Users-me--config-foo"
     assert cwd_slug("/home/USER/projects/spotter-worktrees/spotter-dov") == "-home-USER-projects-spotter-worktrees-spotter-dov"
     assert cwd_slug("H:\\PRISM") == "H--PRISM"
+
+
+def test_large_tool_use_result_is_stored_once_and_read_back_from_its_line(tmp_path: Path) -> None:
+    """toolUseResult repeats the tool output: above 2 KiB messages.extra holds a reference
+    and every reader of the archive gets the value of the stored line back."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+    from archive.projection import LINE_REF
+    from archive.store import SqliteMessageStore
+
+    fixtures = Path(__file__).parent / "fixtures" / "claude-code"
+    files = [fixtures / "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+             fixtures / "marot__spotter__tool_heavy.jsonl"]  # fmt: skip
+    expected: list[bytes] = []
+    for f in files:
+        for line in f.read_bytes().splitlines():
+            d = orjson.loads(line)
+            if isinstance(d, dict) and "toolUseResult" in d:
+                expected.append(orjson.dumps(d["toolUseResult"], option=orjson.OPT_SORT_KEYS))
+    db_path = tmp_path / "a.db"
+    ingest_paths(open_db(db_path), files, IngestOptions(idle_seconds=10**9))
+    db = open_db(db_path)
+    refs = db.execute(
+        "SELECT count(*) FROM messages WHERE json_extract(extra, '$.toolUseResult') = json_object(?, 'toolUseResult')",
+        (LINE_REF,),
+    ).fetchone()[0]
+    assert refs == 5
+    assert db.execute("SELECT max(length(extra)) FROM messages").fetchone()[0] < 2048 + 1024
+    store = SqliteMessageStore(db_path)
+    got = [
+        orjson.dumps(m.extra["toolUseResult"], option=orjson.OPT_SORT_KEYS)
+        for t in store.list_threads() for m in store.get_messages(t.id) if m.extra and "toolUseResult" in m.extra
+    ]  # fmt: skip
+    assert sorted(got) == sorted(expected)

@@ -141,6 +141,10 @@ class Adapter:
     name: str = ""
     #: environment variables the default locations depend on (documented in the README)
     env_vars: tuple[str, ...] = ()
+    #: ``Message.extra`` keys copied verbatim from the top level of the message's own JSON
+    #: line; when large, the archive stores a reference and reads the value back from the
+    #: stored line (``projection.LINE_REF``)
+    line_backed_extra: tuple[str, ...] = ()
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []
