@@ -902,8 +902,11 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             last_path = conn.execute("SELECT coalesce(last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
             for (g,) in gens:
                 parser = adapter.parser(SourceInfo(uid, prov, last_path, g, kind), None)
-                for offset, _length, _term, line in iter_stored_lines(conn, sid, g):
+                for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
                     engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
+                    if n % BATCH_LINES == 0:
+                        engine.projector.flush()  # memory stays bounded whatever the archive's size
+                engine.projector.flush()
                 conn.execute(
                     "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
                     (dumps(parser.state()), sid, g),
