@@ -179,7 +179,7 @@ class _Bloom:
         return all(self.bits[p >> 3] & (1 << (p & 7)) for p in self._positions(key))
 
     def pack(self) -> str:
-        return base64.b64encode(zlib.compress(bytes(self.bits), 9)).decode("ascii")
+        return base64.b64encode(zlib.compress(bytes(self.bits), 1)).decode("ascii")
 
 
 def _loads(line: bytes) -> tuple[list[Any], list[Report]]:
