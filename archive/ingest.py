@@ -182,38 +182,40 @@ class Candidate:
     kind: str
 
 
-def _walk(root: Path, problems: list[dict[str, str]]) -> Iterator[Path]:
-    """Files below root, following links, reporting broken links and link loops."""
+def _walk(root: Path, problems: list[dict[str, str]]) -> Iterator[str]:
+    """Paths of the files below root, following links, reporting broken links and link
+    loops. Strings, not Paths: a nightly rerun walks every file, and a Path per file was a
+    third of a no-op rerun."""
     seen_dirs: set[tuple[int, int]] = set()
-    stack = [root]
+    stack = [str(root)]
     while stack:
         d = stack.pop()
         try:
-            st = d.stat()
+            st = os.stat(d)
         except OSError as e:
-            problems.append({"path": str(d), "problem": "unreadable folder", "detail": str(e)})
+            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
             continue
         if (st.st_dev, st.st_ino) in seen_dirs:
-            problems.append({"path": str(d), "problem": "link loop"})
+            problems.append({"path": d, "problem": "link loop"})
             continue
         seen_dirs.add((st.st_dev, st.st_ino))
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
-            problems.append({"path": str(d), "problem": "unreadable folder", "detail": str(e)})
+            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
             continue
         subdirs = []
         for e in entries:
-            p = Path(e.path)
+            p = e.path
             try:
                 if e.is_dir(follow_symlinks=True):
                     subdirs.append(p)
                 elif e.is_file(follow_symlinks=True):
                     yield p
                 elif e.is_symlink():
-                    problems.append({"path": str(p), "problem": "broken link"})
+                    problems.append({"path": p, "problem": "broken link"})
             except OSError as err:  # ELOOP on a self-referencing link
-                problems.append({"path": str(p), "problem": "link loop", "detail": str(err)})
+                problems.append({"path": p, "problem": "link loop", "detail": str(err)})
         stack.extend(reversed(subdirs))
 
 
@@ -235,8 +237,10 @@ def discover(
     adapters: list[Adapter],
     env: Mapping[str, str],
     problems: list[dict[str, str]],
+    unchanged: Callable[[str], bool] | None = None,
 ) -> Iterator[Candidate]:
-    """Candidates from explicit paths (files or folders), or from each vendor's default roots."""
+    """Candidates from explicit paths (files or folders), or from each vendor's default roots.
+    In the roots, a path for which ``unchanged`` says True is passed over before any work."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     seen: set[str] = set()
 
@@ -253,7 +257,13 @@ def discover(
                 root = Path(os.path.abspath(root))
                 if not root.exists():
                     continue
-                for p in _walk(root, problems):
+                for s in _walk(root, problems):
+                    if s in seen:
+                        continue
+                    if unchanged is not None and unchanged(s):
+                        seen.add(s)
+                        continue
+                    p = Path(s)
                     kind = a.classify(p)
                     if kind:
                         yield from emit(p, a, kind)
@@ -261,7 +271,7 @@ def discover(
     for given in paths:
         p = Path(os.path.abspath(given))
         if p.is_dir():
-            for f in _walk(p, problems):
+            for f in map(Path, _walk(p, problems)):
                 picked = _pick(f, adapters, by_content_only=False)
                 if picked is not None:
                     yield from emit(f, *picked)
@@ -459,7 +469,16 @@ class Engine:
         }  # fmt: skip
         touched: set[int] = set()
         seen_paths: set[str] = set()
-        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems):
+
+        def unchanged(path: str) -> bool:
+            """Known, complete and with the same size, mtime and inode: nothing to read."""
+            if not self._unchanged(path):
+                return False
+            self.summary.files_seen += 1
+            seen_paths.add(path)
+            return True
+
+        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged):
             self.summary.files_seen += 1
             seen_paths.add(str(cand.path))
             try:
@@ -525,12 +544,21 @@ class Engine:
                 _lap(tm, "commit", t)
 
     # -- one file
+    def _unchanged(self, path: str, st: os.stat_result | None = None) -> bool:
+        known = self.path_stats.get(path)
+        if known is None or known[3] or known[4]:  # new, pending bytes, or marked missing
+            return False
+        if st is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False  # the read reports it
+        return (st.st_size, st.st_mtime_ns, st.st_ino) == tuple(known[:3])
+
     def _ingest_file(self, cand: Candidate) -> int | None:
         key = str(cand.path)
         st = os.stat(key)
-        stat_key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        known = self.path_stats.get(key)
-        if known is not None and tuple(known[:3]) == stat_key and not known[3] and not known[4]:
+        if self._unchanged(key, st):
             return None
         if cand.kind == SNAPSHOT:
             return self._ingest_snapshot(cand, st)

@@ -481,3 +481,32 @@ def test_full_text_index_follows_every_write(tmp_path):
     _assert_fts_complete(db)
     rebuild(db)  # every block deleted and written again: rowids at or below the mark reused
     _assert_fts_complete(db)
+
+
+def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch):
+    """A nightly rerun stats each known file and nothing more: no adapter is asked about an
+    unchanged path; a grown file is classified and read again."""
+    from archive.vendors import VENDORS
+    from tests.vendor_home import build_home, vendor_env
+
+    home = tmp_path / "home"
+    placed = build_home(home)
+    env = vendor_env(home)
+    db = open_db(tmp_path / "x.db")
+    first = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    asked: list[str] = []
+    for a in VENDORS:
+        real = type(a).classify
+
+        def counting(self, path, real=real):
+            asked.append(str(path))
+            return real(self, path)
+
+        monkeypatch.setattr(type(a), "classify", counting)
+    again = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    assert again.files_seen == first.files_seen > 20 and again.files_changed == 0 and asked == []
+    grown = next(p for p in placed.values() if p.suffix == ".jsonl" and ".codex" in p.parts)
+    with grown.open("ab") as f:
+        f.write(grown.read_bytes().splitlines(keepends=True)[-1])
+    third = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    assert str(grown) in asked and third.files_changed == 1 and third.files_seen == first.files_seen
