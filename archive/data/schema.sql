@@ -31,6 +31,9 @@ CREATE TABLE blocks (
     extra TEXT                          -- JSON: the rest of the block (raw, results, signature)
 );
 CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='blocks', content_rowid='id');
+CREATE TABLE blocks_fts_progress (
+    indexed_upto INTEGER NOT NULL       -- blocks.id up to which blocks_fts holds every block
+);
 CREATE TABLE generations (
     source_id INTEGER NOT NULL REFERENCES sources(id),
     generation INTEGER NOT NULL,
