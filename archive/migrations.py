@@ -538,3 +538,10 @@ def m006_usage_totals(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m007_drop_blocks_call_id(db: Database) -> None:
+    """``blocks_call_type`` (call_id, type) answers every ``call_id = ?`` lookup that
+    ``blocks_call_id`` did; one index less to keep up on each block written."""
+    db.executescript("DROP INDEX blocks_call_id;")

@@ -191,7 +191,6 @@ CREATE TABLE usage_totals (
     reasoning_tokens INTEGER NOT NULL,
     PRIMARY KEY (day, provider, model, thread_id)
 ) WITHOUT ROWID;
-CREATE INDEX blocks_call_id ON blocks(call_id) WHERE call_id IS NOT NULL;
 CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL;
 CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
 CREATE INDEX blocks_tool_name ON blocks(tool_name) WHERE tool_name IS NOT NULL;
