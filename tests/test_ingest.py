@@ -510,3 +510,34 @@ def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch
         f.write(grown.read_bytes().splitlines(keepends=True)[-1])
     third = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
     assert str(grown) in asked and third.files_changed == 1 and third.files_seen == first.files_seen
+
+
+def test_smallest_key_owns_a_message_whatever_the_order(tmp_path):
+    """Within one flush and across flushes, the copy of a message at the smallest
+    (source, generation, offset, sub) is the stored one, with its own blocks."""
+    from archive.model import Message, Text
+    from archive.projection import Projector, index_text
+
+    db = open_db(tmp_path / "x.db")
+    conn = db.conn
+    conn.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (1, 'u', 'canonical', 'lines')")
+
+    def copy(text: str) -> Message:
+        return Message(id="m", thread_id="t", role="user", ts=None, content=[Text(text)])
+
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    p.put_message(copy("at fifty"), (1, 1, 50, 0))
+    p.flush()
+    p.put_message(copy("at ninety"), (1, 1, 90, 0))
+    p.put_message(copy("at twenty"), (1, 1, 20, 0))
+    p.put_message(copy("at ten"), (1, 1, 10, 0))
+    p.put_message(copy("at thirty"), (1, 1, 30, 0))
+    p.flush()
+    index_text(conn)
+    conn.execute("COMMIT")
+    assert db.execute("SELECT offset FROM messages").fetchall() == [(10,)]
+    assert db.execute("SELECT text FROM blocks").fetchall() == [("at ten",)]
+    assert p.messages_added == 1
+    assert db.execute("SELECT count(*) FROM message_occurrences").fetchone()[0] == 5
+    _assert_fts_complete(db)
