@@ -45,7 +45,7 @@ from .model import (
     WebSearch,
     block_from_dict,
 )
-from .vendors.base import BlobRow, MessageRow, Report, Row, ThreadFact, UsageRow
+from .vendors.base import PARSE_ERROR, WARNING, BlobRow, MessageRow, Report, Row, ThreadFact, UsageRow
 
 Key = tuple[int, int, int, int]
 
@@ -299,12 +299,16 @@ class Projector:
         self._reports: list[tuple[Any, ...]] = []
 
     # -- rows of one line
-    def apply(self, provider: str, key3: tuple[int, int, int], rows: Iterable[Row]) -> None:
+    def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
         source_id, generation, offset = key3
         msg_sub = fact_sub = report_seq = 0
+        # a line the adapter had to repair (NUL bytes, bad UTF-8, glued records) is not read
+        # back by a plain JSON parse, so its fields stay in the projection
+        repaired = any(isinstance(r, Report) and r.kind in (PARSE_ERROR, WARNING) for r in rows)
+        line_backed = () if repaired else self.line_backed(provider)
         for row in rows:
             if isinstance(row, MessageRow):
-                self.put_message(row.message, (source_id, generation, offset, msg_sub), self.line_backed(provider))
+                self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed)
                 msg_sub += 1
             elif isinstance(row, ThreadFact):
                 self._facts.append((source_id, generation, offset, fact_sub, row.thread_id, dumps(row.fields)))
@@ -581,6 +585,10 @@ def _read_back_line_fields(conn: sqlite3.Connection, rows: list[sqlite3.Row], me
         if not refs:
             continue
         reader = reader or LineReader(conn)
-        line = orjson.loads(reader.line(row["source_id"], row["generation"], row["offset"]))
-        for k in refs:
-            msg.extra[k] = line[k]
+        where = (row["source_id"], row["generation"], row["offset"])
+        try:
+            line = orjson.loads(reader.line(*where))
+            for k in refs:
+                msg.extra[k] = line[k]
+        except (KeyError, TypeError, orjson.JSONDecodeError) as e:
+            raise ValueError(f"message {msg.id}: cannot read {refs} back from its line {where}: {e}") from None

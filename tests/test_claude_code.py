@@ -610,3 +610,30 @@ def test_large_tool_use_result_is_stored_once_and_read_back_from_its_line(tmp_pa
         for t in store.list_threads() for m in store.get_messages(t.id) if m.extra and "toolUseResult" in m.extra
     ]  # fmt: skip
     assert sorted(got) == sorted(expected)
+
+
+def test_repaired_line_keeps_its_large_tool_use_result_inline(tmp_path: Path) -> None:
+    """A line the adapter repaired (NUL padding after a crash) would not parse back as it
+    is, so its toolUseResult stays in messages.extra and still comes back whole."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+    from archive.store import SqliteMessageStore
+
+    src = Path(__file__).parent / "fixtures" / "claude-code" / "marot__spotter__tool_heavy.jsonl"
+    lines = src.read_bytes().splitlines()
+    big = next(i for i, line in enumerate(lines)
+               if len(orjson.dumps(orjson.loads(line).get("toolUseResult"))) >= 2048)  # fmt: skip
+    lines[big] = lines[big] + b"\x00" * 64
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    db_path = tmp_path / "a.db"
+    ingest_paths(open_db(db_path), [f], IngestOptions(idle_seconds=10**9))
+    uuid = orjson.loads(lines[big].rstrip(b"\x00"))["uuid"]
+    expected = orjson.loads(lines[big].rstrip(b"\x00"))["toolUseResult"]
+    db = open_db(db_path)
+    (extra,) = db.execute("SELECT extra FROM messages WHERE id LIKE ?", (f"%{uuid}%",)).fetchone()
+    assert orjson.loads(extra)["toolUseResult"] == expected
+    store = SqliteMessageStore(db_path)
+    got = [m.extra["toolUseResult"] for t in store.list_threads() for m in store.get_messages(t.id)
+           if m.extra and uuid in m.id and "toolUseResult" in m.extra]  # fmt: skip
+    assert got == [expected]
