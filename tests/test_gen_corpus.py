@@ -4,7 +4,6 @@ exactly by its manifest; append mode adds complete lines only."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
