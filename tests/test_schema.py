@@ -61,3 +61,39 @@ def test_default_path_honours_env(tmp_path):
     assert default_db_path({"SESH_ARCHIVE_DB": str(tmp_path / "x.db")}) == tmp_path / "x.db"
     assert default_db_path({"XDG_DATA_HOME": "/data"}) == Path("/data/sesh-archive/archive.db")
     assert default_db_path({"HOME": "/h"}).name == "archive.db"
+
+
+def test_an_archive_from_before_m005_upgrades_with_its_index_and_totals(tmp_path):
+    """An archive written by the m001-m004 schema (FTS fed by per-row triggers, no usage
+    totals) gains a complete FTS mark, usage totals equal to its usage rows, and keeps
+    answering searches."""
+    from sqlite_utils import Database
+
+    from archive import migrations
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    migrations.migrations.apply(old, stop_before="m005_fts_per_commit")
+    old.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (1, 'u', 'codex', 'lines')")
+    for i, (text, provider) in enumerate([("alpha quokka", "codex"), ("beta", "claude-code"), ("quokka gamma", "codex")]):
+        old.execute("INSERT INTO messages (id, thread_id, role, source_id, generation, offset, sub) "
+                    "VALUES (?, 't', 'assistant', 1, 1, ?, 0)", (f"m{i}", i))  # fmt: skip
+        old.execute("INSERT INTO blocks (message_id, position, type, text) VALUES (?, 0, 'text', ?)", (f"m{i}", text))
+        old.execute("INSERT INTO usage (key, thread_id, provider, model, ts, input_tokens, output_tokens, "
+                    "cache_read_tokens, source_id, generation, offset) VALUES (?, 't', ?, 'x', ?, 100, 7, 40, 1, 1, ?)",
+                    (f"k{i}", provider, f"2026-10-0{i + 1}T10:00:00Z", i))  # fmt: skip
+    old.conn.commit()
+    old.conn.close()
+
+    db = open_db(path)
+    assert db.execute("SELECT indexed_upto FROM blocks_fts_progress").fetchone()[0] == 3
+    db.execute("INSERT INTO blocks_fts(blocks_fts, rank) VALUES ('integrity-check', 1)")
+    hits = db.execute("SELECT b.message_id FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid "
+                      "WHERE blocks_fts MATCH 'quokka' ORDER BY 1").fetchall()  # fmt: skip
+    assert hits == [("m0",), ("m2",)]
+    per_row = db.execute("SELECT day, provider, model, count(*), sum(input_tokens), sum(output_tokens), "
+                         "sum(cache_read_tokens), sum(cache_write_tokens), sum(reasoning_tokens) "
+                         "FROM usage_responses GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").fetchall()  # fmt: skip
+    assert db.execute("SELECT * FROM usage_daily ORDER BY 1, 2, 3").fetchall() == per_row
+    # Codex input counts its cached part: 100 - 40 uncached; Claude's is apart already
+    assert [r[4] for r in per_row] == [60, 100, 60]
