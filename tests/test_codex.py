@@ -391,3 +391,13 @@ def test_locations_classify_detect(tmp_path: Path) -> None:
         assert ADAPTER.detect((FIX / name).read_bytes()[:65536]), name
     assert not ADAPTER.detect(b'{"v":1,"id":"x","createdAt":"2025-01-01T00:00:00Z"}\n')
     assert not ADAPTER.detect(b"not json")
+
+
+def test_unknown_line_with_multibyte_text_is_reported_as_unknown():
+    """The report keeps the start of the record; a cut inside a UTF-8 sequence must not turn
+    an unknown line into a parser failure."""
+    from archive.vendors.base import UNKNOWN
+
+    line = orjson.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "brand_new", "payload": {"t": "é" * 1500}})
+    rows = [r for _o, r in parse_bytes(ADAPTER, line + b"\n", source_for(Path("x.jsonl"), "codex"))]
+    assert [(r.kind, r.reason) for r in rows] == [(UNKNOWN, "line type brand_new")]

@@ -202,6 +202,11 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+def _snippet(value: Any) -> str:
+    """The start of a record for a report; a cut inside a UTF-8 sequence is replaced."""
+    return _dumps(value)[:2000].decode("utf-8", "replace")
+
+
 def _content_hash(payload: JsonObject) -> str:
     # Volatile bookkeeping (ids, status, G3 metadata) is left out so a replayed copy of an
     # item hashes like the original.
@@ -442,10 +447,8 @@ class CodexParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        try:
-            return iter(list(self._dispatch(d)))
-        except Exception as e:  # noqa: BLE001 - the contract: never raise on input
-            return iter([Report(INVALID, "unexpected shape", f"{type(e).__name__}: {e}")])
+        # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
+        return iter(list(self._dispatch(d)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         if isinstance(d.get("session"), dict) and isinstance(d.get("items"), list):
@@ -457,7 +460,7 @@ class CodexParser:
             yield from self._end_replay_if_due(d.get("timestamp"))
             handler = ENVELOPE_HANDLERS.get(kind)
             if handler is None:
-                yield Report(UNKNOWN, f"line type {kind}", _dumps(d)[:2000].decode())
+                yield Report(UNKNOWN, f"line type {kind}", _snippet(d))
                 return
             payload = d["payload"]
             if not isinstance(payload, dict):
@@ -474,7 +477,7 @@ class CodexParser:
         elif isinstance(kind, str):
             yield from _response_item(self, d)
         else:
-            yield Report(UNKNOWN, "line without type", _dumps(d)[:2000].decode())
+            yield Report(UNKNOWN, "line without type", _snippet(d))
 
     def _g0_document(self, d: JsonObject) -> Iterator[Row]:
         # TypeScript CLI (Apr-May 2025): the whole session, rewritten on every save.
@@ -669,7 +672,7 @@ def _event_msg(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     elif kind in METADATA_EVENTS:
         yield Report(METADATA, str(kind))
     else:
-        yield Report(UNKNOWN, f"event_msg {kind}", _dumps(payload)[:2000].decode())
+        yield Report(UNKNOWN, f"event_msg {kind}", _snippet(payload))
 
 
 def _metadata_line(name: str) -> Callable[[CodexParser, JsonObject], Iterator[Row]]:
