@@ -637,3 +637,20 @@ def test_repaired_line_keeps_its_large_tool_use_result_inline(tmp_path: Path) ->
     got = [m.extra["toolUseResult"] for t in store.list_threads() for m in store.get_messages(t.id)
            if m.extra and uuid in m.id and "toolUseResult" in m.extra]  # fmt: skip
     assert got == [expected]
+
+
+def test_tool_result_without_an_id_gives_its_blocks_one_call_id():
+    """A tool_result missing tool_use_id: the result and the file change read from its
+    toolUseResult share the same (empty) call id, never the string 'None'."""
+    line = orjson.dumps({
+        "type": "user", "uuid": "11111111-1111-4111-8111-111111111111",
+        "sessionId": "22222222-2222-4222-8222-222222222222", "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": [{"type": "tool_result", "content": "edited"}]},
+        "toolUseResult": {"filePath": "/w/a.py", "oldString": "a", "newString": "b",
+                          "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+                                               "lines": ["-a", "+b"]}]},
+    })  # fmt: skip
+    rows = [r for _o, r in parse_bytes(ADAPTER, line + b"\n", source_for(Path("s.jsonl"), "claude-code"))]
+    blocks = [b for r in rows if isinstance(r, MessageRow) for b in r.message.content]
+    assert {type(b).__name__ for b in blocks} == {"ToolResult", "FileChange"}
+    assert {b.call_id for b in blocks} == {""}

@@ -376,10 +376,8 @@ class ClaudeCodeParser:
             if not isinstance(d, dict):
                 yield Report(PARSE_ERROR, "not a JSON object", type(d).__name__)
                 continue
-            try:
-                yield from self._record(d, offset)
-            except Exception as e:  # noqa: BLE001 - the contract: never raise on input
-                yield Report(INVALID, "unexpected shape", f"{type(e).__name__}: {e}")
+            # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
+            yield from self._record(d, offset)
 
     def _record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         rtype = d.get("type")
@@ -703,15 +701,16 @@ class ClaudeCodeParser:
                 results += 1
                 produced = _tool_result(b)
                 blocks.extend(produced)
-                call = self.calls.pop(str(b.get("tool_use_id")), None)
+                cid = produced[0].call_id  # as _tool_result read it ("" when the vendor gave none)
+                call = self.calls.pop(cid, None)
                 name = call[1] if call else None
                 if tur is not None and not edit_done and b.get("is_error") is not True:
-                    fc = _file_change(str(b.get("tool_use_id")), name, tur)
+                    fc = _file_change(cid, name, tur)
                     if fc is not None:
                         blocks.append(fc)
                         edit_done = True
                     elif name == "WebSearch" and isinstance(tur, dict) and isinstance(tur.get("query"), str):
-                        blocks.append(WebSearch(call_id=str(b.get("tool_use_id")), query=tur["query"], results=tur.get("results")))
+                        blocks.append(WebSearch(call_id=cid, query=tur["query"], results=tur.get("results")))
                 # toolUseResult.agentId names the child whatever the tool is called (an
                 # emitted cross-vendor session keeps the source's spawn tool name)
                 if call and (name in SPAWN_TOOLS or (isinstance(tur, dict) and _str(tur.get("agentId")))):
