@@ -141,7 +141,7 @@ def _cross_vendor() -> tuple[Thread, list[Message]]:
         msg(7, "assistant", WebSearch(query="python os", results=[{"url": "u"}]), ToolCall(call_id="toolu_3", name="Read", input={"p": 1}),
             Unknown(source_type="thing", raw={}), Attachment(media_type="image/png", data="AAAA")),
         msg(8, "user", ToolResult(call_id="toolu_404", output="stray")),
-        msg(9, "assistant", Text("Done.")),
+        msg(9, "assistant", Text("Done."), FileChange(call_id=None, path="b.py", patch=diff)),
     ]
     return thread, msgs
 
@@ -165,6 +165,7 @@ def test_cross_vendor_emit_counts_every_change() -> None:
         "attachment: assistant images are not representable": 1,
         "tool_result: no matching tool call, dropped": 1,
         "tool_call: no result, 'aborted' output added": 1,
+        "file_change: no tool call to carry it": 1,
     }
     data = next(iter(result.files.values()))
     lines = check_lines(data)

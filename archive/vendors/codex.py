@@ -1245,16 +1245,15 @@ class _Emitter:
             self.count("attachment: no data or uri")
 
     def block(self, b: Block, m: Message, changes: dict[str, list[FileChange]]) -> None:
-        if isinstance(b, Reasoning):
-            self.reasoning(b, m)
-        elif isinstance(b, ToolCall):
+        """Any block but text, attachments and reasoning (emit_message writes those)."""
+        if isinstance(b, ToolCall):
             self.tool_call(b, m, changes.pop(b.call_id, []))
         elif isinstance(b, ToolResult):
             self.tool_result(b, m)
         elif isinstance(b, FileChange):
-            if b.call_id in changes:  # its tool call was not in this message
-                fcs = changes.pop(b.call_id or "")
-                self.count("file_change: no tool call to carry it", len(fcs))
+            key = b.call_id or ""
+            if key in changes:  # its tool call was not in this message (counted once per call id)
+                self.count("file_change: no tool call to carry it", len(changes.pop(key)))
         elif isinstance(b, WebSearch):
             action = {"type": "search", "query": b.query}
             self.line("response_item", {"type": "web_search_call", "status": "completed", "action": action}, m.ts)
