@@ -401,3 +401,16 @@ def test_unknown_line_with_multibyte_text_is_reported_as_unknown():
     line = orjson.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "brand_new", "payload": {"t": "é" * 1500}})
     rows = [r for _o, r in parse_bytes(ADAPTER, line + b"\n", source_for(Path("x.jsonl"), "codex"))]
     assert [(r.kind, r.reason) for r in rows] == [(UNKNOWN, "line type brand_new")]
+
+
+def test_usage_records_without_response_id_or_total_each_count():
+    meta = {"timestamp": "2026-08-03T10:48:56.000Z", "type": "session_meta",
+            "payload": {"id": "019fc8be-3658-7ca3-9e29-000000000000", "timestamp": "2026-08-03T10:48:56.000Z",
+                        "cwd": "/tmp/repo", "originator": "codex_cli_rs", "cli_version": "0.171.0"}}  # fmt: skip
+    records = [{"timestamp": f"2026-08-03T10:49:0{i}.000Z", "type": "token_usage_record",
+                "payload": {"usage": {"input_tokens": 10 * i, "cached_input_tokens": 0, "output_tokens": i}}}
+               for i in (1, 2)]  # fmt: skip
+    data = b"".join(orjson.dumps(d) + b"\n" for d in [meta, *records])
+    rows = [r for _o, r in parse_bytes(ADAPTER, data, source_for(Path("rollout.jsonl"), "codex"))]
+    usage = [r for r in rows if type(r).__name__ == "UsageRow"]
+    assert len({u.key for u in usage}) == 2 and sorted(u.usage.output_tokens for u in usage) == [1, 2]

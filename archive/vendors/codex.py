@@ -700,7 +700,9 @@ def _token_usage_record(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
         return
     if total is not None:
         p.cum[seg] = total
-    key = _str(payload.get("response_id")) or f"cum:{sum(total or [])}"
+    # without a response id or a running total, the record's own time tells responses apart
+    # ("cum:0" for all of them kept only the last one)
+    key = _str(payload.get("response_id")) or (f"cum:{sum(total)}" if total is not None else f"at:{p.ts}")
     yield p.usage(key, usage)
 
 
