@@ -622,9 +622,9 @@ class Engine:
         parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, LINES), gen.state)
         batch: list[tuple[int, bytes, int, list[Row]]] = []
         batch_bytes = 0
-        changed = False
         tm = self.options.timings
         feed = self._feed if tm is None else self._timed_feed
+        changed = self._terminate_idle_tail(gen, path)
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
             reader = _LineReader(f, gen.end_offset)
@@ -649,6 +649,39 @@ class Engine:
         if changed:
             self.summary.files_changed += 1
         return gen.source_id
+
+    def _terminate_idle_tail(self, gen: _Gen, path: Path) -> bool:
+        """A last line taken without its newline (the file was idle) whose newline has come
+        since: mark it terminated, as a whole ingest would have stored it, rather than read
+        the newline as an empty line of its own. The line's chunk keeps its bytes; the row
+        says where its newline is."""
+        if gen.source_id is None or gen.end_offset == 0:
+            return False
+        row = self.conn.execute(
+            "SELECT l.offset, l.length FROM generations g JOIN source_lines l ON l.source_id = g.source_id "
+            "AND l.generation = g.generation AND l.offset = g.last_line_offset "
+            "WHERE g.source_id = ? AND g.generation = ? AND l.terminated = 0",
+            (gen.source_id, gen.generation),
+        ).fetchone()
+        if row is None or _read_range(path, gen.end_offset, gen.end_offset + 1) != b"\n":
+            return False
+        offset, length = row
+        self._begin()
+        try:
+            self.conn.execute(
+                "UPDATE source_lines SET terminated = 1 WHERE source_id = ? AND generation = ? AND offset = ?",
+                (gen.source_id, gen.generation, offset),
+            )
+            gen.end_offset = offset + length + 1
+            self.conn.execute(
+                "UPDATE generations SET end_offset = ?, last_line_sha = ? WHERE source_id = ? AND generation = ?",
+                (gen.end_offset, hashlib.sha256(_read_range(path, offset, gen.end_offset)).hexdigest(),
+                 gen.source_id, gen.generation),
+            )  # fmt: skip
+        except BaseException:
+            self._rollback()
+            raise
+        return True
 
     def _timed_feed(self, parser: Any, offset: int, line: bytes) -> list[Row]:
         t = time.perf_counter()

@@ -2,7 +2,9 @@
 
 Invariants: a chunk holds the exact bytes of consecutive lines of one generation, each
 line followed by its newline when the file had one, from ``first_offset`` to
-``end_offset``; ``source_lines`` rows point into it. ``iter_stored_lines`` gives back
+``end_offset``; ``source_lines`` rows point into it. One exception: a last line taken
+without its newline (its file was idle) and found terminated later keeps its chunk as it
+was, and only its row says ``terminated`` (``Engine._terminate_idle_tail``). ``iter_stored_lines`` gives back
 every line's exact bytes in file order, reading one chunk at a time (memory is bounded by
 the largest chunk, whatever the file's size).
 """

@@ -541,3 +541,26 @@ def test_smallest_key_owns_a_message_whatever_the_order(tmp_path):
     assert p.messages_added == 1
     assert db.execute("SELECT count(*) FROM message_occurrences").fetchone()[0] == 5
     _assert_fts_complete(db)
+
+
+@pytest.mark.parametrize("more", [0, 2])
+def test_idle_taken_last_line_whose_newline_comes_later_equals_whole(tmp_path, more):
+    """A torn last line taken while idle, then the file goes on with its newline (and maybe
+    more lines): the archive equals one ingest of the finished file (no empty line, the
+    taken line terminated), and restore gives the file back."""
+    a = tmp_path / "a.jsonl"
+    lines = canonical_lines("t", 3 + more)
+    a.write_bytes(b"\n".join(lines[:4]))  # header + 3 messages, the last without newline
+    old = a.stat().st_mtime - 7200
+    os.utime(a, (old, old))
+    db, s = ingest(tmp_path / "x.db", [a], IngestOptions(idle_seconds=3600))
+    assert s.messages_added == 3
+    a.write_bytes(b"\n".join(lines) + b"\n")
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.messages_added == more and s.reports.get("skipped", 0) == 0
+    whole, _ = ingest(tmp_path / "whole.db", [a])
+    assert portable_dump(db) == portable_dump(whole)
+    out = restore(db, tmp_path / "restored")
+    assert out[0].sha256 == sha(a.read_bytes())
+    _, s = ingest(tmp_path / "x.db", [a])
+    assert s.files_changed == 0
