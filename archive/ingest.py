@@ -619,7 +619,7 @@ class Engine:
 
     def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
         path, adapter = cand.path, cand.adapter
-        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, LINES), gen.state)
+        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, self._parser_path(gen, path), gen.generation, LINES), gen.state)
         batch: list[tuple[int, bytes, int, list[Row]]] = []
         batch_bytes = 0
         tm = self.options.timings
@@ -649,6 +649,16 @@ class Engine:
         if changed:
             self.summary.files_changed += 1
         return gen.source_id
+
+    def _parser_path(self, gen: _Gen, path: Path) -> str:
+        """The path parsers see: the source's first path, at ingest and at rebuild alike. A
+        parser may take ids from the file name, and a moved or copied file must not change
+        them (rebuild = ingest)."""
+        if gen.source_id is not None:
+            row = self.conn.execute("SELECT first_path FROM sources WHERE id = ?", (gen.source_id,)).fetchone()
+            if row is not None and row[0]:
+                return str(row[0])
+        return str(path)
 
     def _terminate_idle_tail(self, gen: _Gen, path: Path) -> bool:
         """A last line taken without its newline (the file was idle) whose newline has come
@@ -837,7 +847,7 @@ class Engine:
                 return source_id
             gen = _Gen(source_id, uid, adapter.name, SNAPSHOT, (top[0] if top else 0) + 1, 0, 0, None, fingerprint)
         gen.content_sha = content_sha
-        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, str(path), gen.generation, SNAPSHOT), None)
+        parser = adapter.parser(SourceInfo(gen.uid, adapter.name, self._parser_path(gen, path), gen.generation, SNAPSHOT), None)
         rows = self._feed(parser, 0, data)
         self._write(gen, parser, [(0, data, 0, rows)], path, st, final=True)
         self.summary.files_changed += 1
@@ -960,10 +970,11 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             gens = conn.execute(
                 "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
             ).fetchall()
-            # snapshot parsers may read ids from the file name (Claude's agent meta.json)
-            last_path = conn.execute("SELECT coalesce(last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
+            # parsers may read ids from the file name (Claude's agent meta.json, a session's
+            # leading summary): they see the first path, as at ingest (Engine._parser_path)
+            first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
             for (g,) in gens:
-                parser = adapter.parser(SourceInfo(uid, prov, last_path, g, kind), None)
+                parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
                 for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
                     engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
                     if n % BATCH_LINES == 0:

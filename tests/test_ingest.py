@@ -564,3 +564,29 @@ def test_idle_taken_last_line_whose_newline_comes_later_equals_whole(tmp_path, m
     assert out[0].sha256 == sha(a.read_bytes())
     _, s = ingest(tmp_path / "x.db", [a])
     assert s.files_changed == 0
+
+
+def test_rebuild_after_a_move_equals_ingest_when_the_parser_reads_the_file_name(tmp_path):
+    """Claude Code names a session's leading summary by the file name. Ingest and rebuild
+    give parsers the source's first path, so a file moved (and grown) since rebuilds to the
+    same rows."""
+    sid = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+    summary = {"type": "summary", "summary": "Fix the parser", "leafUuid": "11111111-1111-4111-8111-111111111111"}
+
+    def user(i: int) -> dict:
+        return {"type": "user", "uuid": f"22222222-2222-4222-8222-00000000000{i}", "sessionId": sid,
+                "timestamp": f"2026-01-01T00:00:0{i}Z", "cwd": "/w",
+                "message": {"role": "user", "content": f"prompt {i}"}}  # fmt: skip
+
+    first = tmp_path / "home" / ".claude" / "projects" / "-w" / f"{sid}.jsonl"
+    write_lines(first, [orjson.dumps(summary), orjson.dumps(user(1))])
+    db, _ = ingest(tmp_path / "x.db", [first])
+    assert db.execute("SELECT title FROM threads WHERE id = ?", (sid,)).fetchone() == ("Fix the parser",)
+    moved = tmp_path / "backup" / "33333333-3333-4333-8333-333333333333.jsonl"
+    moved.parent.mkdir()
+    first.rename(moved)
+    write_lines(moved, [orjson.dumps(summary), orjson.dumps(user(1)), orjson.dumps(user(2))])
+    ingest_paths(db, [moved], NEVER_IDLE)
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
