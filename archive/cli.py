@@ -213,7 +213,7 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
              cwd: str | None, json_report: bool) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
-    from .emit import emit_thread, install_base, write_files
+    from .emit import emit_thread, install_base, write_file, write_files
 
     if install and output:
         raise click.UsageError("--install and -o are exclusive")
@@ -226,12 +226,7 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
             write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
         elif output is not None:
             if len(outcome.files) == 1 and not output.is_dir() and output.suffix:
-                ((_rel, data),) = outcome.files.items()
-                if output.exists():
-                    raise ArchiveError(f"refusing to overwrite: {output}")
-                output.parent.mkdir(parents=True, exist_ok=True)
-                output.write_bytes(data)
-                outcome.written = [output]
+                write_file(outcome, output)
             else:
                 write_files(outcome, output)
     except ArchiveError as e:

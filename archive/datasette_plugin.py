@@ -325,8 +325,6 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         "thread": dict(thread),
         "title": thread["title"] or f"Thread {thread['id']}",
         "messages": build_messages(datasette, data),
-        "orphans": [_child(datasette, c) for c in data["children"]
-                    if not any(r["m_id"] == c["origin_message_id"] for r in data["rows"])],  # fmt: skip
         "all_children": [_child(datasette, c) for c in data["children"]],
         "parent": ({"href": thread_path(datasette, data["parent"]["id"]), "label": data["parent"]["title"] or data["parent"]["id"]}
                    if data["parent"] else None),  # fmt: skip

@@ -64,11 +64,15 @@ class EmitOutcome:
         }
 
 
-def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
+def _thread_record(db: Database, thread_id: str) -> Thread:
     found = load_threads(db.conn, "id = ?", (thread_id,))
     if not found:
         raise ArchiveError(f"no thread {thread_id!r}")
-    return found[0], load_messages(db.conn, "m.thread_id = ?", (thread_id,))
+    return found[0]
+
+
+def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
+    return _thread_record(db, thread_id), load_messages(db.conn, "m.thread_id = ?", (thread_id,))
 
 
 def descendants(db: Database, thread_id: str) -> list[str]:
@@ -155,19 +159,21 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True, **optio
     if target not in TARGETS:
         raise ArchiveError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
     thread_id = resolve_thread(db, ref)  # an id or an unambiguous prefix
-    thread, messages = load_thread(db, thread_id)
-    child_ids = descendants(db, thread_id)
-    if exact and target not in ("canonical", "markdown"):
-        outcome = _exact(db, thread, [thread_id] + child_ids, target)
-        if outcome is not None:
-            return outcome
-    children = [load_thread(db, c) for c in child_ids]
     if target == "markdown":
         from .queries import show
         from .render import thread_markdown
 
         text = "\n".join(thread_markdown(show(db, thread_id), full=True)) + "\n"
         return EmitOutcome(thread_id, target, False, {f"{_safe_name(thread_id)}.md": text.encode()})
+    # messages are loaded only when the target is built from them, not for a byte-exact copy
+    thread = _thread_record(db, thread_id)
+    child_ids = descendants(db, thread_id)
+    if exact and target != "canonical":
+        outcome = _exact(db, thread, [thread_id] + child_ids, target)
+        if outcome is not None:
+            return outcome
+    messages = load_messages(db.conn, "m.thread_id = ?", (thread_id,))
+    children = [load_thread(db, c) for c in child_ids]
     if target == "canonical":
         result = get_adapter("canonical").emit(thread, messages)
         body = b"".join(result.files.values())
@@ -206,7 +212,16 @@ def install_base(target: str, env: Mapping[str, str], home: Path) -> Path:
 
 def write_files(outcome: EmitOutcome, base: Path) -> list[Path]:
     """Write every file under ``base`` atomically; refuse (before writing anything) if any exists."""
-    targets = [(base / rel, data) for rel, data in sorted(outcome.files.items())]
+    return _write_atomically(outcome, [(base / rel, data) for rel, data in sorted(outcome.files.items())])
+
+
+def write_file(outcome: EmitOutcome, path: Path) -> list[Path]:
+    """Write the outcome's one file as ``path``, atomically, never over an existing file."""
+    ((_rel, data),) = outcome.files.items()
+    return _write_atomically(outcome, [(path, data)])
+
+
+def _write_atomically(outcome: EmitOutcome, targets: list[tuple[Path, bytes]]) -> list[Path]:
     existing = [str(p) for p, _ in targets if p.exists() or p.is_symlink()]
     if existing:
         raise ArchiveError("refusing to overwrite: " + ", ".join(existing))

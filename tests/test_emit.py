@@ -183,3 +183,22 @@ def test_markdown_transcript_for_sharing(archive, tmp_path):
     assert name.endswith(".md") and text.startswith("# ")
     assert "## user" in text and "## assistant" in text
     assert "<details><summary>Tool call" in text and "</details>" in text
+
+
+def test_emit_to_a_file_or_folder_never_overwrites(archive, tmp_path):
+    """`emit -o FILE` writes one file whole (temporary file, then a link) and refuses an
+    existing one; `-o DIR` lays out the vendor tree."""
+    home, db_path, placed = archive
+    tid = top_threads(open_db(db_path))[0]
+    runner = CliRunner()
+    out = tmp_path / "out" / "thread.jsonl"
+    ok = runner.invoke(cli, ["--db", str(db_path), "emit", tid, "--to", "canonical", "-o", str(out)])
+    assert ok.exit_code == 0, ok.output
+    assert out.read_bytes().startswith(b'{"v":1,"id":') and [p.name for p in out.parent.iterdir()] == ["thread.jsonl"]
+    before = out.read_bytes()
+    again = runner.invoke(cli, ["--db", str(db_path), "emit", tid, "--to", "canonical", "-o", str(out)])
+    assert again.exit_code == 1 and "refusing to overwrite" in again.output and out.read_bytes() == before
+    folder = tmp_path / "tree"
+    tree = runner.invoke(cli, ["--db", str(db_path), "emit", tid, "--to", "codex", "-o", str(folder)])
+    assert tree.exit_code == 0, tree.output
+    assert [p.name for p in folder.rglob("*.jsonl")] and not list(folder.rglob("*.tmp"))
