@@ -519,7 +519,6 @@ class Engine:
     def _rollback(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        self.projector.dirty_threads.clear()
         self.projector.discard()
 
     # -- transactions: several files' batches share one

@@ -23,7 +23,6 @@ import base64
 import binascii
 import hashlib
 import sqlite3
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -45,6 +44,7 @@ from .model import (
     WebSearch,
     block_from_dict,
 )
+from .vendors import get as get_adapter
 from .vendors.base import PARSE_ERROR, WARNING, BlobRow, MessageRow, Report, Row, ThreadFact, UsageRow
 
 Key = tuple[int, int, int, int]
@@ -286,7 +286,6 @@ class Projector:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._line_backed: dict[str, tuple[str, ...]] = {}
         self.dirty_threads: set[str] = set()
         self.messages_added = 0
         # rows not yet written, one executemany each in flush(): blocks, and rows nothing
@@ -305,7 +304,7 @@ class Projector:
         # a line the adapter had to repair (NUL bytes, bad UTF-8, glued records) is not read
         # back by a plain JSON parse, so its fields stay in the projection
         repaired = any(isinstance(r, Report) and r.kind in (PARSE_ERROR, WARNING) for r in rows)
-        line_backed = () if repaired else self.line_backed(provider)
+        line_backed = () if repaired else get_adapter(provider).line_backed_extra
         for row in rows:
             if isinstance(row, MessageRow):
                 self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed)
@@ -341,14 +340,6 @@ class Projector:
             u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
             u.reasoning_tokens, dumps(extra) if extra else None, *key3,
         ))  # fmt: skip
-
-    def line_backed(self, provider: str) -> tuple[str, ...]:
-        keys = self._line_backed.get(provider)
-        if keys is None:
-            from .vendors import VENDORS
-
-            keys = self._line_backed[provider] = next((a.line_backed_extra for a in VENDORS if a.name == provider), ())
-        return keys
 
     def put_message(self, msg: Message, key: Key, line_backed: tuple[str, ...] = ()) -> None:
         """Queue a message seen at ``key``; ``flush`` writes it if no smaller key owns it.
@@ -436,7 +427,8 @@ class Projector:
         self.conn.execute("DELETE FROM temp._pending_blocks")
 
     def discard(self) -> None:
-        """Forget pending rows (the caller rolled its transaction back)."""
+        """Forget pending rows and dirty threads (the caller rolled its transaction back)."""
+        self.dirty_threads.clear()
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
         self._messages = []
 
