@@ -590,3 +590,39 @@ def test_rebuild_after_a_move_equals_ingest_when_the_parser_reads_the_file_name(
     before = dump_tables(db)
     rebuild(db)
     assert dump_tables(db) == before
+
+
+def test_parser_failures_are_recorded_and_the_file_goes_on(tmp_path, monkeypatch):
+    """Nothing silent: a line whose parser raises is stored with an adapter_error report, a
+    line it explains with nothing gets an unexplained report, and the lines after both are
+    ingested as usual."""
+    from archive.vendors import canonical
+
+    a = tmp_path / "a.jsonl"
+    lines = canonical_lines("t", 6)
+    write_lines(a, lines)
+    offsets = [sum(len(x) + 1 for x in lines[:i]) for i in range(len(lines))]
+    real_parser = canonical.ADAPTER.parser
+
+    def parser(source, state=None):
+        p = real_parser(source, state)
+        real_feed = p.feed
+
+        def feed(offset, line):
+            if offset == offsets[2]:
+                raise RuntimeError("boom")
+            if offset == offsets[3]:
+                return iter(())
+            return real_feed(offset, line)
+
+        p.feed = feed
+        return p
+
+    monkeypatch.setattr(canonical.ADAPTER, "parser", parser)
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.reports["adapter_error"] == 1 and s.reports["unexplained"] == 1
+    stored = dict(db.execute("SELECT offset, kind FROM reports WHERE kind IN ('adapter_error', 'unexplained')").fetchall())
+    assert stored == {offsets[2]: "adapter_error", offsets[3]: "unexplained"}
+    ids = {r[0] for r in db.execute("SELECT id FROM messages")}
+    assert {"t-m0", "t-m3", "t-m4", "t-m5"} <= ids and not {"t-m1", "t-m2"} & ids
+    assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == len(lines)
