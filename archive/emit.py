@@ -28,7 +28,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from .db import ArchiveError
-from .ingest import stored_file_bytes
+from .ingest import plain_name, stored_file_bytes
 from .model import Message, Thread
 from .projection import load_messages, load_threads
 from .queries import resolve_thread
@@ -145,7 +145,7 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str) -> 
         # a .bak (clm) continues an older generation; only the live file is restored
         if last_path.endswith(".bak"):
             continue
-        files[_relative(provider, last_path)] = stored_file_bytes(db, sid, gen)
+        files[_relative(provider, plain_name(last_path))] = stored_file_bytes(db, sid, gen)
     hint = {
         "claude-code": f"cd {shlex.quote((thread.metadata or {}).get('cwd') or '.')} && claude --resume {thread.id}",
         "codex": f"codex resume {thread.id}",

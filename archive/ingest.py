@@ -347,6 +347,13 @@ def _seek(f: BinaryIO, offset: int) -> None:
             remaining -= len(got)
 
 
+def plain_name(path: str) -> str:
+    """Where a source's bytes are written back: the archive keeps a ``.zst`` file's lines
+    decompressed (its offsets are the decompressed ones), so restore and emit write the
+    plain ``.jsonl`` the vendor reads too, not decompressed bytes under a ``.zst`` name."""
+    return path[: -len(".zst")] if path.endswith(".zst") else path
+
+
 def _read_range(path: Path, start: int, end: int) -> bytes:
     with _open_stream(path) as f:
         _seek(f, start)
@@ -1034,7 +1041,7 @@ def restore(
         elif not all_generations:
             gens = [current] if current in gens else gens[-1:]
         for g in gens:
-            rel = Path(str(last_path).lstrip("/")) if last_path else Path(uid)
+            rel = Path(plain_name(str(last_path)).lstrip("/")) if last_path else Path(uid)
             target = Path(out_dir) / rel
             if g != current:
                 target = target.with_name(f"{target.name}.gen{g}")

@@ -626,3 +626,18 @@ def test_parser_failures_are_recorded_and_the_file_goes_on(tmp_path, monkeypatch
     ids = {r[0] for r in db.execute("SELECT id FROM messages")}
     assert {"t-m0", "t-m3", "t-m4", "t-m5"} <= ids and not {"t-m1", "t-m2"} & ids
     assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == len(lines)
+
+
+def test_compressed_source_restores_as_the_plain_file(tmp_path):
+    """A .jsonl.zst (Codex archives) is read decompressed; restore writes those exact bytes
+    as the plain .jsonl, never decompressed bytes under a .zst name."""
+    import zstandard
+
+    data = b"".join(line + b"\n" for line in canonical_lines("z", 5))
+    a = tmp_path / "in" / "a.jsonl.zst"
+    a.parent.mkdir()
+    a.write_bytes(zstandard.ZstdCompressor().compress(data))
+    db, s = ingest(tmp_path / "x.db", [a])
+    assert s.messages_added == 5
+    (out,) = restore(db, tmp_path / "restored")
+    assert out.path.name == "a.jsonl" and out.sha256 == sha(data) and out.path.read_bytes() == data
