@@ -241,9 +241,18 @@ def discover(
     unchanged: Callable[[str], bool] | None = None,
 ) -> Iterator[Candidate]:
     """Candidates from explicit paths (files or folders), or from each vendor's default roots.
-    In the roots, a path for which ``unchanged`` says True is passed over before any work."""
+    A path for which ``unchanged`` says True is passed over before any work (no adapter, no
+    read of its head)."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     seen: set[str] = set()
+
+    def passed_over(path: str) -> bool:
+        if path in seen:
+            return True
+        if unchanged is not None and unchanged(path):
+            seen.add(path)
+            return True
+        return False
 
     def emit(p: Path, a: Adapter, kind: str) -> Iterator[Candidate]:
         # walks start from absolute roots, so only a path given by hand needs abspath
@@ -259,10 +268,7 @@ def discover(
                 if not root.exists():
                     continue
                 for s in _walk(root, problems):
-                    if s in seen:
-                        continue
-                    if unchanged is not None and unchanged(s):
-                        seen.add(s)
+                    if passed_over(s):
                         continue
                     p = Path(s)
                     kind = a.classify(p)
@@ -272,11 +278,16 @@ def discover(
     for given in paths:
         p = Path(os.path.abspath(given))
         if p.is_dir():
-            for f in map(Path, _walk(p, problems)):
+            for s in _walk(p, problems):
+                if passed_over(s):
+                    continue
+                f = Path(s)
                 picked = _pick(f, adapters, by_content_only=False)
                 if picked is not None:
                     yield from emit(f, *picked)
         elif p.is_file():
+            if passed_over(str(p)):
+                continue
             picked = _pick(p, adapters, by_content_only=True)
             if picked is None:
                 problems.append({"path": str(p), "problem": "no adapter recognises this file"})
@@ -551,22 +562,19 @@ class Engine:
                 _lap(tm, "commit", t)
 
     # -- one file
-    def _unchanged(self, path: str, st: os.stat_result | None = None) -> bool:
+    def _unchanged(self, path: str) -> bool:
         known = self.path_stats.get(path)
         if known is None or known[3] or known[4]:  # new, pending bytes, or marked missing
             return False
-        if st is None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                return False  # the read reports it
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False  # the read reports it
         return (st.st_size, st.st_mtime_ns, st.st_ino) == tuple(known[:3])
 
     def _ingest_file(self, cand: Candidate) -> int | None:
-        key = str(cand.path)
-        st = os.stat(key)
-        if self._unchanged(key, st):
-            return None
+        """A new or changed file (discover passed over the unchanged ones)."""
+        st = os.stat(cand.path)
         if cand.kind == SNAPSHOT:
             return self._ingest_snapshot(cand, st)
         return self._ingest_lines(cand, st)

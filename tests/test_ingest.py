@@ -483,9 +483,10 @@ def test_full_text_index_follows_every_write(tmp_path):
     _assert_fts_complete(db)
 
 
-def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch):
+@pytest.mark.parametrize("given", ["vendor roots", "a folder"])
+def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch, given):
     """A nightly rerun stats each known file and nothing more: no adapter is asked about an
-    unchanged path; a grown file is classified and read again."""
+    unchanged path (nor its head read); a grown file is classified and read again."""
     from archive.vendors import VENDORS
     from tests.vendor_home import build_home, vendor_env
 
@@ -493,7 +494,8 @@ def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch
     placed = build_home(home)
     env = vendor_env(home)
     db = open_db(tmp_path / "x.db")
-    first = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    paths = None if given == "vendor roots" else [home]
+    first = ingest_paths(db, paths, IngestOptions(env=env, idle_seconds=10**9))
     asked: list[str] = []
     for a in VENDORS:
         real = type(a).classify
@@ -503,12 +505,12 @@ def test_rerun_passes_over_unchanged_files_before_any_work(tmp_path, monkeypatch
             return real(self, path)
 
         monkeypatch.setattr(type(a), "classify", counting)
-    again = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    again = ingest_paths(db, paths, IngestOptions(env=env, idle_seconds=10**9))
     assert again.files_seen == first.files_seen > 20 and again.files_changed == 0 and asked == []
     grown = next(p for p in placed.values() if p.suffix == ".jsonl" and ".codex" in p.parts)
     with grown.open("ab") as f:
         f.write(grown.read_bytes().splitlines(keepends=True)[-1])
-    third = ingest_paths(db, None, IngestOptions(env=env, idle_seconds=10**9))
+    third = ingest_paths(db, paths, IngestOptions(env=env, idle_seconds=10**9))
     assert str(grown) in asked and third.files_changed == 1 and third.files_seen == first.files_seen
 
 
