@@ -416,9 +416,6 @@ def _parses(line: bytes) -> bool:
         return False
 
 
-# ---------------------------------------------------------------- compression
-
-
 # ---------------------------------------------------------------- the engine
 
 
@@ -601,10 +598,12 @@ class Engine:
             return None  # no complete first line yet: nothing is recorded, the next run retries
         first_line = first[0]
         fingerprint = hashlib.sha256(first_line).hexdigest()
-        gen = self._choose_generation(adapter.name, fingerprint, path, st, LINES)
+        gen = self._choose_generation(adapter.name, fingerprint, path, st)
         return self._read_lines(cand, st, gen, idle)
 
-    def _choose_generation(self, provider: str, fingerprint: str, path: Path, st: os.stat_result, kind: str) -> _Gen:
+    def _choose_generation(self, provider: str, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
+        """The generation a line file's bytes continue, or a new one (a rewrite)."""
+        kind = LINES
         found = self._lookup_source(provider, fingerprint)
         new_fingerprint = found is None
         if found is None:
@@ -618,7 +617,7 @@ class Engine:
             "FROM generations WHERE source_id = ? ORDER BY generation DESC",
             (source_id,),
         ).fetchall()
-        if not new_fingerprint and kind == LINES:
+        if not new_fingerprint:
             compressed = path.name.endswith(".zst")
             for g, end, count, last_off, last_sha, state in gens:
                 if not compressed and st.st_size < end:

@@ -234,16 +234,13 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
 
 # ---------------------------------------------------------------- threads
 
-# usage_responses already holds the four disjoint buckets (Codex input less its cached part)
-_U_INPUT = "{u}input_tokens"
-
-
-def _norm_sums(alias: str = "") -> str:
-    u = f"{alias}." if alias else ""
+def _norm_sums() -> str:
+    """Sums over usage_responses, which already holds the four disjoint buckets (Codex
+    input less its cached part)."""
     return (
-        f"count(*) AS responses, sum({_U_INPUT.format(u=u)}) AS input_tokens, "
-        f"sum({u}output_tokens) AS output_tokens, sum({u}cache_read_tokens) AS cache_read_tokens, "
-        f"sum({u}cache_write_tokens) AS cache_write_tokens, sum({u}reasoning_tokens) AS reasoning_tokens"
+        "count(*) AS responses, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, "
+        "sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens, "
+        "sum(reasoning_tokens) AS reasoning_tokens"
     )
 
 

@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import webbrowser
@@ -39,7 +38,6 @@ SETTINGS = {
 def load_metadata(db_name: str = METADATA_DB_NAME) -> dict[str, Any]:
     """The packaged metadata, with its database renamed to ``db_name``."""
     meta = json.loads(resources.files("archive.data").joinpath("datasette-metadata.json").read_text("utf-8"))
-    meta = copy.deepcopy(meta)
     dbs = meta.get("databases", {})
     if METADATA_DB_NAME in dbs and db_name != METADATA_DB_NAME:
         dbs[db_name] = dbs.pop(METADATA_DB_NAME)

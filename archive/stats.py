@@ -1,4 +1,4 @@
-"""Read-only queries behind ``status`` (and, later, ``stats``): SQL lives here, not in cli.py."""
+"""Read-only queries behind ``status`` (``stats`` and the other read commands are in queries.py)."""
 
 from __future__ import annotations
 

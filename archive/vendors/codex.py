@@ -109,18 +109,6 @@ from .base import (
 NAME = "codex"
 REPLAY_BURST_MS = 1000
 
-ENVELOPE_TYPES = {
-    "session_meta",
-    "response_item",
-    "compacted",
-    "turn_context",
-    "event_msg",
-    "world_state",
-    "inter_agent_communication",
-    "inter_agent_communication_metadata",
-    "token_usage_record",
-}
-
 # Harness-written text that Codex puts into user/developer messages (0.3x-0.171).
 INJECTED_PREFIXES = (
     "<environment_context",
@@ -585,13 +573,12 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
     parent = _str(m.get("forked_from_id")) or _str(m.get("parent_thread_id"))
     if isinstance(source, dict):
         sub = source.get("subagent")
-        meta["subagent"] = True if sub is not None else meta.get("subagent")
+        if sub is not None:
+            meta["subagent"] = True
         if isinstance(sub, dict) and isinstance(sub.get("thread_spawn"), dict):
             parent = parent or _str(sub["thread_spawn"].get("parent_thread_id"))
             if _str(sub["thread_spawn"].get("agent_nickname")):
                 fields["agentId"] = sub["thread_spawn"]["agent_nickname"]
-        if meta.get("subagent") is None:
-            meta.pop("subagent")
     if parent and parent != sid:
         fields["parentThreadId"] = parent
         if _str(m.get("forked_from_id")):
@@ -613,10 +600,6 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
     p.seg = sid
     p.replay_ts = p.ts
     yield ThreadFact(sid, fields)
-
-
-def _response_item_line(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
-    yield from _response_item(p, payload)
 
 
 def _response_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
@@ -708,7 +691,7 @@ def _token_usage_record(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
 
 ENVELOPE_HANDLERS: dict[str, Callable[[CodexParser, JsonObject], Iterator[Row]]] = {
     "session_meta": _session_meta,
-    "response_item": _response_item_line,
+    "response_item": _response_item,
     "compacted": _compacted,
     "turn_context": _turn_context,
     "event_msg": _event_msg,
@@ -1140,7 +1123,7 @@ class _Emitter:
             self.count("tool_call: no result, 'aborted' output added")
         self.open_calls = []
 
-    def start_turn(self, m: Message, text: str) -> None:
+    def start_turn(self, m: Message) -> None:
         self.close_calls(m.ts)
         self.turns += 1
         turn_id = codex_uuid(f"{self.id}:turn:{self.turns}", self.clock)
@@ -1183,7 +1166,7 @@ class _Emitter:
         injected = bool(x.get("injected"))
         texts = [b.text for b in m.content if isinstance(b, Text)]
         if m.role == "user" and not injected and texts and not any(isinstance(b, ToolResult) for b in m.content):
-            self.start_turn(m, "\n".join(texts))
+            self.start_turn(m)
         changes: dict[str, list[FileChange]] = {}
         for b in m.content:
             if isinstance(b, FileChange):
