@@ -17,7 +17,11 @@ import orjson
 
 from . import __version__
 from .db import ArchiveError, default_db_path, open_db
+from .emit import TARGETS
 from .ingest import IngestLocked, IngestOptions, ingest_lock, ingest_paths, rebuild, restore
+from .pricing import ENV_VAR as PRICES_ENV_VAR
+from .queries import STATS_BY
+from .serve import DEFAULT_HOST, DEFAULT_PORT
 from .vendors import names as vendor_names
 
 
@@ -181,8 +185,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (loopback by default).")
-@click.option("-p", "--port", default=8001, show_default=True, type=int)
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Interface to listen on (loopback by default).")
+@click.option("-p", "--port", default=DEFAULT_PORT, show_default=True, type=int)
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on the archive.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
@@ -201,7 +205,7 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
 @cli.command(name="emit")
 @click.argument("thread")
 @click.option("--to", "target", required=True,
-              type=click.Choice(["claude-code", "codex", "clm", "canonical", "markdown"]), help="Output format.")
+              type=click.Choice(TARGETS), help="Output format.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="A folder (vendor layout below it) or, for a single file, a file name.")
 @click.option("--install", is_flag=True, help="Write into the vendor's own home so its CLI can resume it.")
@@ -383,13 +387,13 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
 
 
 @cli.command(name="stats")
-@click.option("--by", type=click.Choice(["day", "week", "month", "model", "project", "provider", "tool"]),
+@click.option("--by", type=click.Choice(STATS_BY),
               default="day", show_default=True, help="Grouping; `tool`: tool calls and errors instead of tokens.")
 @_time_option("since", False)
 @_time_option("until", True)
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor.")
-@click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar="SESH_ARCHIVE_PRICES",
-              help="Price table laid over the bundled one (same JSON shape; env SESH_ARCHIVE_PRICES).")
+@click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
+              help=f"Price table laid over the bundled one (same JSON shape; env {PRICES_ENV_VAR}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV.")
 @click.pass_context

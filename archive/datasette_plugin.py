@@ -38,6 +38,8 @@ from datasette import Response, hookimpl
 from datasette.utils import escape_fts
 from markupsafe import Markup, escape
 
+from .projection import one_line
+
 PLUGIN_NAME = "sesh-archive"
 PREFIX = "/-/sesh"
 # Markers of a match in snippets: visible in the canned query's JSON/CSV, turned into
@@ -201,13 +203,8 @@ def _call_summary(input_json: str | None) -> str:
             if isinstance(v, list):
                 v = " ".join(str(x) for x in v)
             if isinstance(v, str) and v.strip():
-                return _one_line(v)
-    return _one_line(input_json or "")
-
-
-def _one_line(text: str, n: int = 140) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= n else line[: n - 1] + "\u2026"
+                return one_line(v, 140)
+    return one_line(input_json, 140)
 
 
 def _block_view(datasette: Any, b: sqlite3.Row, tools: dict[str, str]) -> dict[str, Any]:
@@ -224,7 +221,7 @@ def _block_view(datasette: Any, b: sqlite3.Row, tools: dict[str, str]) -> dict[s
         raw = b["text"] if b["output"] is None else _pretty_json(b["output"])
         body, cut = _cut(raw)
         view.update(name=tools.get(b["call_id"] or "", ""), error=b["is_error"] == 1,
-                    summary=_one_line(body), body=body, cut=cut)  # fmt: skip
+                    summary=one_line(body, 140), body=body, cut=cut)  # fmt: skip
     elif t == "file_change":
         extra = json.loads(b["extra"]) if b["extra"] else {}
         body, cut = _cut(b["patch"])

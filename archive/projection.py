@@ -50,6 +50,12 @@ from .vendors.base import PARSE_ERROR, WARNING, BlobRow, MessageRow, Report, Row
 Key = tuple[int, int, int, int]
 
 
+def one_line(text: str | None, width: int) -> str:
+    """Whitespace folded to single spaces, cut to ``width`` with an ellipsis (listings)."""
+    s = " ".join((text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
 def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 

@@ -51,7 +51,7 @@ from sqlite_utils import Database
 from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
-from .projection import load_messages, load_threads
+from .projection import load_messages, load_threads, one_line
 
 MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
 STATS_BY = ("day", "week", "month", "model", "project", "provider", "tool")
@@ -164,8 +164,7 @@ def first_prompts(conn: sqlite3.Connection, thread_ids: Iterable[str], width: in
             (tid,),
         ).fetchone()
         if row:
-            text = " ".join(row[0].split())
-            out[tid] = text if len(text) <= width else text[: width - 1] + "…"
+            out[tid] = one_line(row[0], width)
     return out
 
 

@@ -32,16 +32,11 @@ from .model import (
     Unknown,
     WebSearch,
 )
-from .projection import render_text
+from .projection import one_line, render_text
 from .queries import ThreadView
 
 ROLE_COLOURS = {"user": "cyan", "assistant": "green", "system": "magenta", "tool": "yellow"}
 WIDTH = 110
-
-
-def one_line(text: str | None, width: int = WIDTH) -> str:
-    s = " ".join((text or "").split())
-    return s if len(s) <= width else s[: width - 1] + "…"
 
 
 def _json(value: Any, indent: bool = True) -> str:
@@ -95,7 +90,7 @@ def _text_block(b: Block, full: bool) -> Iterator[str]:
             yield click.style("thinking:", dim=True, italic=True)
             yield click.style(body, dim=True, italic=True)
         else:
-            yield click.style(f"∴ {one_line(body) or '(reasoning)'}", dim=True, italic=True)
+            yield click.style(f"∴ {one_line(body, WIDTH) or '(reasoning)'}", dim=True, italic=True)
     elif isinstance(b, ToolCall):
         if full:
             yield click.style(f"▸ {b.name}", fg="yellow", bold=True) + click.style(f"  [{b.call_id}]", dim=True)
@@ -192,7 +187,7 @@ def _md_block(b: Block, full: bool) -> str | None:
         return b.text
     if isinstance(b, Reasoning):
         body = b.text or ("[redacted]" if b.redacted else "")
-        return "> *thinking:* " + (body.replace("\n", "\n> ") if full else one_line(body))
+        return "> *thinking:* " + (body.replace("\n", "\n> ") if full else one_line(body, WIDTH))
     if isinstance(b, ToolCall):
         if full:
             return _details(f"Tool call <code>{html.escape(b.name)}</code>", _fence(_json(b.input), "json"))
