@@ -799,8 +799,8 @@ class Engine:
                 t = _lap(tm, "insert", t)
             self.projector.refold()
             if batch:
-                last_off, last_line, last_term, _ = batch[-1]
-                gen.end_offset = last_off + len(last_line) + last_term
+                self._tx_bytes += end_off - first_off
+                gen.end_offset = end_off
                 gen.line_count += len(batch)
                 last_sha = hashlib.sha256(last_line + (b"\n" if last_term else b"")).hexdigest()
                 conn.execute(
@@ -820,7 +820,6 @@ class Engine:
                 self._record_path(gen, path, st, pending=pending)
             if tm is not None:
                 t = _lap(tm, "insert", t)
-            self._tx_bytes += sum(len(line) for _o, line, _t, _r in batch)
         except BaseException:
             self._rollback()
             raise
