@@ -173,6 +173,11 @@ class Adapter:
 # ---------------------------------------------------------------- helpers for adapters
 
 
+def nonempty_str(value: Any) -> str | None:
+    """``value`` if it is a non-empty string, else None (vendor fields of any shape)."""
+    return value if isinstance(value, str) and value else None
+
+
 def stable_id(*parts: object, length: int = 32) -> str:
     """A deterministic id from parts (source id, offset, content hash...)."""
     h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass"))

@@ -62,6 +62,7 @@ from ..model import (
     Usage,
     WebSearch,
 )
+from .base import nonempty_str as _str
 from .base import (
     EmitError,
     DUPLICATE,
@@ -154,10 +155,6 @@ def _as_text(content: Any) -> str | None:
 
 def _hash(text: str | None) -> str | None:
     return stable_id(text, length=16) if text is not None else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 class _Bloom:

@@ -85,6 +85,7 @@ from ..model import (
     Usage,
     WebSearch,
 )
+from .base import nonempty_str as _str
 from .base import (
     DUPLICATE,
     INVALID,
@@ -213,10 +214,6 @@ def _maybe_json(value: Any) -> Any:
         except orjson.JSONDecodeError:
             return value
     return value
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _item_turn_id(payload: JsonObject) -> str | None:
