@@ -40,6 +40,7 @@ per response key), so sums over it count each response once.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -246,14 +247,19 @@ def _norm_sums() -> str:
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50) -> list[dict[str, Any]]:
+def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
+            ids: Iterable[str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Threads, most recent activity first.
 
     Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
     first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, total_tokens`` (normalised tokens; ``label`` is the title or else
-    the first typed user prompt). Time filters keep threads active in the window."""
+    the first typed user prompt). Time filters keep threads active in the window; ``ids``
+    keeps only those threads."""
     static, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
+    if ids is not None:
+        static.append("t.id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(ids)))
     where: list[str] = []
     if f.since:
         where.append("ms.last_ts >= ?")
@@ -328,7 +334,7 @@ def resolve_thread(db: Database, ref: str) -> str:
     if len(ids) > 1 and len(ids) <= 20 and len(roots) == 1:
         return roots[0]
     if len(ids) > 1:
-        found = {r["id"]: r for r in threads(db, Filters(thread=ref), limit=None)}
+        found = {r["id"]: r for r in threads(db, ids=ids[:20], limit=None)}
         raise AmbiguousThread(ref, [found[i] for i in ids if i in found])
     return ids[0]
 
@@ -344,16 +350,12 @@ class ThreadView:
 def show(db: Database, ref: str) -> ThreadView:
     tid = resolve_thread(db, ref)
     (thread,) = load_threads(db.conn, "id = ?", (tid,))
-    summary = threads(db, Filters(thread=tid), limit=None)
+    # the thread and its children in one query (child ids need not share the parent's prefix)
+    child_ids = [r[0] for r in db.conn.execute("SELECT id FROM threads WHERE parent_thread_id = ?", (tid,))]
+    summary = threads(db, ids=[tid, *child_ids], limit=None)
     own = next(s for s in summary if s["id"] == tid)
-    children = sorted((s for s in summary if s["parent_thread_id"] == tid),
+    children = sorted((s for s in summary if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
-    if len(children) < own["children"]:  # child ids need not share the parent's prefix (Codex forks)
-        ids = [r[0] for r in db.conn.execute("SELECT id FROM threads WHERE parent_thread_id = ?", (tid,))]
-        children = sorted(
-            (s for i in ids for s in threads(db, Filters(thread=i), limit=None) if s["id"] == i),
-            key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]),
-        )
     return ThreadView(thread, own, load_messages(db.conn, "m.thread_id = ?", (tid,)), children)
 
 

@@ -406,3 +406,19 @@ def test_stats_by_tool(archive: Path) -> None:
     assert out.splitlines()[0].split()[:3] == ["TOOL", "CALLS", "ERRORS"] and "0.5000" in out
     assert jrun(archive, "stats", "--by", "tool", "--since", "2026-01-01")["total"]["calls"] == 2
     assert {r["key"] for r in jrun(archive, "stats", "--by", "tool", "--provider", "claude-code")["rows"]} == {"Bash"}
+
+
+def test_show_lists_children_whose_ids_do_not_extend_the_parents(tmp_path: Path) -> None:
+    """Codex forks and spawned agents have ids of their own: show finds them by parent."""
+    from archive.queries import show
+
+    db_path = tmp_path / "a.db"
+    store = SqliteMessageStore(db_path)
+    store.put_thread(Thread(id="parent-1", created_at="2026-01-01T00:00:00Z"))
+    for i, child in enumerate(["zz-fork", "aa-agent"]):
+        store.put_thread(Thread(id=child, created_at=f"2026-01-0{i + 2}T00:00:00Z", parent_thread_id="parent-1"))
+        store.append_message(Message(id=f"{child}-m", thread_id=child, role="user", ts=f"2026-01-0{i + 2}T00:00:00Z",
+                                     content=[]))  # fmt: skip
+    view = show(open_db(db_path), "parent-1")
+    assert view.summary["children"] == 2
+    assert [c["id"] for c in view.children] == ["zz-fork", "aa-agent"]
