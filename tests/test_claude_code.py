@@ -26,7 +26,8 @@ from archive.vendors.base import (
     ThreadFact,
     UsageRow,
 )
-from archive.vendors.claude_code import ADAPTER, cwd_slug
+from archive.vendors.claude_code import ADAPTER
+from archive.vendors.claude_code.emit import cwd_slug
 from helpers import check_golden, parse_bytes, report_kinds, rows_dump, source_for, unexplained_offsets
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"

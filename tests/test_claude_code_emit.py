@@ -27,7 +27,8 @@ from archive.model import (
     WebSearch,
 )
 from archive.vendors.base import MessageRow, Row, ThreadFact
-from archive.vendors.claude_code import ADAPTER, EmitError
+from archive.vendors.base import EmitError
+from archive.vendors.claude_code import ADAPTER
 from helpers import parse_bytes, source_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"

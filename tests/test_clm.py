@@ -43,7 +43,8 @@ from archive.vendors.base import (
     Row,
     ThreadFact,
 )
-from archive.vendors.clm import ADAPTER, fnv1a64, spool_name
+from archive.vendors.clm import ADAPTER
+from archive.vendors.clm.parse import fnv1a64, spool_name
 
 from helpers import (
     check_golden,

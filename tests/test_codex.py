@@ -11,7 +11,8 @@ import pytest
 
 from archive.model import Attachment, FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Unknown, WebSearch
 from archive.vendors.base import LINES, SNAPSHOT, MessageRow, Report, Row, ThreadFact, UsageRow
-from archive.vendors.codex import ADAPTER, parse_patch
+from archive.vendors.codex import ADAPTER
+from archive.vendors.codex.parse import parse_patch
 from helpers import check_golden, parse_bytes, report_kinds, rows_dump, source_for, split_lines, unexplained_offsets
 
 FIX = Path(__file__).parent / "fixtures" / "codex"

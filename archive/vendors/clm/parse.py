@@ -52,36 +52,29 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..model import (
+from ...model import (
     Attachment,
     Block,
-    FileChange,
     JsonObject,
     Message,
     Provenance,
-    Reasoning,
     Text,
-    Thread,
     ToolCall,
     ToolResult,
     Unknown,
-    WebSearch,
 )
-from .base import (
+from ..base import (
     INVALID,
-    LINES,
     METADATA,
     PARSE_ERROR,
     REFUSED,
@@ -89,9 +82,7 @@ from .base import (
     SNAPSHOT,
     UNKNOWN,
     WARNING,
-    Adapter,
     BlobRow,
-    EmitResult,
     MessageRow,
     Report,
     Row,
@@ -565,308 +556,3 @@ RECORDS: dict[str, RecordHandler] = {
 }
 
 
-# ---------------------------------------------------------------- emit
-
-
-def _dumps(obj: JsonObject) -> bytes:
-    # cJSON_PrintUnformatted: no spaces, non-ASCII raw, control characters as \\u00xx
-    return orjson.dumps(obj)
-
-
-def _created_seconds(created_at: str | None) -> int | None:
-    if not created_at:
-        return None
-    try:
-        dt = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp())
-
-
-def clm_id(thread: Thread) -> str:
-    """The thread id if clm accepts it, else ``YYYYMMDD-HHMMSS-xxxxxxxx`` from createdAt
-    (UTC, to stay deterministic) and a hash of the thread id."""
-    if ID_RE.match(thread.id):
-        return thread.id
-    secs = _created_seconds(thread.created_at) or 0
-    stamp = datetime.fromtimestamp(secs, tz=timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{stable_id(NAME, thread.id, length=8)}"
-
-
-def _tool_output_text(output: Any, result: EmitResult) -> str | None:
-    if output is None:
-        return None
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list) and all(isinstance(p, dict) for p in output):
-        texts = [p["text"] for p in output if p.get("type") == "text" and isinstance(p.get("text"), str)]
-        if len(texts) != len(output):
-            result.count("tool output part that is not text")
-        return "\n".join(texts)
-    result.count("tool output serialised as JSON")
-    return orjson.dumps(output).decode()
-
-
-class _Emitter:
-    def __init__(self, cid: str, blobs: Mapping[str, bytes], result: EmitResult) -> None:
-        self.cid = cid
-        self.blobs = blobs
-        self.result = result
-        self.lines: list[bytes] = []
-        self.call_names: dict[str, str] = {}
-        self.answered: set[str] = set()
-        self.last_prompt: str | None = None
-
-    def message(self, m: Message) -> None:
-        r = self.result
-        if m.ts is not None:
-            r.count("message timestamp")
-        if m.usage is not None:
-            r.count("usage")
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        results: list[ToolResult] = []
-        atts: list[JsonObject] = []
-        extras: dict[str, Any] = {}
-        for b in m.content:
-            if isinstance(b, Text):
-                texts.append(b.text)
-            elif isinstance(b, ToolCall):
-                calls.append(b)
-            elif isinstance(b, ToolResult):
-                results.append(b)
-            elif isinstance(b, Attachment):
-                att = self.attachment(b)
-                if att is not None:
-                    atts.append(att)
-            elif isinstance(b, Unknown) and b.source_type.startswith(UNKNOWN_KEY_PREFIX):
-                extras[b.source_type[len(UNKNOWN_KEY_PREFIX):]] = b.raw
-            elif isinstance(b, Reasoning):
-                r.count("reasoning")
-            elif isinstance(b, FileChange):
-                r.count("file_change")
-            elif isinstance(b, WebSearch):
-                r.count("web_search")
-            else:
-                r.count(f"{b.TYPE} block")
-        if len(texts) > 1:
-            r.count("text blocks joined", len(texts) - 1)
-        text = "\n\n".join(texts) if texts else None
-        if m.role == "system":
-            self.prompt(text, calls, results, atts, extras)
-            return
-        for res in results:
-            self.tool(res)
-        if m.role == "tool":
-            if text is not None or calls or atts:
-                r.count("tool message content outside a tool_result")
-            return
-        if text is None and not calls and not atts and not extras:
-            if not results:
-                r.count("empty message")
-            return
-        if calls and m.role != "assistant":
-            r.count(f"tool calls on a {m.role} message")
-        obj: JsonObject = {"role": m.role if m.role in ROLES else "user"}
-        if text is not None:
-            self.check_cap(text)
-            obj["content"] = text
-        for key in ("tool_call_id", "tool_name"):
-            if key in extras:
-                obj[key] = extras.pop(key)
-        if calls:
-            obj["tool_calls"] = [self.call(c) for c in calls]
-        elif "tool_calls" in extras:
-            obj["tool_calls"] = extras.pop("tool_calls")
-        obj["type"] = "msg"
-        if atts:
-            obj["attachments"] = atts
-        elif "attachments" in extras:
-            obj["attachments"] = extras.pop("attachments")
-        for key, val in extras.items():
-            obj.setdefault(key, val)
-        self.lines.append(_dumps(obj))
-
-    def prompt(self, text: str | None, calls: list[ToolCall], results: list[ToolResult], atts: list[JsonObject], extras: dict[str, Any]) -> None:
-        if calls or results or atts or extras:
-            self.result.count("system message parts other than text")
-        if text is None:
-            self.result.count("empty message")
-            return
-        # clm writes a prompt record only when it differs from the last one
-        if text == self.last_prompt:
-            self.result.count("repeated system prompt")
-            return
-        self.last_prompt = text
-        note = "system messages became prompt records: clm keeps them for reference and rebuilds the prompt from its config on resume"
-        if note not in self.result.notes:
-            self.result.notes.append(note)
-        data = text.encode("utf-8", "surrogatepass")
-        self.lines.append(_dumps({"type": "prompt", "hash": fnv1a64(data), "content": text}))
-
-    def call(self, c: ToolCall) -> JsonObject:
-        self.call_names[c.call_id] = c.name
-        extra = c.extra or {}
-        args = extra.get("args")
-        if not isinstance(args, str):
-            value = c.input
-            if not isinstance(value, dict):
-                self.result.count("tool input that is not an object")
-                value = {} if value is None else {"input": value}
-            args = orjson.dumps(value).decode()
-        return {"id": c.call_id, "name": c.name, "args": args}
-
-    def tool(self, res: ToolResult) -> None:
-        extra = res.extra or {}
-        if res.call_id not in self.call_names:
-            self.result.count("tool result without its call")
-        self.answered.add(res.call_id)
-        if res.is_error:
-            self.result.count("tool error flag")
-        obj: JsonObject = {"role": "tool"}
-        text = extra["clmContent"] if "clmContent" in extra else _tool_output_text(res.output, self.result)
-        if text is not None:
-            if isinstance(text, str):
-                self.check_cap(text)
-            obj["content"] = text
-        obj["tool_call_id"] = res.call_id
-        name = extra.get("toolName") or self.call_names.get(res.call_id)
-        if isinstance(name, str):
-            obj["tool_name"] = name
-        else:
-            self.result.count("tool result without a tool name")
-        obj["type"] = "msg"
-        self.lines.append(_dumps(obj))
-
-    def attachment(self, a: Attachment) -> JsonObject | None:
-        extra = a.extra or {}
-        media = a.media_type or "application/octet-stream"
-        data: bytes | None = None
-        if a.data is not None:
-            try:
-                data = base64.b64decode(a.data, validate=True)
-            except (binascii.Error, ValueError):
-                self.result.count("attachment with invalid base64")
-                return None
-        sha = hashlib.sha256(data).hexdigest() if data is not None else extra.get("sha256")
-        if not isinstance(sha, str) or not BLOB_RE.match(f"{sha}.bin"):
-            self.result.count("attachment without data")
-            return None
-        if data is None:
-            data = self.blobs.get(sha)
-        if data is not None:
-            self.result.files[f"{self.cid}.blobs/{sha}.{MEDIA_EXT.get(media, 'bin')}"] = data
-        else:
-            self.result.count("attachment bytes not available (clm notes a missing image)")
-        if not media.startswith("image/"):
-            self.result.count("attachment that is not an image")
-        size = len(data) if data is not None else extra.get("bytes")
-        out: JsonObject = {"type": extra.get("clmType", "image"), "media_type": media, "sha256": sha}
-        if size is not None:
-            out["bytes"] = size
-        for key, val in extra.items():
-            if key not in ("sha256", "bytes", "clmType"):
-                out.setdefault(key, val)
-        return out
-
-    def check_cap(self, text: str) -> None:
-        if len(text.encode("utf-8", "surrogatepass")) > CONTENT_CAP:
-            self.result.count(f"content over {CONTENT_CAP} bytes (clm cuts it on load)")
-
-
-def _meta_line(thread: Thread, cid: str, result: EmitResult) -> bytes:
-    md = thread.metadata or {}
-    created = _created_seconds(thread.created_at)
-    if created is None:
-        result.count("createdAt not ISO 8601 (created written as 0)")
-        created = 0
-    meta: JsonObject = {"type": "meta", "v": FORMAT_VERSION, "id": cid, "created": created}
-    if isinstance(md.get("model"), str):
-        meta["model"] = md["model"]
-    if isinstance(md.get("modelProvider"), str):
-        meta["provider"] = md["modelProvider"]
-    if isinstance(md.get("agent"), str):
-        meta["agent"] = md["agent"]
-    extra = md.get("clmMetaExtra")
-    if isinstance(extra, dict):
-        for key, val in extra.items():
-            meta.setdefault(key, val)
-    return _dumps(meta)
-
-
-# ---------------------------------------------------------------- adapter
-
-
-class ClmAdapter(Adapter):
-    name = NAME
-    env_vars = ("XDG_STATE_HOME",)
-
-    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        # session.c clm_session_state_dir: XDG_STATE_HOME only when set and non-empty
-        base = env.get("XDG_STATE_HOME")
-        if base:
-            return [Path(base) / "clm"]
-        return [home / ".local" / "state" / "clm"]
-
-    def classify(self, path: Path) -> str | None:
-        name = path.name
-        for suffix in (".jsonl", ".jsonl.bak"):
-            if name.endswith(suffix) and ID_RE.match(name[: -len(suffix)]):
-                return LINES
-        folder = path.parent.name
-        if folder.endswith(".blobs") and ID_RE.match(folder[:-6]) and BLOB_RE.match(name):
-            return SNAPSHOT
-        if folder.endswith(".spool") and ID_RE.match(folder[:-6]) and SPOOL_RE.match(name):
-            return SNAPSHOT
-        return None  # .jsonl.tmp is a rewrite in flight; blob temp files likewise
-
-    def detect(self, head: bytes) -> bool:
-        first = head.split(b"\n", 1)[0]
-        value, _, error = _load(first)
-        if error is not None or not isinstance(value, dict):
-            return False
-        if value.get("type") == "meta":
-            return "v" in value and isinstance(value.get("id"), str) and "created" in value
-        if value.get("type") == "msg":
-            return value.get("role") in ROLES and "threadId" not in value
-        return False
-
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClmParser:
-        return ClmParser(source, state)
-
-    def emit(
-        self,
-        thread: Thread | JsonObject,
-        messages: list[Message],
-        children: list[Any] | None = None,
-        **options: Any,
-    ) -> EmitResult:
-        """Write ``<id>.jsonl`` (and ``<id>.blobs/`` images). ``blobs`` (sha256 -> bytes)
-        supplies image bytes for attachments whose data lives in the archive's blob table."""
-        if isinstance(thread, dict):
-            thread = Thread.from_dict(thread)
-        cid = clm_id(thread)
-        result = EmitResult(thread_id=cid)
-        if cid != thread.id:
-            result.notes.append(f"thread id {thread.id!r} is not a valid clm session id; wrote {cid}")
-        if children:
-            result.count("child thread", len(children))
-        emitter = _Emitter(cid, options.get("blobs") or {}, result)
-        emitter.lines.append(_meta_line(thread, cid, result))
-        for m in messages:
-            emitter.message(m)
-        unanswered = [c for c in emitter.call_names if c not in emitter.answered]
-        if unanswered:
-            result.count("tool call without a result", len(unanswered))
-        result.files[f"{cid}.jsonl"] = b"\n".join(emitter.lines) + b"\n"
-        result.resume_hint = (
-            f"copy {cid}.jsonl (and {cid}.blobs/ if present) into $XDG_STATE_HOME/clm "
-            f"(default ~/.local/state/clm), then run: clm --resume {cid}  "
-            "(interactive UI only; the system prompt, model and provider come from the current config)"
-        )
-        return result
-
-
-ADAPTER = ClmAdapter()

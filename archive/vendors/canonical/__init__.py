@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 
-from ..model import JsonObject, Message, ModelError, Thread
-from .base import (
+from ...model import JsonObject, Message, ModelError, Thread
+from ..base import (
     INVALID,
     PARSE_ERROR,
     Adapter,

@@ -1,0 +1,91 @@
+"""Claude Code: the adapter (where the files are, which paths are ours, detect, parser, emit).
+
+Parsing is in ``parse.py``, the cross-vendor writer in ``emit.py``; field notes in
+``docs/vendors`` of the shared format notes (``formats/claude-code.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...model import (
+    JsonObject,
+    Message,
+    Thread,
+)
+from ..base import (
+    LINES,
+    SNAPSHOT,
+    Adapter,
+    EmitResult,
+    SourceInfo,
+    env_path,
+)
+from .emit import emit_session
+from .parse import AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
+
+# ---------------------------------------------------------------- the adapter
+
+
+class ClaudeCodeAdapter(Adapter):
+    name = NAME
+    env_vars = ("CLAUDE_CONFIG_DIR",)
+    # the structured tool result repeats the tool output (and Edit's whole original file):
+    # ~17% of a corpus, so the archive reads it back from the line instead of a second copy
+    line_backed_extra = ("toolUseResult",)
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "CLAUDE_CONFIG_DIR") or home / ".claude"
+        return [base / "projects"]
+
+    def classify(self, path: Path) -> str | None:
+        parts = path.parts
+        if "projects" not in parts or len(parts) < 2:
+            return None
+        name = parts[-1]
+        under = parts[parts.index("projects") + 1 : -1]  # folders between projects/ and the file
+        if AGENT_META_RE.match(name):
+            return SNAPSHOT if "subagents" in under else None
+        if not name.endswith(".jsonl"):
+            return None
+        if AGENT_FILE_RE.match(name):
+            # 2.0.x: projects/<slug>/agent-<id>.jsonl; 2.1.x: <slug>/<sid>/subagents/[workflows/<run>/]
+            if len(under) == 1 or (len(under) >= 3 and under[2] == "subagents"):
+                return LINES
+            return None
+        if UUID_RE.match(name[: -len(".jsonl")]) and len(under) == 1:
+            return LINES
+        return None
+
+    def detect(self, head: bytes) -> bool:
+        for line in head.split(b"\n")[:5]:
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(d, dict):
+                return False
+            t = d.get("type")
+            known = t in HANDLERS or t in SKIPPED_TYPES
+            return bool(known and any(k in d for k in ("sessionId", "uuid", "leafUuid", "messageId")))
+        return False
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClaudeCodeParser | AgentMetaParser:
+        if source.kind == SNAPSHOT or source.path.endswith(".meta.json"):
+            return AgentMetaParser(source, state)
+        return ClaudeCodeParser(source, state)
+
+    def emit(
+        self,
+        thread: Thread,
+        messages: list[Message],
+        children: list[tuple[Thread, list[Message]]] | None = None,
+        **options: Any,
+    ) -> EmitResult:
+        return emit_session(thread, messages, children or [], **options)
+
+
+ADAPTER = ClaudeCodeAdapter()

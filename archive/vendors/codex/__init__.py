@@ -1,0 +1,79 @@
+"""Codex CLI: the adapter (roots under ``CODEX_HOME``, rollout names, detect, parser, emit).
+
+Parsing is in ``parse.py``, the rollout writer in ``emit.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...model import (
+    JsonObject,
+    Message,
+)
+from ..base import (
+    LINES,
+    SNAPSHOT,
+    Adapter,
+    EmitResult,
+    SourceInfo,
+    env_path,
+)
+from .emit import emit_rollout
+from .parse import CodexParser, NAME
+
+# ---------------------------------------------------------------- adapter
+
+
+class CodexAdapter(Adapter):
+    name = NAME
+    env_vars = ("CODEX_HOME",)
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "CODEX_HOME") or home / ".codex"
+        return [base / "sessions", base / "archived_sessions"]
+
+    def classify(self, path: Path) -> str | None:
+        name = path.name
+        if not name.startswith("rollout-"):
+            return None
+        if name.endswith(".jsonl") or name.endswith(".jsonl.zst"):
+            return LINES
+        if name.endswith(".json"):
+            return SNAPSHOT
+        return None
+
+    def detect(self, head: bytes) -> bool:
+        text = head.lstrip()
+        if text.startswith(b"{") and b'"session"' in head[:4096] and b'"items"' in head:
+            try:
+                d = orjson.loads(head)
+            except orjson.JSONDecodeError:
+                d = None
+            if isinstance(d, dict) and isinstance(d.get("session"), dict) and "items" in d:
+                return True
+        first = head.split(b"\n", 1)[0]
+        try:
+            d = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(d, dict):
+            return False
+        if d.get("type") == "session_meta" and isinstance(d.get("payload"), dict):
+            return True
+        # G1: a bare SessionMeta first line
+        return "type" not in d and isinstance(d.get("id"), str) and "timestamp" in d and "instructions" in d
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CodexParser:
+        return CodexParser(source, state)
+
+    def emit(self, thread: Any, messages: list[Message], children: Any = None, **options: Any) -> EmitResult:
+        return emit_rollout(thread, messages, children=children, **options)
+
+
+ADAPTER = CodexAdapter()
+
+
