@@ -217,15 +217,16 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
              cwd: str | None, json_report: bool) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
-    from .emit import emit_thread, install_base, write_file, write_files
+    from .emit import INSTALLABLE, emit_thread, install_base, write_file, write_files
+    from .vendors.base import EmitOptions
 
     if install and output:
         raise click.UsageError("--install and -o are exclusive")
-    if install and target in ("canonical", "markdown"):
-        raise click.UsageError("--install is for vendor formats (claude-code, codex, clm)")
-    options = {"cwd": cwd} if cwd else {}
+    if install and target not in INSTALLABLE:
+        raise click.UsageError(f"--install is for vendor formats ({', '.join(INSTALLABLE)})")
     try:
-        outcome = emit_thread(open_db(_db_path(ctx)), thread, target, exact=not rebuild_format, **options)
+        outcome = emit_thread(open_db(_db_path(ctx)), thread, target, exact=not rebuild_format,
+                              options=EmitOptions(cwd=cwd))
         if install:
             write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
         elif output is not None:

@@ -2,15 +2,18 @@
 
 Invariants:
 
-* **Same vendor, untouched thread: byte-exact.** The thread's own source files (for
-  Claude Code also its subagent files and their meta.json; for clm its blob and spool
-  files) are written back from the stored lines of their current generation, so the
-  sha256 of each equals the file the vendor wrote.
+* **Same vendor, untouched thread: byte-exact.** The thread's own source files (and its
+  child threads' files, and the companions its adapter names: images, spooled outputs)
+  are written back from the stored lines of their current generation, so the sha256 of
+  each equals the file the vendor wrote.
+* **Vendor knowledge is the adapter's.** Targets are the registered adapters that emit
+  (plus Markdown); layout, companions, resume hints and the need for a project folder
+  come from adapter hooks; every emitter takes the same ``EmitOptions``.
 * **Across vendors:** the target adapter's ``emit`` builds the session; every field it
   drops or transforms is counted with its reason in the report.
-* **Paths** are relative to the parent of the vendor's root folder: ``projects/...``
-  (``~/.claude``), ``sessions/...`` (``~/.codex``), ``clm/...`` (``~/.local/state``), so
-  ``-o DIR`` and ``--install`` lay files out the same way.
+* **Paths** are relative to the parent of the vendor's first root folder (``projects/...``
+  under ``~/.claude``: ``Adapter.install_path``), so ``-o DIR`` and ``--install`` lay
+  files out the same way.
 * **``--install`` never overwrites:** every target is checked first; each file is written
   to a temporary name in its folder and hard-linked into place (which fails if the name
   exists), so a concurrent writer or a crash never leaves a half-written session.
@@ -19,9 +22,8 @@ Invariants:
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,14 @@ from .ingest import plain_name, stored_file_bytes
 from .model import Message, Thread
 from .projection import load_messages, load_threads
 from .queries import resolve_thread
+from .vendors import VENDORS
 from .vendors import get as get_adapter
-from .vendors.base import EmitError, EmitResult
+from .vendors.base import EmitError, EmitOptions, EmitResult
 
-TARGETS = ("claude-code", "codex", "clm", "canonical", "markdown")
+MARKDOWN = "markdown"  # a document for people, not a session: rendered here, not by an adapter
+TARGETS = tuple(a.name for a in VENDORS if a.emits) + (MARKDOWN,)
+# formats with a home folder of their own, where ``--install`` writes and byte-exact copies make sense
+INSTALLABLE = tuple(a.name for a in VENDORS if a.emits and a.default_roots({}, Path("/")))
 
 
 @dataclass
@@ -95,20 +101,6 @@ def _root_name(provider: str, env: Mapping[str, str], home: Path) -> Path:
     return roots[0]
 
 
-def _relative(provider: str, path: str) -> str:
-    """A stored path relative to the parent of the vendor's root folder."""
-    parts = Path(path).parts
-    markers = {"claude-code": ("projects",), "codex": ("sessions", "archived_sessions"), "clm": ("clm",)}
-    for marker in markers.get(provider, ()):
-        if marker in parts:
-            i = len(parts) - 1 - parts[::-1].index(marker)
-            rel = parts[i:]
-            if marker == "archived_sessions":
-                rel = ("sessions",) + rel[1:]  # restore where the vendor's resume looks
-            return str(Path(*rel))
-    return Path(path).name
-
-
 def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
     marks = ", ".join("?" * len(thread_ids))
     ids = {r[0] for r in db.execute(
@@ -125,78 +117,70 @@ def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str,
 
 
 def _companions(db: Database, provider: str, thread_id: str) -> list[tuple[int, str, str, int, str]]:
-    """clm keeps images and spooled outputs in ``<id>.blobs/`` and ``<id>.spool/`` beside the log."""
-    if provider != "clm":
+    """Sources of the thread's provider that its adapter names as companions of the thread."""
+    markers = get_adapter(provider).companion_markers(thread_id)
+    if not markers:
         return []
     rows = db.execute(
-        "SELECT id, provider, kind, current_generation, last_path FROM sources WHERE provider = 'clm' "
-        "AND (last_path LIKE ? OR last_path LIKE ?) ORDER BY id",
-        (f"%/{thread_id}.blobs/%", f"%/{thread_id}.spool/%"),
+        "SELECT id, provider, kind, current_generation, last_path FROM sources WHERE provider = ? AND ("
+        + " OR ".join("instr(last_path, ?) > 0" for _ in markers) + ") ORDER BY id",
+        (provider, *markers),
     ).fetchall()
     return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
-def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str) -> EmitOutcome | None:
+def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd: str | None) -> EmitOutcome | None:
+    if target not in INSTALLABLE:
+        return None  # canonical JSONL is always built from the model (a file may hold other threads)
     sources = _thread_sources(db, thread_ids)
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
+    adapter = get_adapter(target)
     files: dict[str, bytes] = {}
-    for sid, provider, _kind, gen, last_path in sources + _companions(db, target, thread.id):
-        # a .bak (clm) continues an older generation; only the live file is restored
-        if last_path.endswith(".bak"):
-            continue
-        files[_relative(provider, plain_name(last_path))] = stored_file_bytes(db, sid, gen)
-    hint = {
-        "claude-code": f"cd {shlex.quote((thread.metadata or {}).get('cwd') or '.')} && claude --resume {thread.id}",
-        "codex": f"codex resume {thread.id}",
-        "clm": f"clm --resume {thread.id}",
-    }.get(target)
+    for sid, _provider, _kind, gen, last_path in sources + _companions(db, target, thread.id):
+        rel = adapter.install_path(plain_name(last_path))
+        if rel is not None:
+            files[rel] = stored_file_bytes(db, sid, gen)
+    hint = adapter.resume_hint(thread.id, cwd or (thread.metadata or {}).get("cwd"))
     return EmitOutcome(thread.id, target, True, files, resume_hint=hint, target_id=thread.id)
 
 
-def emit_thread(db: Database, ref: str, target: str, exact: bool = True, **options: Any) -> EmitOutcome:
+def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
+                options: EmitOptions = EmitOptions()) -> EmitOutcome:
     """Build the files for one thread (and its child threads) in the target format."""
     if target not in TARGETS:
         raise ArchiveError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
     thread_id = resolve_thread(db, ref)  # an id or an unambiguous prefix
-    if target == "markdown":
+    if target == MARKDOWN:
         from .queries import show
         from .render import thread_markdown
 
         text = "\n".join(thread_markdown(show(db, thread_id), full=True)) + "\n"
         return EmitOutcome(thread_id, target, False, {f"{_safe_name(thread_id)}.md": text.encode()})
+    adapter = get_adapter(target)
     # messages are loaded only when the target is built from them, not for a byte-exact copy
     thread = _thread_record(db, thread_id)
     child_ids = descendants(db, thread_id)
-    if exact and target != "canonical":
-        outcome = _exact(db, thread, [thread_id] + child_ids, target)
+    if exact:
+        outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
         if outcome is not None:
             return outcome
     messages = load_messages(db.conn, "m.thread_id = ?", (thread_id,))
     children = [load_thread(db, c) for c in child_ids]
-    if target == "canonical":
-        result = get_adapter("canonical").emit(thread, messages)
-        body = b"".join(result.files.values())
-        for t, ms in children:
-            body += b"".join(get_adapter("canonical").emit(t, ms).files.values())
-        return EmitOutcome(thread_id, target, False, {f"{_safe_name(thread_id)}.jsonl": body}, target_id=thread_id)
-    if target == "claude-code" and not options.get("cwd") and not (thread.metadata or {}).get("cwd"):
-        # Claude files sessions by project folder; a thread from clm has none on record
-        options["cwd"] = os.getcwd()
-        default_cwd = True
-    else:
-        default_cwd = False
+    default_cwd = adapter.needs_cwd and not options.cwd and not (thread.metadata or {}).get("cwd")
+    if default_cwd:
+        options = replace(options, cwd=os.getcwd())
     try:
-        result: EmitResult = get_adapter(target).emit(thread, messages, children, **options)
+        result: EmitResult = adapter.emit(thread, messages, children, options)
     except EmitError as e:
         raise ArchiveError(str(e)) from e
     if default_cwd:
         result.count("cwd: none archived, the current folder was used")
-    root = _root_name(target, {}, Path("/"))
+    root = _root_name(target, {}, Path("/")) if target in INSTALLABLE else None
     files = {}
     for rel, data in result.files.items():
         first = Path(rel).parts[0]
-        files[rel if first == root.name else str(Path(root.name) / rel)] = data
+        files[rel if root is None or first == root.name else str(Path(root.name) / rel)] = data
     return EmitOutcome(
         thread_id, target, False, files, dict(result.counts), list(result.notes), result.resume_hint, result.thread_id
     )

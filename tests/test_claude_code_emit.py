@@ -27,7 +27,7 @@ from archive.model import (
     WebSearch,
 )
 from archive.vendors.base import MessageRow, Row, ThreadFact
-from archive.vendors.base import EmitError
+from archive.vendors.base import EmitError, EmitOptions
 from archive.vendors.claude_code import ADAPTER
 from helpers import parse_bytes, source_for
 
@@ -140,7 +140,7 @@ def test_round_trip(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_emitted_lines_are_valid_sessions(name: str) -> None:
     thread, msgs, children = canonical(name)
-    result = ADAPTER.emit(thread, msgs, children, cwd="/home/dev/other app")
+    result = ADAPTER.emit(thread, msgs, children, EmitOptions(cwd="/home/dev/other app"))
     sid = result.thread_id
     assert result.resume_hint == f"cd '/home/dev/other app' && claude --resume {sid}"
     main_rel = f"projects/-home-dev-other-app/{sid}.jsonl"
@@ -334,7 +334,7 @@ def test_emit_needs_a_cwd() -> None:
     bare = Thread(id="t", created_at=T)
     with pytest.raises(EmitError):
         ADAPTER.emit(bare, [])
-    result = ADAPTER.emit(bare, [], cwd="/x")
+    result = ADAPTER.emit(bare, [], options=EmitOptions(cwd="/x"))
     assert result.files == {f"projects/-x/{result.thread_id}.jsonl": b""}
 
 

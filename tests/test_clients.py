@@ -246,10 +246,12 @@ def emit_into(target: str, thread: Any, messages: list[Any], children: list[Any]
     from archive import vendors
 
     adapter = vendors.get(target)
-    options: dict[str, Any] = {"cwd": str(cwd)}
+    from archive.vendors.base import EmitOptions
+
+    options = EmitOptions(cwd=str(cwd))
     if target == "codex":
-        options.update(model=runner.CODEX_MODEL, model_provider="mock")
-    result = adapter.emit(thread, messages, children, **options)
+        options = EmitOptions(cwd=str(cwd), model=runner.CODEX_MODEL, model_provider="mock")
+    result = adapter.emit(thread, messages, children, options)
     vendor_home = home / VENDOR_HOME[target]
     project = runner.claude_project_dir(home, cwd)
     for rel, data in result.files.items():

@@ -43,6 +43,7 @@ from archive.vendors.base import (
     Row,
     ThreadFact,
 )
+from archive.vendors.base import EmitOptions
 from archive.vendors.clm import ADAPTER
 from archive.vendors.clm.parse import fnv1a64, spool_name
 
@@ -457,7 +458,7 @@ def test_emit_round_trip_with_prompt_attachments_and_extras() -> None:
     rows = parse(original)
     assert report_kinds(rows) == {}
     thread, msgs = to_canonical(rows)
-    result = ADAPTER.emit(thread, msgs, blobs={sha: img})
+    result = ADAPTER.emit(thread, msgs, options=EmitOptions(blobs={sha: img}))
     assert result.files == {"20260901-101500-0a1b2c3d.jsonl": original, f"20260901-101500-0a1b2c3d.blobs/{sha}.gif": img}
     assert result.counts == {}
     _check_clm_reader_rules(original)

@@ -23,6 +23,7 @@ from archive.model import (
     WebSearch,
 )
 from archive.vendors.base import MessageRow, ThreadFact
+from archive.vendors.base import EmitOptions
 from archive.vendors.codex import ADAPTER
 from helpers import parse_bytes, report_kinds, source_for, split_lines, unexplained_offsets
 
@@ -204,7 +205,7 @@ def test_cross_vendor_emit_counts_every_change() -> None:
 
 def test_reasoning_can_be_dropped() -> None:
     thread, msgs = _cross_vendor()
-    result = ADAPTER.emit(thread, msgs, reasoning="drop")
+    result = ADAPTER.emit(thread, msgs, options=EmitOptions(reasoning="drop"))
     assert result.counts["reasoning: dropped (redacted or summaries disabled)"] == 1
     assert b'"type":"reasoning"' not in next(iter(result.files.values()))
 

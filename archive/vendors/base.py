@@ -25,9 +25,12 @@ Row semantics, as ingest applies them:
   order: top-level keys overwrite, ``metadata`` merges key by key.
 * ``MessageRow(message)``: stored once per message id; every line that
   yields it is recorded as an occurrence. Attachment ``data`` moves to the blobs table.
-* ``UsageRow(key, ...)``: one model response's tokens. Rows sharing a key are one
-  response: the row from the latest line wins (split Claude responses repeat a snapshot),
-  so nothing is counted twice.
+* ``UsageRow(key, ...)``: one model response's tokens, in the neutral buckets (see
+  ``Usage``): the adapter normalises its vendor's figures, keeping the raw ones in
+  ``usage.extra``. Rows sharing a key are one response: the row from the latest line wins
+  (split Claude responses repeat a snapshot), so nothing is counted twice. ``message_id``
+  names the message that carries the response; the store gives that message the usage as
+  ``Message.usage``.
 * ``BlobRow(data, media_type)``: bytes stored once by sha256 (clm's blob files).
 * ``Report(kind, reason, detail)``: why a line (or part of it) is not in the projection.
 """
@@ -36,7 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
@@ -117,6 +121,22 @@ class Parser(Protocol):
         """JSON-serialisable state; ``adapter.parser(source, state)`` resumes from it."""
 
 
+@dataclass(frozen=True)
+class EmitOptions:
+    """What a caller may choose about an emitted session. Every emitter takes the same
+    options and ignores what its format has no place for."""
+
+    cwd: str | None = None  # the project folder the session is filed under and runs in
+    session_id: str | None = None  # the id the target knows it by (default: derived from the thread id)
+    model: str | None = None  # used when the thread names none
+    model_provider: str | None = None  # the provider name the target's config uses (Codex)
+    client_version: str | None = None  # the client version written into the session envelope
+    git_branch: str | None = None  # used when the thread names none
+    base_instructions: str | None = None  # a system prompt to record, where the format has one
+    reasoning: str = "summary"  # reasoning the target cannot verify: "summary" (as text) or "drop"
+    blobs: Mapping[str, bytes] = field(default_factory=dict)  # sha256 -> bytes of attachments
+
+
 class EmitError(ValueError):
     """A thread that cannot be written in the target format (for example no project folder)."""
 
@@ -136,7 +156,8 @@ class EmitResult:
 
 
 class Adapter:
-    """Base class for a vendor module's adapter. Subclasses override what they need."""
+    """Base class of a vendor package's adapter: everything the rest of the archive needs to
+    know about a vendor is asked here (nothing outside ``archive/vendors/`` names one)."""
 
     name: str = ""
     #: environment variables the default locations depend on (documented in the README)
@@ -145,6 +166,14 @@ class Adapter:
     #: line; when large, the archive stores a reference and reads the value back from the
     #: stored line (``projection.LINE_REF``)
     line_backed_extra: tuple[str, ...] = ()
+    #: bumped when the rows this adapter derives change in a way that old archives must be
+    #: re-derived for (the archive rebuilds the provider's sources on its next open for writing)
+    revision: int = 1
+    #: ``emit`` writes this vendor's session files (``emit --to NAME``)
+    emits: bool = False
+    #: sessions are filed under their project folder: an emit without a cwd on record or
+    #: given uses the current folder (and says so)
+    needs_cwd: bool = False
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []
@@ -166,8 +195,44 @@ class Adapter:
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
 
-    def emit(self, thread: Any, messages: list[Message], children: list[Any] | None = None, **options: Any) -> EmitResult:
+    def emit(self, thread: Any, messages: list[Message], children: Sequence[tuple[Any, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        """A session of this vendor for ``thread``, its ``messages`` and its child threads."""
         raise NotImplementedError(f"{self.name}: emit is not implemented")
+
+    # -- laying files out in the vendor's home (``emit --install``, ``restore``)
+
+    def install_path(self, stored_path: str) -> str | None:
+        """Where a stored source file goes, relative to the parent of the first default
+        root (``projects/<slug>/<id>.jsonl`` for ``~/.claude``); None: not a file to write
+        back (an older generation's name, such as clm's ``.bak``)."""
+        root = self.default_roots({}, Path("/"))
+        return str(Path(root[0].name) / Path(stored_path).name) if root else Path(stored_path).name
+
+    def companion_markers(self, thread_id: str) -> tuple[str, ...]:
+        """Path fragments of sources that belong to a thread without holding its lines
+        (images, spooled outputs): they travel with a byte-exact copy of the thread."""
+        return ()
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        """The shell command that resumes an installed session, every argument quoted."""
+        return None
+
+
+def relative_to_marker(path: str, markers: Sequence[str], rename: Mapping[str, str] | None = None) -> str | None:
+    """``path`` from the last of its components named in ``markers`` (renamed through
+    ``rename``: Codex's ``archived_sessions`` goes back where resume looks), or None."""
+    parts = Path(path).parts
+    for marker in markers:
+        if marker in parts:
+            i = len(parts) - 1 - parts[::-1].index(marker)
+            return str(Path((rename or {}).get(marker, marker), *parts[i + 1:]))
+    return None
+
+
+def command(*argv: str) -> str:
+    """A shell command line with every argument quoted (ids and paths are not trusted)."""
+    return shlex.join(argv)
 
 
 # ---------------------------------------------------------------- helpers for adapters

@@ -11,13 +11,14 @@ thread record for the same id overwrites the earlier one's fields (ingest folds 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import orjson
 
 from ...model import JsonObject, Message, ModelError, Thread
 from ..base import (
+    EmitOptions,
     INVALID,
     PARSE_ERROR,
     Adapter,
@@ -86,6 +87,7 @@ def _report(kind: str, reason: str, detail: str | None = None) -> Row:
 
 class CanonicalAdapter(Adapter):
     name = NAME
+    emits = True
 
     def classify(self, path: Path) -> str | None:
         return None  # canonical files are only ingested when named explicitly
@@ -101,9 +103,13 @@ class CanonicalAdapter(Adapter):
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CanonicalParser:
         return CanonicalParser(source, state)
 
-    def emit(self, thread: Thread, messages: list[Message], **options: object) -> EmitResult:
-        lines = [orjson.dumps(thread.to_dict())]
-        lines += [orjson.dumps(m.to_dict()) for m in messages]
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        """One file: the thread, its messages, then each child thread and its messages."""
+        lines = []
+        for t, ms in [(thread, messages), *children]:
+            lines.append(orjson.dumps(t.to_dict()))
+            lines += [orjson.dumps(m.to_dict()) for m in ms]
         result = EmitResult(thread_id=thread.id)
         result.files[f"{thread.id}.jsonl"] = b"\n".join(lines) + b"\n"
         return result

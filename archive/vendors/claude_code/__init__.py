@@ -5,9 +5,8 @@ Parsing is in ``parse.py``, the cross-vendor writer in ``emit.py``; field notes 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -17,6 +16,8 @@ from ...model import (
     Thread,
 )
 from ..base import (
+    EmitOptions,
+    relative_to_marker,
     LINES,
     SNAPSHOT,
     Adapter,
@@ -24,7 +25,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
-from .emit import emit_session
+from .emit import emit_session, resume_hint
 from .parse import AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
 
 # ---------------------------------------------------------------- the adapter
@@ -32,6 +33,8 @@ from .parse import AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodePars
 
 class ClaudeCodeAdapter(Adapter):
     name = NAME
+    emits = True
+    needs_cwd = True  # sessions are filed under the project folder's slug
     env_vars = ("CLAUDE_CONFIG_DIR",)
     # the structured tool result repeats the tool output (and Edit's whole original file):
     # ~17% of a corpus, so the archive reads it back from the line instead of a second copy
@@ -78,14 +81,15 @@ class ClaudeCodeAdapter(Adapter):
             return AgentMetaParser(source, state)
         return ClaudeCodeParser(source, state)
 
-    def emit(
-        self,
-        thread: Thread,
-        messages: list[Message],
-        children: list[tuple[Thread, list[Message]]] | None = None,
-        **options: Any,
-    ) -> EmitResult:
-        return emit_session(thread, messages, children or [], **options)
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        return emit_session(thread, messages, children, options)
+
+    def install_path(self, stored_path: str) -> str | None:
+        return relative_to_marker(stored_path, ("projects",)) or super().install_path(stored_path)
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        return resume_hint(session_id, cwd)
 
 
 ADAPTER = ClaudeCodeAdapter()

@@ -11,9 +11,8 @@ project folder is the slug of the ``cwd`` option if given, else of the thread's 
 from __future__ import annotations
 
 import re
-import shlex
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -35,6 +34,8 @@ from ...model import (
 )
 from ..base import nonempty_str as _str
 from ..base import (
+    EmitOptions,
+    command,
     EmitError,
     EmitResult,
     stable_id,
@@ -77,19 +78,19 @@ def _image_from_url(url: Any) -> JsonObject | None:
 class _SessionEmitter:
     """Shared state of one emit: ids, the call-id map, the counts."""
 
-    def __init__(self, thread: Thread, children: list[tuple[Thread, list[Message]]], options: Mapping[str, Any]) -> None:
+    def __init__(self, thread: Thread, children: Sequence[tuple[Thread, list[Message]]], options: EmitOptions) -> None:
         meta = thread.metadata or {}
         # an explicit cwd wins: the session is being placed in a (maybe different) checkout
-        cwd = _str(options.get("cwd")) or _str(meta.get("cwd"))
+        cwd = _str(options.cwd) or _str(meta.get("cwd"))
         if not cwd:
             raise EmitError(f"thread {thread.id}: no cwd given and none in its metadata")
         self.cwd = cwd
-        self.version = str(options.get("version") or EMIT_VERSION)
-        self.branch = str(meta.get("gitBranch") or options.get("git_branch") or "")
-        self.model = _str(meta.get("model")) or _str(options.get("model"))
-        self.session_id = str(options.get("session_id") or _emit_uuid("session", thread.id))
+        self.version = options.client_version or EMIT_VERSION
+        self.branch = str(meta.get("gitBranch") or options.git_branch or "")
+        self.model = _str(meta.get("model")) or _str(options.model)
+        self.session_id = options.session_id or _emit_uuid("session", thread.id)
         self.result = EmitResult(thread_id=self.session_id)
-        self.result.resume_hint = f"cd {shlex.quote(cwd)} && claude --resume {self.session_id}"
+        self.result.resume_hint = resume_hint(self.session_id, cwd)
         self.call_ids: dict[str, str] = {}
         self.agent_ids: dict[str, str] = {}
         self.spawns: dict[tuple[str, str], str] = {}  # (thread id, source call id) -> agent id
@@ -403,7 +404,12 @@ class _ThreadWriter:
         flush_user()
 
 
-def emit_session(thread: Thread, messages: list[Message], children: list[tuple[Thread, list[Message]]], **options: Any) -> EmitResult:
+def resume_hint(session_id: str, cwd: str | None) -> str:
+    """Claude Code finds a session through the project folder it is started in."""
+    return command("cd", cwd or ".") + " && " + command("claude", "--resume", session_id)
+
+
+def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]], options: EmitOptions) -> EmitResult:
     """Build ``projects/<slug>/<session>.jsonl`` and its subagent files from canonical
     messages of any vendor."""
     em = _SessionEmitter(thread, children, options)

@@ -4,9 +4,8 @@ Parsing is in ``parse.py``, the log writer in ``emit.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 
 from ...model import (
@@ -15,13 +14,15 @@ from ...model import (
     Thread,
 )
 from ..base import (
+    EmitOptions,
+    relative_to_marker,
     LINES,
     SNAPSHOT,
     Adapter,
     EmitResult,
     SourceInfo,
 )
-from .emit import _Emitter, _meta_line, clm_id
+from .emit import emit_log, resume_hint
 from .parse import BLOB_RE, ClmParser, ID_RE, NAME, ROLES, SPOOL_RE, _load
 
 # ---------------------------------------------------------------- adapter
@@ -29,6 +30,7 @@ from .parse import BLOB_RE, ClmParser, ID_RE, NAME, ROLES, SPOOL_RE, _load
 
 class ClmAdapter(Adapter):
     name = NAME
+    emits = True
     env_vars = ("XDG_STATE_HOME",)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -64,37 +66,20 @@ class ClmAdapter(Adapter):
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClmParser:
         return ClmParser(source, state)
 
-    def emit(
-        self,
-        thread: Thread | JsonObject,
-        messages: list[Message],
-        children: list[Any] | None = None,
-        **options: Any,
-    ) -> EmitResult:
-        """Write ``<id>.jsonl`` (and ``<id>.blobs/`` images). ``blobs`` (sha256 -> bytes)
-        supplies image bytes for attachments whose data lives in the archive's blob table."""
-        if isinstance(thread, dict):
-            thread = Thread.from_dict(thread)
-        cid = clm_id(thread)
-        result = EmitResult(thread_id=cid)
-        if cid != thread.id:
-            result.notes.append(f"thread id {thread.id!r} is not a valid clm session id; wrote {cid}")
-        if children:
-            result.count("child thread", len(children))
-        emitter = _Emitter(cid, options.get("blobs") or {}, result)
-        emitter.lines.append(_meta_line(thread, cid, result))
-        for m in messages:
-            emitter.message(m)
-        unanswered = [c for c in emitter.call_names if c not in emitter.answered]
-        if unanswered:
-            result.count("tool call without a result", len(unanswered))
-        result.files[f"{cid}.jsonl"] = b"\n".join(emitter.lines) + b"\n"
-        result.resume_hint = (
-            f"copy {cid}.jsonl (and {cid}.blobs/ if present) into $XDG_STATE_HOME/clm "
-            f"(default ~/.local/state/clm), then run: clm --resume {cid}  "
-            "(interactive UI only; the system prompt, model and provider come from the current config)"
-        )
-        return result
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        return emit_log(thread, messages, children, options)
+
+    def install_path(self, stored_path: str) -> str | None:
+        if stored_path.endswith(".bak"):
+            return None  # a .bak continues an older generation; only the live log is written back
+        return relative_to_marker(stored_path, ("clm",)) or super().install_path(stored_path)
+
+    def companion_markers(self, thread_id: str) -> tuple[str, ...]:
+        return (f"/{thread_id}.blobs/", f"/{thread_id}.spool/")
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        return resume_hint(session_id)
 
 
 ADAPTER = ClmAdapter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Sequence, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,6 +25,8 @@ from ...model import (
     WebSearch,
 )
 from ..base import (
+    EmitOptions,
+    command,
     EmitResult,
     stable_id,
 )
@@ -261,3 +263,31 @@ def _meta_line(thread: Thread, cid: str, result: EmitResult) -> bytes:
     return _dumps(meta)
 
 
+def resume_hint(session_id: str) -> str:
+    return command("clm", "--resume", session_id)
+
+
+def emit_log(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]],
+             options: EmitOptions) -> EmitResult:
+    """``<id>.jsonl`` (and ``<id>.blobs/`` images). ``options.blobs`` (sha256 -> bytes)
+    supplies image bytes for attachments whose data lives in the archive's blob table."""
+    cid = clm_id(thread)
+    result = EmitResult(thread_id=cid)
+    if cid != thread.id:
+        result.notes.append(f"thread id {thread.id!r} is not a valid clm session id; wrote {cid}")
+    if children:
+        result.count("child thread", len(children))
+    emitter = _Emitter(cid, options.blobs, result)
+    emitter.lines.append(_meta_line(thread, cid, result))
+    for m in messages:
+        emitter.message(m)
+    unanswered = [c for c in emitter.call_names if c not in emitter.answered]
+    if unanswered:
+        result.count("tool call without a result", len(unanswered))
+    result.files[f"{cid}.jsonl"] = b"\n".join(emitter.lines) + b"\n"
+    result.resume_hint = (
+        f"copy {cid}.jsonl (and {cid}.blobs/ if present) into $XDG_STATE_HOME/clm "
+        f"(default ~/.local/state/clm), then run: {resume_hint(cid)}  "
+        "(interactive UI only; the system prompt, model and provider come from the current config)"
+    )
+    return result

@@ -4,17 +4,19 @@ Parsing is in ``parse.py``, the rollout writer in ``emit.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from ...model import (
     JsonObject,
     Message,
+    Thread,
 )
 from ..base import (
+    EmitOptions,
+    relative_to_marker,
     LINES,
     SNAPSHOT,
     Adapter,
@@ -22,7 +24,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
-from .emit import emit_rollout
+from .emit import emit_rollout, resume_hint
 from .parse import CodexParser, NAME
 
 # ---------------------------------------------------------------- adapter
@@ -30,6 +32,7 @@ from .parse import CodexParser, NAME
 
 class CodexAdapter(Adapter):
     name = NAME
+    emits = True
     env_vars = ("CODEX_HOME",)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -70,8 +73,17 @@ class CodexAdapter(Adapter):
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CodexParser:
         return CodexParser(source, state)
 
-    def emit(self, thread: Any, messages: list[Message], children: Any = None, **options: Any) -> EmitResult:
-        return emit_rollout(thread, messages, children=children, **options)
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        return emit_rollout(thread, messages, children, options)
+
+    def install_path(self, stored_path: str) -> str | None:
+        # a rollout Codex archived goes back where its resume looks
+        found = relative_to_marker(stored_path, ("sessions", "archived_sessions"), {"archived_sessions": "sessions"})
+        return found or super().install_path(stored_path)
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        return resume_hint(session_id)
 
 
 ADAPTER = CodexAdapter()

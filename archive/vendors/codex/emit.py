@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -23,6 +23,8 @@ from ...model import (
     WebSearch,
 )
 from ..base import (
+    EmitOptions,
+    command,
     EmitResult,
 )
 from .parse import _PATCH_FILE_RE, _parse_ts
@@ -96,7 +98,7 @@ def _image_url(media: str | None, data: str | None, uri: str | None) -> str | No
 
 
 class _Emitter:
-    def __init__(self, thread: Thread, messages: list[Message], options: Mapping[str, Any]) -> None:
+    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions) -> None:
         self.thread = thread
         self.messages = messages
         self.options = options
@@ -109,8 +111,8 @@ class _Emitter:
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.id = codex_uuid(f"sesh-archive:codex:{thread.id}", self.created)
         self.clock = self.created
-        self.cwd = str(options.get("cwd") or meta.get("cwd") or "/")
-        self.model = str(options.get("model") or meta.get("model") or "gpt-5.1-codex")
+        self.cwd = str(options.cwd or meta.get("cwd") or "/")
+        self.model = str(options.model or meta.get("model") or "gpt-5.1-codex")
         self.call_kinds: dict[str, str] = {}  # call_id -> "function" | "custom"
         self.open_calls: list[str] = []
         self.turns = 0
@@ -131,13 +133,13 @@ class _Emitter:
             "id": self.id,
             "timestamp": _fmt_ts(self.created),
             "cwd": self.cwd,
-            "originator": str(self.options.get("originator", "codex_cli_rs")),
-            "cli_version": str(self.options.get("cli_version", EMIT_CLI_VERSION)),
+            "originator": "codex_cli_rs",
+            "cli_version": self.options.client_version or EMIT_CLI_VERSION,
             "source": "cli",
-            "model_provider": str(self.options.get("model_provider", "openai")),
+            "model_provider": self.options.model_provider or "openai",
         }
-        if self.options.get("base_instructions"):
-            payload["base_instructions"] = {"text": str(self.options["base_instructions"])}
+        if self.options.base_instructions:
+            payload["base_instructions"] = {"text": self.options.base_instructions}
         git = {k: meta[src] for src, k in (("gitBranch", "branch"), ("gitCommit", "commit_hash"), ("gitRepository", "repository_url")) if isinstance(meta.get(src), str)}
         if git:
             payload["git"] = git
@@ -180,12 +182,12 @@ class _Emitter:
         self.close_calls(None)
         self.result.files[self.path()] = b"\n".join(self.lines) + b"\n"
         self.result.thread_id = self.id
-        self.result.resume_hint = f"codex resume {self.id}"
+        self.result.resume_hint = resume_hint(self.id)
         self.result.notes.append(
             "Codex 0.9x+ finds sessions through ~/.codex/state_5.sqlite; if `codex resume` does not "
             "list this file, run `codex doctor` or resume by id from its folder."
         )
-        if not self.options.get("base_instructions"):
+        if not self.options.base_instructions:
             self.result.notes.append("no base_instructions written: Codex uses its default instructions")
         return self.result
 
@@ -290,7 +292,7 @@ class _Emitter:
             self.count("reasoning: redacted block without Codex ciphertext dropped", blank)
         if enc is not None:
             self.line("response_item", payload, m.ts)
-        elif (summary or content) and self.options.get("reasoning", "summary") == "summary":
+        elif (summary or content) and self.options.reasoning == "summary":
             # Fabricated ciphertext is rejected by the API: summary text only.
             self.line("response_item", payload, m.ts)
             self.count("reasoning: written as summary only (no Codex encrypted content)")
@@ -409,7 +411,11 @@ class _Emitter:
         self.count("usage: token_count written from message usage")
 
 
-def emit_rollout(thread: Thread, messages: list[Message], children: Any = None, **options: Any) -> EmitResult:
+def resume_hint(session_id: str) -> str:
+    return command("codex", "resume", session_id)
+
+
+def emit_rollout(thread: Thread, messages: list[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
     """A Codex rollout (G2 lines, as 0.171.0 reads them) for ``thread``'s messages.
 
     The file is ``sessions/YYYY/MM/DD/rollout-<created, UTC>-<id>.jsonl`` with a fresh
