@@ -5,7 +5,9 @@ Invariants:
 * The file is created with mode 0600 before SQLite writes a byte: it holds whatever
   secrets users pasted into their agents. WAL and SHM side files get the same mode.
 * Every open applies pending migrations (``archive.migrations``), so a database is always
-  at the current schema; a read-only open never migrates and never creates.
+  at the current schema, and re-derives the rows of any provider whose adapter revision is
+  newer than the rows' (``ingest.upgrade``: the archive then reads as a fresh ingest of
+  its stored lines would); a read-only open never migrates and never creates.
 * WAL journal and a busy timeout, so readers (Datasette, ``search``) keep working while an
   ingest writes.
 """
@@ -63,6 +65,9 @@ def open_db(path: str | os.PathLike[str], *, migrate: bool = True) -> Database:
         db = Database(conn, execute_plugins=False)  # see open_readonly
         if migrate:
             migrations.apply(db)
+            from .ingest import upgrade  # ingest builds on this module
+
+            upgrade(db)
     finally:
         os.umask(old_umask)
     return db

@@ -1019,6 +1019,28 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
     return engine.summary
 
 
+def upgrade(db: Database) -> list[str]:
+    """Re-derive the rows of every provider whose adapter is newer (``Adapter.revision``)
+    than the one those rows were derived with; returns the providers rebuilt.
+
+    An archive from before revisions were recorded holds revision 1 rows for each provider
+    it has sources of. A fresh archive records the current revisions and rebuilds nothing."""
+    recorded = dict(db.execute("SELECT provider, revision FROM adapter_revisions").fetchall())
+    present = {r[0] for r in db.execute("SELECT DISTINCT provider FROM sources")}
+    rebuilt = []
+    for adapter in VENDORS:
+        have = recorded.get(adapter.name, 1 if adapter.name in present else adapter.revision)
+        if have < adapter.revision and adapter.name in present:
+            rebuild(db, provider=adapter.name)
+            rebuilt.append(adapter.name)
+        if recorded.get(adapter.name) != adapter.revision:
+            db.execute(
+                "INSERT OR REPLACE INTO adapter_revisions (provider, revision) VALUES (?, ?)",
+                (adapter.name, adapter.revision),
+            )
+    return rebuilt
+
+
 @dataclass
 class RestoredFile:
     source_uid: str

@@ -277,16 +277,11 @@ def m002_views(db: Database) -> None:
 
         -- Usage: one row per model response (the usage table is keyed so), with its project,
         -- in four disjoint buckets: input_tokens (neither read from nor written to the cache),
-        -- cache_read_tokens, cache_write_tokens, output_tokens (reasoning included). The usage
-        -- table keeps each vendor's own numbers; Codex counts cached input inside its input,
-        -- Claude and clm do not, so Codex input is reduced here and nowhere else.
+        -- cache_read_tokens, cache_write_tokens, output_tokens (reasoning included).
         CREATE VIEW usage_responses AS
         SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
                coalesce(t.cwd, p.cwd) AS project,
-               CASE WHEN u.provider = 'codex'
-                    THEN max(coalesce(u.input_tokens, 0) - coalesce(u.cache_read_tokens, 0)
-                             - coalesce(u.cache_write_tokens, 0), 0)
-                    ELSE coalesce(u.input_tokens, 0) END AS input_tokens,
+               coalesce(u.input_tokens, 0) AS input_tokens,
                coalesce(u.output_tokens, 0) AS output_tokens,
                coalesce(u.cache_read_tokens, 0) AS cache_read_tokens,
                coalesce(u.cache_write_tokens, 0) AS cache_write_tokens,
@@ -326,13 +321,8 @@ def m002_views(db: Database) -> None:
                -- "+b.type": walk the thread's messages, not every tool call in the archive
                (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
                     WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
-               (SELECT coalesce(sum(
-                    CASE WHEN u.provider = 'codex'
-                         THEN max(coalesce(u.input_tokens, 0), coalesce(u.cache_read_tokens, 0)
-                                  + coalesce(u.cache_write_tokens, 0))
-                         ELSE coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
-                              + coalesce(u.cache_write_tokens, 0) END
-                    + coalesce(u.output_tokens, 0)), 0)
+               (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                    + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
                 FROM usage u WHERE u.thread_id = t.id) AS tokens,
                (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
         FROM threads t;
@@ -450,20 +440,6 @@ def m005_fts_per_commit(db: Database) -> None:
     )
 
 
-# The four disjoint token buckets of one usage row (as in the usage_responses view): Codex
-# reports input including its cached part, the others report them apart.
-_BUCKET_LIST = (
-    "CASE WHEN {r}.provider = 'codex' THEN max(coalesce({r}.input_tokens, 0) - coalesce({r}.cache_read_tokens, 0)"
-    " - coalesce({r}.cache_write_tokens, 0), 0) ELSE coalesce({r}.input_tokens, 0) END",
-    "coalesce({r}.output_tokens, 0)",
-    "coalesce({r}.cache_read_tokens, 0)",
-    "coalesce({r}.cache_write_tokens, 0)",
-    "coalesce({r}.reasoning_tokens, 0)",
-)
-_BUCKETS = ", ".join(_BUCKET_LIST)
-_TOTALS_KEY = "coalesce(substr({r}.ts, 1, 10), ''), coalesce({r}.provider, ''), coalesce({r}.model, ''), coalesce({r}.thread_id, '')"
-
-
 @migrations()
 def m006_usage_totals(db: Database) -> None:
     """Token totals per day, provider, model and thread, kept by triggers on ``usage``.
@@ -471,9 +447,19 @@ def m006_usage_totals(db: Database) -> None:
     The 30-day statistics read every usage row of the window through the usage_responses
     view (1 GB corpus: 30k rows, 65-120 ms per breakdown); these totals hold one row per
     thread, day and model. Unknown values are stored as '' (a primary key column) and read
-    back as NULL by the views."""
+    back as NULL by the views. (Its text is frozen: literals only, never module constants,
+    which a later edit would change for new archives and not for old ones.)"""
+    key = "coalesce(substr({r}.ts, 1, 10), ''), coalesce({r}.provider, ''), coalesce({r}.model, ''), coalesce({r}.thread_id, '')"
+    bucket_list = (
+        "coalesce({r}.input_tokens, 0)",
+        "coalesce({r}.output_tokens, 0)",
+        "coalesce({r}.cache_read_tokens, 0)",
+        "coalesce({r}.cache_write_tokens, 0)",
+        "coalesce({r}.reasoning_tokens, 0)",
+    )
+    buckets = ", ".join(bucket_list)
     add = f"""
-            INSERT INTO usage_totals VALUES ({_TOTALS_KEY.format(r="new")}, 1, {_BUCKETS.format(r="new")})
+            INSERT INTO usage_totals VALUES ({key.format(r="new")}, 1, {buckets.format(r="new")})
             ON CONFLICT DO UPDATE SET responses = responses + 1,
                 input_tokens = input_tokens + excluded.input_tokens,
                 output_tokens = output_tokens + excluded.output_tokens,
@@ -481,7 +467,7 @@ def m006_usage_totals(db: Database) -> None:
                 cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
                 reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;"""
     sub = f"""
-            INSERT INTO usage_totals VALUES ({_TOTALS_KEY.format(r="old")}, -1, {_BUCKETS.format(r="old")})
+            INSERT INTO usage_totals VALUES ({key.format(r="old")}, -1, {buckets.format(r="old")})
             ON CONFLICT DO UPDATE SET responses = responses - 1,
                 input_tokens = input_tokens - excluded.input_tokens,
                 output_tokens = output_tokens - excluded.output_tokens,
@@ -489,7 +475,7 @@ def m006_usage_totals(db: Database) -> None:
                 cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
                 reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
             DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
-                = ({_TOTALS_KEY.format(r="old")});"""
+                = ({key.format(r="old")});"""
     db.executescript(
         textwrap.dedent(
             f"""
@@ -507,8 +493,8 @@ def m006_usage_totals(db: Database) -> None:
             PRIMARY KEY (day, provider, model, thread_id)
         ) WITHOUT ROWID;
         INSERT INTO usage_totals
-        SELECT {_TOTALS_KEY.format(r="u")}, count(*),
-               {", ".join(f"sum({b.format(r='u')})" for b in _BUCKET_LIST)}
+        SELECT {key.format(r="u")}, count(*),
+               {", ".join(f"sum({b.format(r='u')})" for b in bucket_list)}
         FROM usage u GROUP BY 1, 2, 3, 4;
         CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN {add}
         END;
@@ -545,3 +531,122 @@ def m007_drop_blocks_call_id(db: Database) -> None:
     """``blocks_call_type`` (call_id, type) answers every ``call_id = ?`` lookup that
     ``blocks_call_id`` did; one index less to keep up on each block written."""
     db.executescript("DROP INDEX blocks_call_id;")
+
+
+@migrations()
+def m008_neutral_usage(db: Database) -> None:
+    """Usage rows hold neutral buckets for every provider: the adapter takes cached input out
+    of a vendor's input figure (keeping the vendor's own figures in ``usage.extra``), so no
+    view or trigger asks which provider a row came from.
+
+    Archives written before this kept Codex's cached input inside ``input_tokens`` and fixed
+    it in the views. Their rows are re-derived from the source layer: ``adapter_revisions``
+    records the adapter revision each provider's rows were derived with, and opening the
+    archive for writing rebuilds the providers whose adapter is newer (``ingest.upgrade``).
+    The totals are recomputed here from the rows as they are, so that the triggers below
+    subtract exactly what they count when the rebuild replaces those rows."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE adapter_revisions (
+            provider TEXT PRIMARY KEY,
+            revision INTEGER NOT NULL           -- Adapter.revision the provider's rows were derived with
+        );
+
+        DROP TRIGGER usage_totals_ai;
+        DROP TRIGGER usage_totals_ad;
+        DROP TRIGGER usage_totals_au;
+        DELETE FROM usage_totals;
+        INSERT INTO usage_totals
+        SELECT coalesce(substr(ts, 1, 10), ''), coalesce(provider, ''), coalesce(model, ''), coalesce(thread_id, ''),
+               count(*), sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),
+               sum(coalesce(cache_read_tokens, 0)), sum(coalesce(cache_write_tokens, 0)), sum(coalesce(reasoning_tokens, 0))
+        FROM usage GROUP BY 1, 2, 3, 4;
+        CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN
+            INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''),
+                coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, coalesce(new.input_tokens, 0),
+                coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0),
+                coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+            ON CONFLICT DO UPDATE SET responses = responses + 1,
+                input_tokens = input_tokens + excluded.input_tokens,
+                output_tokens = output_tokens + excluded.output_tokens,
+                cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+                reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
+        END;
+        CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN
+            INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
+                coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
+                coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
+                coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+            ON CONFLICT DO UPDATE SET responses = responses - 1,
+                input_tokens = input_tokens - excluded.input_tokens,
+                output_tokens = output_tokens - excluded.output_tokens,
+                cache_read_tokens = cache_read_tokens - excluded.cache_read_tokens,
+                cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
+                reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
+            DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
+                = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''),
+                   coalesce(old.thread_id, ''));
+        END;
+        CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN
+            INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
+                coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
+                coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
+                coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+            ON CONFLICT DO UPDATE SET responses = responses - 1,
+                input_tokens = input_tokens - excluded.input_tokens,
+                output_tokens = output_tokens - excluded.output_tokens,
+                cache_read_tokens = cache_read_tokens - excluded.cache_read_tokens,
+                cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
+                reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
+            DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
+                = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''),
+                   coalesce(old.thread_id, ''));
+            INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''),
+                coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, coalesce(new.input_tokens, 0),
+                coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0),
+                coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+            ON CONFLICT DO UPDATE SET responses = responses + 1,
+                input_tokens = input_tokens + excluded.input_tokens,
+                output_tokens = output_tokens + excluded.output_tokens,
+                cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+                reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
+        END;
+
+        -- one model response a row, in the four disjoint buckets, as the adapters stored them
+        DROP VIEW usage_responses;
+        CREATE VIEW usage_responses AS
+        SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
+               coalesce(t.cwd, p.cwd) AS project,
+               coalesce(u.input_tokens, 0) AS input_tokens,
+               coalesce(u.output_tokens, 0) AS output_tokens,
+               coalesce(u.cache_read_tokens, 0) AS cache_read_tokens,
+               coalesce(u.cache_write_tokens, 0) AS cache_write_tokens,
+               coalesce(u.reasoning_tokens, 0) AS reasoning_tokens,
+               u.extra AS vendor_usage
+        FROM usage u
+        LEFT JOIN threads t ON t.id = u.thread_id
+        LEFT JOIN threads p ON p.id = t.parent_thread_id;
+
+        DROP VIEW thread_summary;
+        CREATE VIEW thread_summary AS
+        SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+               t.created_at,
+               (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+               (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+               (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+               (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+                    AND m.role = 'user' AND m.injected = 0) AS user_turns,
+               -- "+b.type": walk the thread's messages, not every tool call in the archive
+               (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
+               (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                    + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
+                FROM usage u WHERE u.thread_id = t.id) AS tokens,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
+        FROM threads t;
+        """
+        )
+    )

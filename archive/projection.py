@@ -45,7 +45,18 @@ from .model import (
     block_from_dict,
 )
 from .vendors import get as get_adapter
-from .vendors.base import PARSE_ERROR, WARNING, BlobRow, MessageRow, Report, Row, ThreadFact, UsageRow
+from .vendors.base import (
+    PARSE_ERROR,
+    RESPONSE_KEY,
+    WARNING,
+    BlobRow,
+    MessageRow,
+    Report,
+    Row,
+    ThreadFact,
+    UsageRow,
+    message_response_key,
+)
 
 Key = tuple[int, int, int, int]
 
@@ -199,7 +210,6 @@ def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
 LINE_REF = "$line"
 LINE_REF_MIN = 2048
 
-
 def message_columns(msg: Message, line_backed: tuple[str, ...] = ()) -> dict[str, Any]:
     extra = dict(msg.extra or {})
     if msg.raw is not None:
@@ -225,11 +235,13 @@ def message_columns(msg: Message, line_backed: tuple[str, ...] = ()) -> dict[str
     }
 
 
-def message_from_row(row: sqlite3.Row, blocks: list[Block]) -> Message:
+def message_from_row(row: sqlite3.Row, blocks: list[Block], response: Usage | None = None) -> Message:
+    """A stored message; its usage is the response it carries (``response``, from the usage
+    table), else what the message itself carried when it was appended."""
     extra = loads(row["extra"]) or {}
     raw = extra.pop("raw", None)
     prov = loads(row["provenance"])
-    usage = loads(row["usage"])
+    usage = loads(row["usage"]) if response is None else None
     return Message(
         id=row["id"],
         thread_id=row["thread_id"],
@@ -239,7 +251,7 @@ def message_from_row(row: sqlite3.Row, blocks: list[Block]) -> Message:
         turn_id=row["turn_id"],
         parent_id=row["parent_id"],
         run_id=row["run_id"],
-        usage=Usage.from_dict(usage) if usage is not None else None,
+        usage=response or (Usage.from_dict(usage) if usage is not None else None),
         provenance=Provenance.from_dict(prov) if prov is not None else None,
         raw=raw,
         extra=extra or None,
@@ -340,9 +352,9 @@ class Projector:
 
     def put_usage(self, provider: str, row: UsageRow, key3: tuple[int, int, int]) -> None:
         u = row.usage
-        extra = u.extra
+        extra = {k: v for k, v in (u.extra or {}).items() if k != RESPONSE_KEY}
         self._usage.append((
-            row.key, row.thread_id, row.message_id, provider, row.model, row.ts,
+            row.key, row.thread_id, row.message_id, row.provider or provider, row.model, row.ts,
             u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
             u.reasoning_tokens, dumps(extra) if extra else None, *key3,
         ))  # fmt: skip
@@ -564,11 +576,46 @@ def load_messages(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
             params,
         ):
             blocks.setdefault(b["message_id"], []).append(block_from_row(b, b["blob_data"]))
-        messages = [message_from_row(r, blocks.get(r["id"], [])) for r in rows]
+        usage = _responses_of(conn, where, params)
+        messages = [message_from_row(r, blocks.get(r["id"], []), usage.get(r["id"])) for r in rows]
     finally:
         conn.row_factory = saved
     _read_back_line_fields(conn, rows, messages)
     return messages
+
+
+
+def _responses_of(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> dict[str, Usage]:
+    """The usage of the model response each message carries (``usage.message_id``); a
+    message that carries several responses' usage gets their sum and their keys."""
+    out: dict[str, list[sqlite3.Row]] = {}
+    for u in conn.execute(
+        "SELECT * FROM usage WHERE message_id IN (SELECT m.id FROM messages m WHERE " + where + ") "
+        "ORDER BY message_id, source_id, generation, offset, key",
+        params,
+    ):
+        out.setdefault(u["message_id"], []).append(u)
+    return {mid: _usage_from_rows(rows) for mid, rows in out.items()}
+
+
+def _usage_from_rows(rows: list[sqlite3.Row]) -> Usage:
+    def total(col: str) -> int | None:
+        values = [r[col] for r in rows if r[col] is not None]
+        return sum(values) if values else None
+
+    extra: JsonObject = dict(loads(rows[0]["extra"]) or {}) if len(rows) == 1 else {}
+    if len(rows) > 1:
+        extra[RESPONSE_KEY] = [r["key"] for r in rows]
+    elif rows[0]["key"] != message_response_key(rows[0]["message_id"]):
+        extra[RESPONSE_KEY] = rows[0]["key"]
+    return Usage(
+        input_tokens=total("input_tokens"),
+        output_tokens=total("output_tokens"),
+        cache_read_tokens=total("cache_read_tokens"),
+        cache_write_tokens=total("cache_write_tokens"),
+        reasoning_tokens=total("reasoning_tokens"),
+        extra=extra or None,
+    )
 
 
 def _read_back_line_fields(conn: sqlite3.Connection, rows: list[sqlite3.Row], messages: list[Message]) -> None:

@@ -31,7 +31,7 @@ import orjson
 from .db import open_db
 from .model import Message, Thread
 from .projection import Projector, dumps, fold_thread, index_text, load_messages, load_threads
-from .vendors.base import UsageRow
+from .vendors.base import response_row
 
 
 @runtime_checkable
@@ -161,8 +161,8 @@ class SqliteMessageStore:
                 offset = self._next_offset(sid)
                 projector = Projector(self.conn)
                 projector.put_message(msg, (sid, 1, offset, 0))
-                if msg.usage is not None:
-                    row = UsageRow(f"store:{msg.id}", msg.thread_id, msg.usage, msg.id, (msg.extra or {}).get("model"), msg.ts)
+                row = response_row(msg)
+                if row is not None:
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
                 index_text(self.conn)

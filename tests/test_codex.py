@@ -139,10 +139,12 @@ def test_agtrace_066_token_totals_hand_computed() -> None:
     twice, so 7 distinct cumulative totals remain (3505, 7216, 11031, 14739, 18584, 22601,
     26740 input). Their deltas are 3505+3711+3815+3708+3845+4017+4139 = 26740 input,
     3072+3072+3584+3072+3072+3072+3968 = 22912 cached, 101+40+26+37+128+38+38 = 408 output,
-    64+0+0+0+64+0+0 = 128 reasoning: the final total, counted once."""
+    64+0+0+0+64+0+0 = 128 reasoning: the final total, counted once. The neutral input
+    leaves the cached part out (26740 - 22912); Codex's own figures stay beside it."""
     _, rows = parse_fixture(AGTRACE)
+    assert sum(r.usage.extra["vendor"]["input_tokens"] for _, r in rows if isinstance(r, UsageRow)) == 26740
     assert usage_totals(rows) == {
-        "input_tokens": 26740,
+        "input_tokens": 26740 - 22912,
         "cache_read_tokens": 22912,
         "output_tokens": 408,
         "reasoning_tokens": 128,
@@ -367,12 +369,13 @@ def test_fork_replay_is_stored_once() -> None:
     assert facts[0].thread_id == "child-1" and facts[0].fields["parentThreadId"] == "parent-1"
     assert facts[-1] == ThreadFact("child-1", {"originMessageId": pm[-1].id})
     # usage: the replayed response has the parent's key; the child's own response is the
-    # delta over the parent's cumulative total (25-10 input, 5-2 output)
+    # delta over the parent's cumulative total (25-10 input of which 5 cached, 5-2 output)
     p_keys = {r.key for _, r in parent_rows if isinstance(r, UsageRow)}
     c_usage = [r for _, r in child_rows if isinstance(r, UsageRow)]
     assert c_usage[0].key in p_keys
     assert c_usage[1].thread_id == "child-1"
-    assert (c_usage[1].usage.input_tokens, c_usage[1].usage.cache_read_tokens, c_usage[1].usage.output_tokens) == (15, 5, 3)
+    assert (c_usage[1].usage.input_tokens, c_usage[1].usage.cache_read_tokens, c_usage[1].usage.output_tokens) == (10, 5, 3)
+    assert c_usage[1].usage.extra["vendor"]["input_tokens"] == 15
 
 
 # ---------------------------------------------------------------- locations

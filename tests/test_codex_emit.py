@@ -22,8 +22,7 @@ from archive.model import (
     Usage,
     WebSearch,
 )
-from archive.vendors.base import MessageRow, ThreadFact
-from archive.vendors.base import EmitOptions
+from archive.vendors.base import EmitOptions, MessageRow, ThreadFact, UsageRow
 from archive.vendors.codex import ADAPTER
 from helpers import parse_bytes, report_kinds, source_for, split_lines, unexplained_offsets
 
@@ -188,7 +187,9 @@ def test_cross_vendor_emit_counts_every_change() -> None:
     user = next(p for p in payloads if p.get("type") == "message" and p["role"] == "user")
     assert user["content"] == [{"type": "input_text", "text": "fix app.py"}, {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]
     token = next(p for p in payloads if p.get("type") == "token_count")
-    assert token["info"]["total_token_usage"]["input_tokens"] == 100
+    # Codex counts the 50 cached tokens inside its input; read back, the buckets are as emitted
+    assert token["info"]["total_token_usage"]["input_tokens"] == 150
+    assert token["info"]["total_token_usage"]["cached_input_tokens"] == 50
     # and Codex's own parser reads it back: same texts, calls (Edit became apply_patch)
     rows = parse(data)
     assert unexplained_offsets(data, rows) == []
@@ -199,6 +200,8 @@ def test_cross_vendor_emit_counts_every_change() -> None:
     assert [(b.path, b.extra["op"]) for m in back for b in m.content if isinstance(b, FileChange)] == [("app.py", "update")]
     assert [b.query for m in back for b in m.content if isinstance(b, WebSearch)] == ["python os"]
     assert [b.text for m in back for b in m.content if isinstance(b, Reasoning)] == ["Let me look."]
+    (usage,) = [r.usage for _, r in rows if isinstance(r, UsageRow)]
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (100, 50, 20)
     users = [m for m in back if m.role == "user" and not (m.extra or {}).get("injected")]
     assert len({m.turn_id for m in users}) == 1  # one user turn; tool results do not open turns
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from archive.db import default_db_path, open_db
 
+FIXTURES = Path(__file__).parent / "fixtures"
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -74,7 +76,8 @@ def test_an_archive_from_before_m005_upgrades_with_its_index_and_totals(tmp_path
     path = tmp_path / "old.db"
     old = Database(path)
     migrations.migrations.apply(old, stop_before="m005_fts_per_commit")
-    old.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (1, 'u', 'codex', 'lines')")
+    # the source's adapter is at revision 1, so opening re-derives nothing (see the next test)
+    old.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (1, 'u', 'claude-code', 'lines')")
     for i, (text, provider) in enumerate([("alpha quokka", "codex"), ("beta", "claude-code"), ("quokka gamma", "codex")]):
         old.execute("INSERT INTO messages (id, thread_id, role, source_id, generation, offset, sub) "
                     "VALUES (?, 't', 'assistant', 1, 1, ?, 0)", (f"m{i}", i))  # fmt: skip
@@ -95,5 +98,41 @@ def test_an_archive_from_before_m005_upgrades_with_its_index_and_totals(tmp_path
                          "sum(cache_read_tokens), sum(cache_write_tokens), sum(reasoning_tokens) "
                          "FROM usage_responses GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").fetchall()  # fmt: skip
     assert db.execute("SELECT * FROM usage_daily ORDER BY 1, 2, 3").fetchall() == per_row
-    # Codex input counts its cached part: 100 - 40 uncached; Claude's is apart already
-    assert [r[4] for r in per_row] == [60, 100, 60]
+    # usage rows hold neutral buckets: the views take them as stored, whatever the provider
+    assert [r[4] for r in per_row] == [100, 100, 100]
+
+
+def test_an_archive_from_before_neutral_usage_is_rederived_on_open(tmp_path):
+    """Before m008, Codex usage rows kept cached input inside input_tokens and the views took
+    it out. Opening such an archive re-derives the Codex rows from the stored lines: every
+    table then equals a fresh ingest's, the usage totals included."""
+    from sqlite_utils import Database
+
+    from archive import migrations
+    from archive.db import dump_tables
+    from archive.ingest import IngestOptions, ingest_paths
+
+    files = sorted((FIXTURES / "codex").glob("*.jsonl")) + sorted((FIXTURES / "claude-code").glob("*.jsonl"))
+    old_path = tmp_path / "old.db"
+    old = Database(old_path)
+    migrations.migrations.apply(old, stop_before="m008_neutral_usage")
+    old.conn.close()
+    # today's parser on the m007 schema, then Codex's input put back as Codex reported it
+    # (what the adapter of that time stored); the m006 triggers keep the totals as they were
+    old = open_db(old_path, migrate=False)
+    ingest_paths(old, files, IngestOptions(idle_seconds=10**9))
+    old.execute("UPDATE usage SET input_tokens = json_extract(extra, '$.vendor.input_tokens') WHERE provider = 'codex'")
+    raw = old.execute("SELECT sum(input_tokens) FROM usage_daily WHERE provider = 'codex'").fetchone()[0]
+    old.conn.close()
+
+    fresh = open_db(tmp_path / "fresh.db")
+    ingest_paths(fresh, files, IngestOptions(idle_seconds=10**9))
+    upgraded = open_db(old_path)
+    assert upgraded.execute("SELECT provider, revision FROM adapter_revisions WHERE provider = 'codex'").fetchall() == [("codex", 2)]
+    skip = ("ingest_runs", "_sqlite_migrations", "adapter_revisions")
+    assert dump_tables(upgraded, exclude=skip) == dump_tables(fresh, exclude=skip)
+    totals = "SELECT provider, sum(responses), sum(input_tokens), sum(cache_read_tokens) FROM usage_totals GROUP BY 1"
+    assert upgraded.execute(totals).fetchall() == fresh.execute(totals).fetchall()
+    fresh_input = fresh.execute("SELECT sum(input_tokens) FROM usage WHERE provider = 'codex'").fetchone()[0]
+    assert raw is not None and fresh_input < raw  # the old figures did count the cache once more
+    assert open_db(old_path).execute("SELECT count(*) FROM ingest_runs WHERE command = 'rebuild'").fetchone()[0] == 1

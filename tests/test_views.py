@@ -23,10 +23,12 @@ def db(tmp_path_factory):
 
 def test_codex_cached_input_is_not_counted_twice(db):
     # Codex reports input 26740 of which 22912 were cached, output 408 (128 of it reasoning):
-    # the buckets are 26740 - 22912 = 3828 fresh input, 22912 cache reads, 408 output.
+    # the buckets are 26740 - 22912 = 3828 fresh input, 22912 cache reads, 408 output; the
+    # adapter keeps Codex's own figure beside them.
     row = db.execute(
         "SELECT sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), "
-        "sum(reasoning_tokens), sum(vendor_input_tokens) FROM usage_responses WHERE thread_id = ?", (AGTRACE,)
+        "sum(reasoning_tokens), sum(json_extract(vendor_usage, '$.vendor.input_tokens')) "
+        "FROM usage_responses WHERE thread_id = ?", (AGTRACE,)
     ).fetchone()  # fmt: skip
     assert row == (3828, 22912, 0, 408, 128, 26740)
     tokens = db.execute("SELECT tokens FROM thread_summary WHERE id = ?", (AGTRACE,)).fetchone()[0]

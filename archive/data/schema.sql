@@ -5,6 +5,10 @@ CREATE TABLE "_sqlite_migrations" (
    "name" TEXT,
    "applied_at" TEXT
 );
+CREATE TABLE adapter_revisions (
+    provider TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL           -- Adapter.revision the provider's rows were derived with
+);
 CREATE TABLE blobs (
     sha256 TEXT PRIMARY KEY,
     media_type TEXT,
@@ -224,8 +228,11 @@ WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
     WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
 END;
-CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN 
-    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, CASE WHEN old.provider = 'codex' THEN max(coalesce(old.input_tokens, 0) - coalesce(old.cache_read_tokens, 0) - coalesce(old.cache_write_tokens, 0), 0) ELSE coalesce(old.input_tokens, 0) END, coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0), coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN
+    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
+        coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
+        coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
+        coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
     ON CONFLICT DO UPDATE SET responses = responses - 1,
         input_tokens = input_tokens - excluded.input_tokens,
         output_tokens = output_tokens - excluded.output_tokens,
@@ -233,10 +240,14 @@ CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN
         cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
         reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
     DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
-        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''));
+        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''),
+           coalesce(old.thread_id, ''));
 END;
-CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN 
-    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''), coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, CASE WHEN new.provider = 'codex' THEN max(coalesce(new.input_tokens, 0) - coalesce(new.cache_read_tokens, 0) - coalesce(new.cache_write_tokens, 0), 0) ELSE coalesce(new.input_tokens, 0) END, coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0), coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN
+    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''),
+        coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, coalesce(new.input_tokens, 0),
+        coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0),
+        coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
     ON CONFLICT DO UPDATE SET responses = responses + 1,
         input_tokens = input_tokens + excluded.input_tokens,
         output_tokens = output_tokens + excluded.output_tokens,
@@ -244,8 +255,11 @@ CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN
         cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
         reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
 END;
-CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN 
-    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, CASE WHEN old.provider = 'codex' THEN max(coalesce(old.input_tokens, 0) - coalesce(old.cache_read_tokens, 0) - coalesce(old.cache_write_tokens, 0), 0) ELSE coalesce(old.input_tokens, 0) END, coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0), coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
+CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN
+    INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
+        coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
+        coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
+        coalesce(old.cache_write_tokens, 0), coalesce(old.reasoning_tokens, 0))
     ON CONFLICT DO UPDATE SET responses = responses - 1,
         input_tokens = input_tokens - excluded.input_tokens,
         output_tokens = output_tokens - excluded.output_tokens,
@@ -253,8 +267,12 @@ CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN
         cache_write_tokens = cache_write_tokens - excluded.cache_write_tokens,
         reasoning_tokens = reasoning_tokens - excluded.reasoning_tokens;
     DELETE FROM usage_totals WHERE responses = 0 AND (day, provider, model, thread_id)
-        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''), coalesce(old.thread_id, '')); 
-    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''), coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, CASE WHEN new.provider = 'codex' THEN max(coalesce(new.input_tokens, 0) - coalesce(new.cache_read_tokens, 0) - coalesce(new.cache_write_tokens, 0), 0) ELSE coalesce(new.input_tokens, 0) END, coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0), coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
+        = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''),
+           coalesce(old.thread_id, ''));
+    INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''),
+        coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, coalesce(new.input_tokens, 0),
+        coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0),
+        coalesce(new.cache_write_tokens, 0), coalesce(new.reasoning_tokens, 0))
     ON CONFLICT DO UPDATE SET responses = responses + 1,
         input_tokens = input_tokens + excluded.input_tokens,
         output_tokens = output_tokens + excluded.output_tokens,
@@ -312,13 +330,8 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
        -- "+b.type": walk the thread's messages, not every tool call in the archive
        (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
             WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
-       (SELECT coalesce(sum(
-            CASE WHEN u.provider = 'codex'
-                 THEN max(coalesce(u.input_tokens, 0), coalesce(u.cache_read_tokens, 0)
-                          + coalesce(u.cache_write_tokens, 0))
-                 ELSE coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
-                      + coalesce(u.cache_write_tokens, 0) END
-            + coalesce(u.output_tokens, 0)), 0)
+       (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+            + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
         FROM usage u WHERE u.thread_id = t.id) AS tokens,
        (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
 FROM threads t;
@@ -373,15 +386,12 @@ FROM usage_totals GROUP BY day, provider, model;
 CREATE VIEW usage_responses AS
 SELECT u.key, u.thread_id, u.message_id, u.provider, u.model, u.ts, substr(u.ts, 1, 10) AS day,
        coalesce(t.cwd, p.cwd) AS project,
-       CASE WHEN u.provider = 'codex'
-            THEN max(coalesce(u.input_tokens, 0) - coalesce(u.cache_read_tokens, 0)
-                     - coalesce(u.cache_write_tokens, 0), 0)
-            ELSE coalesce(u.input_tokens, 0) END AS input_tokens,
+       coalesce(u.input_tokens, 0) AS input_tokens,
        coalesce(u.output_tokens, 0) AS output_tokens,
        coalesce(u.cache_read_tokens, 0) AS cache_read_tokens,
        coalesce(u.cache_write_tokens, 0) AS cache_write_tokens,
        coalesce(u.reasoning_tokens, 0) AS reasoning_tokens,
-       coalesce(u.input_tokens, 0) AS vendor_input_tokens
+       u.extra AS vendor_usage
 FROM usage u
 LEFT JOIN threads t ON t.id = u.thread_id
 LEFT JOIN threads p ON p.id = t.parent_thread_id;

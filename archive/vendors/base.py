@@ -95,6 +95,7 @@ class UsageRow:
     message_id: str | None = None
     model: str | None = None
     ts: str | None = None
+    provider: str | None = None  # whose model answered, when not the source's vendor (canonical files)
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,31 @@ def command(*argv: str) -> str:
 
 
 # ---------------------------------------------------------------- helpers for adapters
+
+
+# the key of the response a message carries travels in Message.usage, so that a message
+# ingested again (a canonical export read back) counts the same response, not a second one
+RESPONSE_KEY = "responseKey"
+
+
+def message_response_key(message_id: str) -> str:
+    """The response key of a message's usage when the usage names none (appended through
+    the store, or written by hand into canonical JSONL); such a key is not repeated in
+    ``Message.usage``, so an appended message reads back equal."""
+    return f"message:{message_id}"
+
+
+def response_row(msg: Message) -> UsageRow | None:
+    """The usage row of a message appended or read whole (store, canonical JSONL): keyed by
+    the response key it carries, so the same response read twice is counted once."""
+    if msg.usage is None:
+        return None
+    key = (msg.usage.extra or {}).get(RESPONSE_KEY)
+    provider = msg.provenance.provider if msg.provenance else None
+    model = (msg.extra or {}).get("model")
+    return UsageRow(key if isinstance(key, str) and key else message_response_key(msg.id), msg.thread_id,
+                    msg.usage, msg.id, model if isinstance(model, str) else None, msg.ts, provider)
+
 
 
 def nonempty_str(value: Any) -> str | None:

@@ -18,6 +18,7 @@ import orjson
 
 from ...model import JsonObject, Message, ModelError, Thread
 from ..base import (
+    response_row,
     EmitOptions,
     INVALID,
     PARSE_ERROR,
@@ -28,7 +29,6 @@ from ..base import (
     Row,
     SourceInfo,
     ThreadFact,
-    UsageRow,
 )
 
 NAME = "canonical"
@@ -64,15 +64,9 @@ class CanonicalParser:
             if "role" in d and "threadId" in d:
                 msg = Message.from_dict(d)
                 yield MessageRow(msg)
-                if msg.usage is not None:
-                    yield UsageRow(
-                        key=f"{NAME}:{msg.id}",
-                        thread_id=msg.thread_id,
-                        message_id=msg.id,
-                        usage=msg.usage,
-                        model=(msg.extra or {}).get("model"),
-                        ts=msg.ts,
-                    )
+                usage = response_row(msg)
+                if usage is not None:
+                    yield usage
             elif "createdAt" in d and "id" in d:
                 yield thread_fact(Thread.from_dict(d))
             else:

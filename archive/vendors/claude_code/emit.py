@@ -125,6 +125,9 @@ class _ThreadWriter:
         self.run_source: str | None = None  # the source message.id of the current run
         self.pending: dict[str, str] = {}  # new call id -> uuid of its assistant line
         self.answered: set[str] = set()
+        # Claude repeats a response's usage on each of its lines and ingest keeps the last:
+        # the usage dicts of each response's lines, filled with the run's total in write()
+        self.run_usage: dict[str, tuple[list[JsonObject], list[Usage]]] = {}
         self.names: dict[str, str] = {}  # source call id -> tool name
         for m in messages:
             for b in m.content:
@@ -180,7 +183,11 @@ class _ThreadWriter:
             self.runs += 1
             self.run_source = src
             self.msg_id = "msg_emit" + stable_id("msg", self.thread.id, self.runs)[:24]
-        u = m.usage or Usage()
+        usage: JsonObject = {}
+        lines_usage, responses = self.run_usage.setdefault(self.msg_id, ([], []))
+        lines_usage.append(usage)
+        if m.usage is not None:
+            responses.append(m.usage)
         message = {
             "id": self.msg_id,
             "type": "message",
@@ -189,12 +196,7 @@ class _ThreadWriter:
             "content": [block],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": u.input_tokens or 0,
-                "cache_creation_input_tokens": u.cache_write_tokens or 0,
-                "cache_read_input_tokens": u.cache_read_tokens or 0,
-                "output_tokens": u.output_tokens or 0,
-            },
+            "usage": usage,
         }
         uid = self._add({"message": message, "requestId": "req_emit" + self.msg_id[8:], "type": "assistant"}, m.ts)
         if block.get("type") == "tool_use":
@@ -345,6 +347,18 @@ class _ThreadWriter:
         for m in self.messages:
             self._message(m)
         self._answer_pending(self.last_ts)
+        for lines_usage, responses in self.run_usage.values():
+            # neutral buckets are Claude's own convention: input_tokens leave the cache out
+            total = {
+                "input_tokens": sum(u.input_tokens or 0 for u in responses),
+                "cache_creation_input_tokens": sum(u.cache_write_tokens or 0 for u in responses),
+                "cache_read_input_tokens": sum(u.cache_read_tokens or 0 for u in responses),
+                "output_tokens": sum(u.output_tokens or 0 for u in responses),
+            }
+            for usage in lines_usage:
+                usage.update(total)
+            if len(responses) > 1:
+                self.em.result.count("usage: responses written as one Claude response (summed)", len(responses) - 1)
         return self.lines
 
     def _message(self, m: Message) -> None:

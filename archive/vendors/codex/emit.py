@@ -400,7 +400,9 @@ class _Emitter:
     def token_count(self, m: Message) -> None:
         u = m.usage
         assert u is not None
-        last = [u.input_tokens or 0, u.cache_read_tokens or 0, u.output_tokens or 0, u.reasoning_tokens or 0]
+        # Codex counts cached input (and cache writes) inside input_tokens; the neutral buckets do not
+        cached = u.cache_read_tokens or 0
+        last = [(u.input_tokens or 0) + cached + (u.cache_write_tokens or 0), cached, u.output_tokens or 0, u.reasoning_tokens or 0]
         self.cum = [a + b for a, b in zip(self.cum, last)]
 
         def usage(v: list[int]) -> JsonObject:

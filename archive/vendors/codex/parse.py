@@ -23,10 +23,12 @@ Invariants (each is tested):
 * **Turns.** ``turnId`` is Codex's own turn id where the file has one (``task_started``,
   ``turn_context.turn_id``, the item's ``internal_chat_message_metadata_passthrough``);
   in older files each non-injected user message opens a turn whose id is that message's id.
-* **Usage, never counted twice.** Token counts follow Codex: ``inputTokens`` is the
-  total input *including* cached input (``cacheReadTokens`` is the cached part),
+* **Usage, never counted twice, in neutral buckets.** Codex's ``input_tokens`` include
+  cached input; the stored ``inputTokens`` is the input *not* read from the cache
+  (``input - cached - cache writes``), ``cacheReadTokens`` the cached part,
   ``outputTokens`` *includes* reasoning (``reasoningTokens`` is the reasoning part),
-  ``cacheWriteTokens`` is G3's ``cache_write_input_tokens``. ``token_count`` events give
+  ``cacheWriteTokens`` is G3's ``cache_write_input_tokens``; Codex's own figures stay in
+  ``extra["vendor"]``. ``token_count`` events give
   deltas of the cumulative ``total_token_usage``; a line whose total did not advance
   (0.66 writes every total twice) or whose ``info`` is null is ``SKIPPED``; a total that
   goes down (reset) falls back to ``last_token_usage``. G3 ``token_usage_record`` lines
@@ -327,19 +329,32 @@ def _content_blocks(content: Any) -> list[Block]:
     return blocks
 
 
-def _usage_of(d: Any) -> Usage | None:
-    if not isinstance(d, dict):
-        return None
+_CUM_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens")
+
+
+def _neutral(vendor: JsonObject) -> Usage:
+    """Codex's figures in the neutral buckets. Codex counts cached input (and cache writes,
+    where a provider reports them) inside ``input_tokens``: the fresh input is what is left
+    (never below 0); ``output_tokens`` already include reasoning. The vendor's own figures
+    stay in ``extra["vendor"]``."""
+
+    def num(key: str) -> int | None:
+        v = vendor.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    inp, cached, written = num("input_tokens"), num("cached_input_tokens"), num("cache_write_input_tokens")
     return Usage(
-        input_tokens=d.get("input_tokens"),
-        output_tokens=d.get("output_tokens"),
-        cache_read_tokens=d.get("cached_input_tokens"),
-        cache_write_tokens=d.get("cache_write_input_tokens"),
-        reasoning_tokens=d.get("reasoning_output_tokens"),
+        input_tokens=None if inp is None else max(inp - (cached or 0) - (written or 0), 0),
+        output_tokens=num("output_tokens"),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        reasoning_tokens=num("reasoning_output_tokens"),
+        extra={"vendor": vendor},
     )
 
 
-_CUM_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens")
+def _usage_of(d: Any) -> Usage | None:
+    return _neutral(d) if isinstance(d, dict) else None
 
 
 def _cum(d: Any) -> list[int] | None:
@@ -349,13 +364,9 @@ def _cum(d: Any) -> list[int] | None:
 
 
 def _usage_from_vector(v: list[int], with_cache_write: bool) -> Usage:
-    return Usage(
-        input_tokens=v[0],
-        cache_read_tokens=v[1],
-        output_tokens=v[2],
-        reasoning_tokens=v[3],
-        cache_write_tokens=v[4] if with_cache_write else None,
-    )
+    """One response's usage from the difference of two running totals."""
+    keys = _CUM_KEYS if with_cache_write else _CUM_KEYS[:4]
+    return _neutral(dict(zip(keys, v)))
 
 
 # ---------------------------------------------------------------- parser
