@@ -198,7 +198,7 @@ def test_g1_bare_counts() -> None:
     assert len(reasoning_items) == 14
     redacted = [b for b in blocks(msgs, Reasoning) if b.redacted]
     assert len(redacted) == 5 and all(b.extra["encryptedContent"] for b in redacted)
-    assert all(m.extra["vendorId"].startswith("rs_") for m in reasoning_items)
+    assert all(m.provenance.source_id.startswith("rs_") for m in reasoning_items)
     assert len({m.turn_id for m in msgs if m.turn_id}) == 4
     assert report_kinds(rows) == {("skipped", "record_type state"): 39}
     assert all(m.ts is None for m in msgs)  # G1 lines carry no timestamps

@@ -33,7 +33,7 @@ from .parse import CodexParser, NAME
 class CodexAdapter(Adapter):
     name = NAME
     emits = True
-    revision = 2  # 2: usage in neutral buckets (cached input taken out of input_tokens)
+    revision = 2  # 2: usage in neutral buckets (cached input out of input_tokens); item ids as provenance.sourceId
     env_vars = ("CODEX_HOME",)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

@@ -512,8 +512,6 @@ class CodexParser:
         elif opens_turn:
             self.turn[seg] = mid
         x: JsonObject = {"codexType": payload.get("type")}
-        if _str(payload.get("id")):
-            x["vendorId"] = payload["id"]
         if role == "assistant" and self.model:
             x["model"] = self.model
         x.update(extra or {})
@@ -528,7 +526,7 @@ class CodexParser:
                 ts=self.ts,
                 content=tuple(blocks),
                 turn_id=self.turn.get(seg),
-                provenance=Provenance(provider=NAME, session_id=seg),
+                provenance=Provenance(provider=NAME, session_id=seg, source_id=_str(payload.get("id"))),
                 extra=x,
             )
         )
