@@ -48,6 +48,7 @@ from .vendors import get as get_adapter
 from .vendors.base import (
     PARSE_ERROR,
     RESPONSE_KEY,
+    RESPONSE_MODEL,
     WARNING,
     BlobRow,
     MessageRow,
@@ -352,7 +353,7 @@ class Projector:
 
     def put_usage(self, provider: str, row: UsageRow, key3: tuple[int, int, int]) -> None:
         u = row.usage
-        extra = {k: v for k, v in (u.extra or {}).items() if k != RESPONSE_KEY}
+        extra = {k: v for k, v in (u.extra or {}).items() if k not in (RESPONSE_KEY, RESPONSE_MODEL)}
         self._usage.append((
             row.key, row.thread_id, row.message_id, row.provider or provider, row.model, row.ts,
             u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
@@ -590,8 +591,9 @@ def _responses_of(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
     message that carries several responses' usage gets their sum and their keys."""
     out: dict[str, list[sqlite3.Row]] = {}
     for u in conn.execute(
-        "SELECT * FROM usage WHERE message_id IN (SELECT m.id FROM messages m WHERE " + where + ") "
-        "ORDER BY message_id, source_id, generation, offset, key",
+        "SELECT u.*, (SELECT model FROM messages WHERE id = u.message_id) AS message_model FROM usage u "
+        "WHERE u.message_id IN (SELECT m.id FROM messages m WHERE " + where + ") "
+        "ORDER BY u.message_id, u.source_id, u.generation, u.offset, u.key",
         params,
     ):
         out.setdefault(u["message_id"], []).append(u)
@@ -608,6 +610,9 @@ def _usage_from_rows(rows: list[sqlite3.Row]) -> Usage:
         extra[RESPONSE_KEY] = [r["key"] for r in rows]
     elif rows[0]["key"] != message_response_key(rows[0]["message_id"]):
         extra[RESPONSE_KEY] = rows[0]["key"]
+    models = {r["model"] for r in rows} - {None, rows[0]["message_model"]}
+    if models:  # the response names a model of its own (the message's is the default)
+        extra[RESPONSE_MODEL] = sorted(models)[0]
     return Usage(
         input_tokens=total("input_tokens"),
         output_tokens=total("output_tokens"),

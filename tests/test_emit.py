@@ -4,7 +4,6 @@ conversation, --install semantics."""
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,8 @@ from archive.cli import cli
 from archive.db import open_db
 from archive.emit import emit_thread, install_base, write_files
 from archive.ingest import IngestOptions, ingest_paths
-from archive.model import Text, ToolCall, ToolResult
 from archive.db import ArchiveError
+from helpers import assert_same_conversation
 from tests.vendor_home import build_home, vendor_env
 
 VENDOR_DIRS = {"claude-code": ".claude", "codex": ".codex", "clm": ".local/state"}
@@ -66,29 +65,6 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     assert missing == set()
 
 
-def tool_name(name: str, target: str) -> str:
-    # Claude Code accepts tool names of [A-Za-z0-9_-]{1,64}; its emitter rewrites others (counted)
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "tool" if target == "claude-code" else name
-
-
-def conversation(messages) -> list[tuple]:
-    """What must survive any hand-off: user and assistant texts, tool calls (name) and
-    results (text), in order. Injected context, system messages and reasoning are reported
-    transformations, not compared."""
-    out: list[tuple] = []
-    for m in messages:
-        if (m.extra or {}).get("injected") or m.role == "system":
-            continue
-        for b in m.content:
-            if isinstance(b, Text) and b.text.strip():
-                out.append(("text", m.role if m.role != "tool" else "user", b.text.strip()))
-            elif isinstance(b, ToolCall):
-                out.append(("call", b.name))
-            elif isinstance(b, ToolResult):
-                out.append(("result", b.output if isinstance(b.output, str) else None))
-    return out
-
-
 @pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "canonical"])
 def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_path, target):
     from archive.emit import load_thread
@@ -108,13 +84,7 @@ def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_pa
         again = []
         for t2 in new_top:
             again += load_thread(db2, t2)[1]
-        before, after = conversation(messages), conversation(again)
-        if target == "clm":  # clm keeps no error flags and joins text blocks; compare texts and calls
-            before = [x for x in before if x[0] != "result"]
-            after = [x for x in after if x[0] != "result"]
-        calls_after = [x[1] for x in after if x[0] == "call"]
-        assert calls_after == [tool_name(x[1], target) for x in before if x[0] == "call"], tid
-        assert {x for x in after if x[0] == "text"} >= {x for x in before if x[0] == "text" and x[1] == "assistant"}, tid
+        assert_same_conversation(messages, again, target, tid)
         checked += 1
     assert checked >= 15
 

@@ -359,36 +359,6 @@ def test_invariants_on_every_vendor_fixture(tmp_path):
     assert restored == {sha(p.read_bytes()) for p in placed.values()}
 
 
-VENDOR_FILES = [
-    ("claude-code", "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
-     ".claude/projects/-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"),
-    ("codex", "lanegrid__agtrace__codex_session.jsonl", ".codex/sessions/2025/12/10/rollout-2025-12-10T04-55-16-x.jsonl"),
-    ("clm", "20260824-060842-544d4eb3.jsonl", ".local/state/clm/20260824-060842-544d4eb3.jsonl"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("vendor,name,place", VENDOR_FILES, ids=[v[0] for v in VENDOR_FILES])
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cuts=st.lists(st.floats(0, 1), min_size=1, max_size=5))
-def test_incremental_equals_whole_on_vendor_files(tmp_path_factory, vendor, name, place, cuts):
-    data = (Path(__file__).parent / "fixtures" / vendor / name).read_bytes()
-    tmp = tmp_path_factory.mktemp("vinc")
-    whole = tmp / "whole" / place
-    whole.parent.mkdir(parents=True)
-    whole.write_bytes(data)
-    db_whole, _ = ingest(tmp / "whole.db", [whole])
-    growing = tmp / "grow" / place
-    growing.parent.mkdir(parents=True)
-    written = 0
-    for pos in sorted({int(c * len(data)) for c in cuts} | {len(data)}):
-        with open(growing, "ab") as f:
-            f.write(data[written:pos])
-        written = pos
-        if pos:
-            db_inc, _ = ingest(tmp / "inc.db", [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
-    assert portable_dump(db_inc) == portable_dump(db_whole)
-
-
 def _fail_reading(monkeypatch, name: str, after: int, exc: BaseException) -> None:
     """Make reading the file called ``name`` raise ``exc`` after ``after`` lines."""
     from archive import ingest as ingest_mod

@@ -242,6 +242,7 @@ def command(*argv: str) -> str:
 # the key of the response a message carries travels in Message.usage, so that a message
 # ingested again (a canonical export read back) counts the same response, not a second one
 RESPONSE_KEY = "responseKey"
+RESPONSE_MODEL = "responseModel"  # the response's model, where it is not the message's
 
 
 def message_response_key(message_id: str) -> str:
@@ -258,7 +259,7 @@ def response_row(msg: Message) -> UsageRow | None:
         return None
     key = (msg.usage.extra or {}).get(RESPONSE_KEY)
     provider = msg.provenance.provider if msg.provenance else None
-    model = (msg.extra or {}).get("model")
+    model = (msg.usage.extra or {}).get(RESPONSE_MODEL) or (msg.extra or {}).get("model")
     return UsageRow(key if isinstance(key, str) and key else message_response_key(msg.id), msg.thread_id,
                     msg.usage, msg.id, model if isinstance(model, str) else None, msg.ts, provider)
 

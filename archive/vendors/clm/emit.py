@@ -91,7 +91,7 @@ class _Emitter:
         if m.ts is not None:
             r.count("message timestamp")
         if m.usage is not None:
-            r.count("usage")
+            r.count("usage: not representable, dropped")
         texts: list[str] = []
         calls: list[ToolCall] = []
         results: list[ToolResult] = []
