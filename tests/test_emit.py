@@ -71,7 +71,7 @@ def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_pa
 
     home, db_path, placed = archive
     db = open_db(db_path)
-    checked = 0
+    checked = carried = 0
     for tid in top_threads(db):
         thread, messages = load_thread(db, tid)
         out = emit_thread(db, tid, target, exact=False)
@@ -85,8 +85,20 @@ def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_pa
         for t2 in new_top:
             again += load_thread(db2, t2)[1]
         assert_same_conversation(messages, again, target, tid)
+        if not any(k.startswith("usage") and "dropped" in k for k in out.counts):
+            # each response's tokens travel with it, in the target's own convention
+            assert usage_of(db2, new_top) == usage_of(db, [tid]), tid
+            carried += usage_of(db, [tid]) != (0, 0, 0, 0)
         checked += 1
     assert checked >= 15
+    assert target == "clm" or carried >= 5
+
+
+def usage_of(db, thread_ids: list[str]) -> tuple[int, ...]:
+    marks = ", ".join("?" * len(thread_ids))
+    return tuple(db.execute(
+        "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0), "
+        f"coalesce(sum(output_tokens), 0) FROM usage WHERE thread_id IN ({marks})", thread_ids).fetchone())  # fmt: skip
 
 
 def test_install_writes_atomically_and_never_overwrites(archive, tmp_path):

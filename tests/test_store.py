@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from archive.model import Attachment, Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
@@ -157,3 +159,38 @@ def test_property_sqlite_round_trip_is_lossless(tmp_path_factory, m):
     m = replace(m, id=uuid.uuid4().hex, thread_id=uuid.uuid4().hex)
     store.append_message(m)
     assert store.get_messages(m.thread_id) == [m]
+
+
+def test_ingested_messages_carry_their_response_usage_through_every_store(tmp_path):
+    """Each model response's usage is on the message that carries it, once: the archive's
+    messages give back exactly the usage table, and copying them into the JSONL and memory
+    stores keeps it."""
+    import shutil
+
+    from archive.ingest import IngestOptions, ingest_paths
+
+    fixtures = Path(__file__).parent / "fixtures"
+    for f in ("claude-code/recorded/cc-2.1.197-bash-resume.jsonl", "codex/recorded/codex-0.171.0-exec-resume.jsonl",
+              "codex/lanegrid__agtrace__codex_session.jsonl"):  # fmt: skip
+        shutil.copyfile(fixtures / f, tmp_path / Path(f).name)
+    sqlite = SqliteMessageStore(tmp_path / "a.db")
+    ingest_paths(sqlite.db, sorted(tmp_path.glob("*.jsonl")), IngestOptions(idle_seconds=10**9))
+    expected = sorted(tuple(r) for r in sqlite.db.execute(
+        "SELECT message_id, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens FROM usage"))  # fmt: skip
+    assert len(expected) >= 10 and all(r[0] for r in expected)
+    others = [JsonlMessageStore(tmp_path / "copy.jsonl"), MemoryMessageStore()]
+    for store in [sqlite, *others]:
+        if store is not sqlite:
+            for t in sqlite.list_threads():
+                store.put_thread(t)
+                for m in sqlite.get_messages(t.id):
+                    store.append_message(m)
+        got = sorted(
+            (m.id, m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.cache_write_tokens, m.usage.output_tokens)
+            for t in store.list_threads() for m in store.get_messages(t.id) if m.usage is not None
+        )  # fmt: skip
+        assert got == expected, type(store).__name__
+    # Codex's cached input is not part of the neutral input; its own figure is kept beside it
+    codex = [m.usage for t in sqlite.list_threads() for m in sqlite.get_messages(t.id)
+             if m.usage is not None and (m.usage.extra or {}).get("vendor")]  # fmt: skip
+    assert codex and all(u.input_tokens == u.extra["vendor"]["input_tokens"] - (u.cache_read_tokens or 0) for u in codex)

@@ -127,7 +127,7 @@ class _ThreadWriter:
         self.answered: set[str] = set()
         # Claude repeats a response's usage on each of its lines and ingest keeps the last:
         # the usage dicts of each response's lines, filled with the run's total in write()
-        self.run_usage: dict[str, tuple[list[JsonObject], list[Usage]]] = {}
+        self.run_usage: dict[str, tuple[list[JsonObject], dict[str, Usage]]] = {}
         self.names: dict[str, str] = {}  # source call id -> tool name
         for m in messages:
             for b in m.content:
@@ -184,10 +184,10 @@ class _ThreadWriter:
             self.run_source = src
             self.msg_id = "msg_emit" + stable_id("msg", self.thread.id, self.runs)[:24]
         usage: JsonObject = {}
-        lines_usage, responses = self.run_usage.setdefault(self.msg_id, ([], []))
+        lines_usage, responses = self.run_usage.setdefault(self.msg_id, ([], {}))
         lines_usage.append(usage)
         if m.usage is not None:
-            responses.append(m.usage)
+            responses[m.id] = m.usage  # once per message, however many lines it becomes
         message = {
             "id": self.msg_id,
             "type": "message",
@@ -347,7 +347,8 @@ class _ThreadWriter:
         for m in self.messages:
             self._message(m)
         self._answer_pending(self.last_ts)
-        for lines_usage, responses in self.run_usage.values():
+        for lines_usage, by_message in self.run_usage.values():
+            responses = list(by_message.values())
             # neutral buckets are Claude's own convention: input_tokens leave the cache out
             total = {
                 "input_tokens": sum(u.input_tokens or 0 for u in responses),

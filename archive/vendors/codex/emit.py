@@ -116,7 +116,7 @@ class _Emitter:
         self.call_kinds: dict[str, str] = {}  # call_id -> "function" | "custom"
         self.open_calls: list[str] = []
         self.turns = 0
-        self.cum = [0, 0, 0, 0]
+        self.cum = [0, 0, 0, 0, 0]  # input (cache included), cached, cache writes, output, reasoning
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -401,12 +401,14 @@ class _Emitter:
         u = m.usage
         assert u is not None
         # Codex counts cached input (and cache writes) inside input_tokens; the neutral buckets do not
-        cached = u.cache_read_tokens or 0
-        last = [(u.input_tokens or 0) + cached + (u.cache_write_tokens or 0), cached, u.output_tokens or 0, u.reasoning_tokens or 0]
+        cached, written = u.cache_read_tokens or 0, u.cache_write_tokens or 0
+        last = [(u.input_tokens or 0) + cached + written, cached, written, u.output_tokens or 0, u.reasoning_tokens or 0]
         self.cum = [a + b for a, b in zip(self.cum, last)]
 
         def usage(v: list[int]) -> JsonObject:
-            return {"input_tokens": v[0], "cached_input_tokens": v[1], "output_tokens": v[2], "reasoning_output_tokens": v[3], "total_tokens": v[0] + v[2]}
+            # the fields and order 0.171.0 writes
+            return {"input_tokens": v[0], "cached_input_tokens": v[1], "cache_write_input_tokens": v[2],
+                    "output_tokens": v[3], "reasoning_output_tokens": v[4], "total_tokens": v[0] + v[3]}
 
         info = {"total_token_usage": usage(self.cum), "last_token_usage": usage(last), "model_context_window": None}
         self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, m.ts)
