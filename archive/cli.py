@@ -211,7 +211,7 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
 @click.option("--install", is_flag=True, help="Write into the vendor's own home so its CLI can resume it.")
 @click.option("--rebuild-format", is_flag=True,
               help="Build the target format from the canonical model even when a byte-exact copy exists.")
-@click.option("--cwd", help="Project folder for the target session (Claude Code: decides the projects/ slug).")
+@click.option("--cwd", help="Project folder for the target session (where its client files and resumes it).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,

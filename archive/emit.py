@@ -11,9 +11,8 @@ Invariants:
   come from adapter hooks; every emitter takes the same ``EmitOptions``.
 * **Across vendors:** the target adapter's ``emit`` builds the session; every field it
   drops or transforms is counted with its reason in the report.
-* **Paths** are relative to the parent of the vendor's first root folder (``projects/...``
-  under ``~/.claude``: ``Adapter.install_path``), so ``-o DIR`` and ``--install`` lay
-  files out the same way.
+* **Paths** are relative to the parent of the vendor's first root folder
+  (``Adapter.install_path``), so ``-o DIR`` and ``--install`` lay files out the same way.
 * **``--install`` never overwrites:** every target is checked first; each file is written
   to a temporary name in its folder and hard-linked into place (which fails if the name
   exists), so a concurrent writer or a crash never leaves a half-written session.

@@ -539,8 +539,8 @@ def m008_neutral_usage(db: Database) -> None:
     of a vendor's input figure (keeping the vendor's own figures in ``usage.extra``), so no
     view or trigger asks which provider a row came from.
 
-    Archives written before this kept Codex's cached input inside ``input_tokens`` and fixed
-    it in the views. Their rows are re-derived from the source layer: ``adapter_revisions``
+    Archives written before this kept one vendor's cached input inside ``input_tokens`` and
+    took it out in the views by provider name. Their rows are re-derived from the source layer: ``adapter_revisions``
     records the adapter revision each provider's rows were derived with, and opening the
     archive for writing rebuilds the providers whose adapter is newer (``ingest.upgrade``).
     The totals are recomputed here from the rows as they are, so that the triggers below
