@@ -613,3 +613,35 @@ def test_compressed_source_restores_as_the_plain_file(tmp_path):
     assert s.messages_added == 5
     (out,) = restore(db, tmp_path / "restored")
     assert out.path.name == "a.jsonl" and out.sha256 == sha(data) and out.path.read_bytes() == data
+
+
+def test_a_thread_belongs_to_the_folder_it_started_in(tmp_path):
+    """A session that `cd`s into a subfolder stays filed under where it started (project,
+    --project, emit): the later folder is kept as metadata.lastCwd."""
+    sid = "0f000000-0000-4000-8000-00000000cd01"
+
+    def claude(uuid, parent, cwd, role="user"):
+        msg = {"role": role, "content": [{"type": "text", "text": f"in {cwd}"}]}
+        if role == "assistant":
+            msg.update(id=f"msg_{uuid}", model="m", type="message", usage={"input_tokens": 1, "output_tokens": 1})
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": sid, "cwd": cwd,
+                "timestamp": "2026-03-01T10:00:00.000Z", "message": msg}  # fmt: skip
+
+    claude_lines = [claude("u1", None, "/work/app"), claude("a1", "u1", "/work/app", "assistant"),
+                    claude("u2", "a1", "/work/app/sub"), claude("a2", "u2", "/work/app/sub", "assistant")]  # fmt: skip
+    codex_meta = {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+                  "payload": {"id": "01a229dd-0000-7000-8000-00000000cd02", "timestamp": "2026-03-01T10:00:00.000Z",
+                              "cwd": "/work/tool", "originator": "codex_cli_rs", "cli_version": "0.171.0"}}  # fmt: skip
+    codex_lines = [codex_meta] + [
+        {"timestamp": "2026-03-01T10:00:01.000Z", "type": "turn_context", "payload": {"cwd": cwd, "model": "gpt-5"}}
+        for cwd in ("/work/tool", "/work/tool/crate", "/work/tool/crate")
+    ]
+    home = tmp_path / "home"
+    claude_file = home / ".claude" / "projects" / "-work-app" / f"{sid}.jsonl"
+    codex_file = home / ".codex" / "sessions" / "2026" / "03" / "01" / "rollout-2026-03-01T10-00-00-x.jsonl"
+    for path, lines in ((claude_file, claude_lines), (codex_file, codex_lines)):
+        write_lines(path, [orjson.dumps(x) for x in lines])
+    db, s = ingest(tmp_path / "a.db", [claude_file, codex_file])
+    assert s.failed == 0
+    got = {r[0]: (r[1], orjson.loads(r[2]).get("lastCwd")) for r in db.execute("SELECT id, cwd, metadata FROM threads")}
+    assert got == {sid: ("/work/app", "/work/app/sub"), "01a229dd-0000-7000-8000-00000000cd02": ("/work/tool", "/work/tool/crate")}

@@ -34,6 +34,7 @@ from .parse import AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodePars
 class ClaudeCodeAdapter(Adapter):
     name = NAME
     emits = True
+    revision = 2  # 2: a thread's cwd is where it started (later ones: metadata.lastCwd)
     needs_cwd = True  # sessions are filed under the project folder's slug
     env_vars = ("CLAUDE_CONFIG_DIR",)
     # the structured tool result repeats the tool output (and Edit's whole original file):

@@ -461,6 +461,11 @@ class ClaudeCodeParser:
             last["provider"] = changed["provider"] = NAME
         for key in METADATA_KEYS:
             value = d.get(key)
+            if key == "cwd" and "cwd" in last:
+                # the project is where the session started; a later `cd` is kept apart
+                if value == last.get("lastCwd", last["cwd"]):
+                    continue
+                key = "lastCwd"
             if isinstance(value, str) and last.get(key) != value:
                 last[key] = changed[key] = value
         if changed:

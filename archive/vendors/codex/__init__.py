@@ -33,7 +33,9 @@ from .parse import CodexParser, NAME
 class CodexAdapter(Adapter):
     name = NAME
     emits = True
-    revision = 2  # 2: usage in neutral buckets (cached input out of input_tokens); item ids as provenance.sourceId
+    # 2: usage in neutral buckets (cached input out of input_tokens); item ids as
+    # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd)
+    revision = 2
     env_vars = ("CODEX_HOME",)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

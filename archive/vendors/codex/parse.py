@@ -629,6 +629,11 @@ def _turn_context(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     changed: JsonObject = {}
     for key in ("model", "cwd"):
         value = payload.get(key)
+        if key == "cwd" and p.facts.get(f"{seg}:cwd") is not None:
+            # the project is where the session started; a later one is kept apart
+            if value == p.facts.get(f"{seg}:lastCwd", p.facts[f"{seg}:cwd"]):
+                continue
+            key = "lastCwd"
         if _str(value) and p.facts.get(f"{seg}:{key}") != value:
             p.facts[f"{seg}:{key}"] = value
             changed[key] = value
