@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from .companions import with_full_outputs
 from .db import ArchiveError
 from .ingest import plain_name, stored_file_bytes
 from .model import Message, Thread
@@ -164,8 +165,13 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
         if outcome is not None:
             return outcome
-    messages = load_messages(db.conn, "m.thread_id = ?", (thread_id,))
-    children = [load_thread(db, c) for c in child_ids]
+    messages, full = with_full_outputs(db, load_messages(db.conn, "m.thread_id = ?", (thread_id,)))
+    children = []
+    for c in child_ids:
+        child, child_messages = load_thread(db, c)
+        child_messages, n = with_full_outputs(db, child_messages)
+        children.append((child, child_messages))
+        full += n
     default_cwd = adapter.needs_cwd and not options.cwd and not (thread.metadata or {}).get("cwd")
     if default_cwd:
         options = replace(options, cwd=os.getcwd())
@@ -175,6 +181,8 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         raise ArchiveError(str(e)) from e
     if default_cwd:
         result.count("cwd: none archived, the current folder was used")
+    if full:
+        result.count("tool_result: full output from its companion file, not the transcript's preview", full)
     root = _root_name(target, {}, Path("/")) if target in INSTALLABLE else None
     files = {}
     for rel, data in result.files.items():

@@ -49,6 +49,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from .companions import with_full_outputs
 from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
@@ -356,7 +357,9 @@ def show(db: Database, ref: str) -> ThreadView:
     own = next(s for s in summary if s["id"] == tid)
     children = sorted((s for s in summary if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
-    return ThreadView(thread, own, load_messages(db.conn, "m.thread_id = ?", (tid,)), children)
+    # a tool output the vendor kept in a companion file reads in full, not as its preview
+    messages, _ = with_full_outputs(db, load_messages(db.conn, "m.thread_id = ?", (tid,)))
+    return ThreadView(thread, own, messages, children)
 
 
 # ---------------------------------------------------------------- stats

@@ -241,6 +241,10 @@ def command(*argv: str) -> str:
 
 # the key of the response a message carries travels in Message.usage, so that a message
 # ingested again (a canonical export read back) counts the same response, not a second one
+# ToolResult.extra[COMPANION]: the path fragment (last components) of a companion file that
+# holds the result's full output where the transcript keeps only a preview; the archive
+# stores the file as a source of its own and reads it back (``archive.companions``)
+COMPANION = "companion"
 RESPONSE_KEY = "responseKey"
 RESPONSE_MODEL = "responseModel"  # the response's model, where it is not the message's
 

@@ -80,6 +80,12 @@ def claude_scenarios(cwd: Path) -> list[Scenario]:
                 [Text("1 2 3")],
             ],
         }), "Agent tool: subagents/agent-*.jsonl and agent-*.meta.json, the trunk tool_result"),
+        Scenario("bigoutput", "claude-code", ["[bigoutput] Print many numbers."], _with_resume_check({
+            "[bigoutput]": [
+                [Tool("Bash", {"command": "seq 1 20000", "description": "Print 20000 numbers"})],
+                [Text("That printed 20000 lines.")],
+            ],
+        }), "a Bash output too large for the transcript: <session>/tool-results/*.txt beside it"),
     ]
 
 

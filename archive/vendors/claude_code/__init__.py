@@ -26,7 +26,7 @@ from ..base import (
     env_path,
 )
 from .emit import emit_session, resume_hint
-from .parse import AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
+from .parse import ToolResultsFileParser, AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
 
 # ---------------------------------------------------------------- the adapter
 
@@ -53,6 +53,8 @@ class ClaudeCodeAdapter(Adapter):
         under = parts[parts.index("projects") + 1 : -1]  # folders between projects/ and the file
         if AGENT_META_RE.match(name):
             return SNAPSHOT if "subagents" in under else None
+        if len(under) == 3 and under[2] == "tool-results" and UUID_RE.match(under[1]):
+            return SNAPSHOT  # a large tool output kept beside the transcript (2.1.x)
         if not name.endswith(".jsonl"):
             return None
         if AGENT_FILE_RE.match(name):
@@ -78,6 +80,8 @@ class ClaudeCodeAdapter(Adapter):
         return False
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClaudeCodeParser | AgentMetaParser:
+        if Path(source.path).parent.name == "tool-results":
+            return ToolResultsFileParser(source, state)
         if source.kind == SNAPSHOT or source.path.endswith(".meta.json"):
             return AgentMetaParser(source, state)
         return ClaudeCodeParser(source, state)
@@ -88,6 +92,9 @@ class ClaudeCodeAdapter(Adapter):
 
     def install_path(self, stored_path: str) -> str | None:
         return relative_to_marker(stored_path, ("projects",)) or super().install_path(stored_path)
+
+    def companion_markers(self, thread_id: str) -> tuple[str, ...]:
+        return (f"/{thread_id}/tool-results/",)
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id, cwd)

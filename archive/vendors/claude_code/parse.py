@@ -61,6 +61,8 @@ from ...model import (
 )
 from ..base import nonempty_str as _str
 from ..base import (
+    BlobRow,
+    COMPANION,
     DUPLICATE,
     INVALID,
     METADATA,
@@ -317,6 +319,24 @@ def _tool_result(b: JsonObject) -> list[Block]:
         content = out
     is_error = b.get("is_error") if isinstance(b.get("is_error"), bool) else None
     return [ToolResult(call_id=call_id, output=content, is_error=is_error, extra=extra or None), *after]
+
+
+_PERSISTED_RE = re.compile(r"Full output saved to: (\S+/tool-results/[^/\s]+)")
+
+
+def _persisted_output(tur: Any, b: JsonObject) -> str | None:
+    """``<sessionId>/tool-results/<file>`` when the output was too large for the transcript
+    (2.1.x: ``toolUseResult.persistedOutputPath``, and the ``<persisted-output>`` preview
+    text names the file); the file is a companion source of its own."""
+    path = _str(tur.get("persistedOutputPath")) if isinstance(tur, dict) else None
+    if path is None:
+        text = b.get("content") if isinstance(b.get("content"), str) else None
+        m = _PERSISTED_RE.search(text[:1024]) if text and text.startswith("<persisted-output>") else None
+        path = m.group(1) if m else None
+    if path is None:
+        return None
+    parts = Path(path).parts
+    return "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2] == "tool-results" else None
 
 
 # ---------------------------------------------------------------- the parser
@@ -693,6 +713,10 @@ class ClaudeCodeParser:
             if isinstance(b, dict) and b.get("type") == "tool_result":
                 results += 1
                 produced = _tool_result(b)
+                persisted = _persisted_output(tur, b)
+                if persisted:
+                    res = produced[0]
+                    produced[0] = ToolResult(res.call_id, res.output, res.is_error, {**(res.extra or {}), COMPANION: persisted})
                 blocks.extend(produced)
                 cid = produced[0].call_id  # as _tool_result read it ("" when the vendor gave none)
                 call = self.calls.pop(cid, None)
@@ -777,6 +801,24 @@ HANDLERS: dict[str, Callable[[ClaudeCodeParser, JsonObject, int], Iterator[Row]]
     "ai-title": ClaudeCodeParser._title,
     "permission-mode": ClaudeCodeParser._permission_mode,
 }
+
+
+class ToolResultsFileParser:
+    """``<sessionId>/tool-results/<file>``: a tool's full output that the transcript keeps
+    only a preview of (the tool_result's ``extra["companion"]`` names it). Stored byte for
+    byte as a snapshot source and as a blob."""
+
+    def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
+        self.source = source
+
+    def state(self) -> JsonObject:
+        return {}
+
+    def feed(self, offset: int, line: bytes) -> Iterator[Row]:
+        parts = Path(self.source.path).parts
+        detail = {"companion": "/".join(parts[-3:]), "sha256": hashlib.sha256(line).hexdigest(), "bytes": len(line)}
+        yield BlobRow(line, "text/plain")
+        yield Report(METADATA, "tool-results file", orjson.dumps(detail).decode())
 
 
 class AgentMetaParser:
