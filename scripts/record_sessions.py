@@ -69,15 +69,24 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     sc = next(s for s in scenarios(vendor, cwd) if s.name == sc.name)  # paths for this cwd
     mock_cls = AnthropicMock if vendor == "claude-code" else ResponsesMock
     session_id: str | None = None
+    sessions: list[str] = []  # every session id the scenario made, in order
     t0 = time.time()
     with mock_cls(sc.script) as mock:
-        for prompt in sc.prompts:
+        for i, prompt in enumerate(sc.prompts):
+            action = sc.action(i)
+            resume = sessions[0] if action in ("fork", "original") else session_id
+            fork = action == "fork"
             if vendor == "claude-code":
-                res = runner.run_claude(exe, home, cwd, mock.url, prompt, resume=session_id).check()
+                res = runner.run_claude(exe, home, cwd, mock.url, prompt, resume=resume, fork=fork).check()
                 session_id = res.json()["session_id"]
             else:
-                res = runner.run_codex(exe, home, cwd, mock.url, prompt, resume=session_id).check()
-                session_id = session_id or runner.codex_session_id(runner.codex_sessions(home)[0])
+                before = set(runner.codex_sessions(home))
+                res = runner.run_codex(exe, home, cwd, mock.url, prompt, resume=resume, fork=fork).check()
+                new = sorted(set(runner.codex_sessions(home)) - before)
+                session_id = runner.codex_session_id(new[0]) if new else resume
+            if session_id not in sessions:
+                sessions.append(session_id)
+        session_id = sessions[0]
         conversations = final_conversations(vendor, mock)
         n_requests = len(mock.requests)
     vendor_home = home / (".claude" if vendor == "claude-code" else ".codex")
@@ -97,6 +106,8 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
         "scenario": sc.name,
         "covers": sc.covers,
         "session_id": session_id,
+        "sessions": sessions,
+        "actions": [sc.action(i) for i in range(len(sc.prompts))],
         "cwd": str(cwd),
         "home": str(home),
         "prompts": sc.prompts,

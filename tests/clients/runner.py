@@ -123,10 +123,12 @@ def claude_env(home: Path, base_url: str) -> dict[str, str]:
 
 
 def run_claude(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
-               timeout: float = 120) -> RunResult:
+               timeout: float = 120, fork: bool = False) -> RunResult:
     args = [str(exe), "-p"]
     if resume:
         args += ["--resume", resume]
+        if fork:
+            args.append("--fork-session")
     args += [prompt, "--allowedTools", "Bash Write Edit Read Agent", "--permission-mode", "acceptEdits",
              "--output-format", "json", "--model", CLAUDE_MODEL]
     return _run(args, cwd, claude_env(home, base_url), timeout)
@@ -178,11 +180,11 @@ def codex_env(home: Path) -> dict[str, str]:
 
 
 def run_codex(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
-              timeout: float = 120) -> RunResult:
+              timeout: float = 120, fork: bool = False) -> RunResult:
     write_codex_config(home, base_url)  # the port changes between runs
     args = [str(exe), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
     if resume:
-        args += ["resume", resume]
+        args += ["fork" if fork else "resume", resume]
     args.append(prompt)
     return _run(args, cwd, codex_env(home), timeout)
 

@@ -34,6 +34,12 @@ class Scenario:
     script: Script
     covers: str = ""
     files: dict[str, str] = field(default_factory=dict)  # files to create in cwd first
+    # per prompt after the first: "resume" (the session so far), "fork" (a new session
+    # forked from the first one) or "original" (resume the first session again)
+    actions: list[str] = field(default_factory=list)
+
+    def action(self, i: int) -> str:
+        return "new" if i == 0 else (self.actions[i - 1] if i - 1 < len(self.actions) else "resume")
 
 
 def _with_resume_check(turns: dict[str, list[list]]) -> Script:
@@ -86,6 +92,16 @@ def claude_scenarios(cwd: Path) -> list[Scenario]:
                 [Text("That printed 20000 lines.")],
             ],
         }), "a Bash output too large for the transcript: <session>/tool-results/*.txt beside it"),
+        Scenario("fork", "claude-code", ["[fork-a] Run a command.", "[fork-b] Take another path.",
+                                         "[fork-c] Continue the first path."], Script(turns={
+            "[fork-a]": [
+                [Tool("Bash", {"command": "echo trunk", "description": "Print trunk"})],
+                [Text("The trunk ran.")],
+            ],
+            "[fork-b]": [[Text("This is the forked path.")]],
+            "[fork-c]": [[Text("The original continues.")]],
+        }), "--resume ID --fork-session: a new session file that copies the history (same uuids), "
+            "then the original resumed", actions=["fork", "original"]),
     ]
 
 
@@ -121,6 +137,16 @@ def codex_scenarios(cwd: Path) -> list[Scenario]:
         Scenario("websearch", "codex", ["[websearch] Search the web for sesh-archive."], _with_resume_check({
             "[websearch]": [[WebSearchCall("sesh-archive sqlite session logs"), Text("I searched the web.")]],
         }), "a web_search_call item (server-side tool, no output item)"),
+        Scenario("fork", "codex", ["[fork-a] Run a command.", "[fork-b] Take another path.",
+                                   "[fork-c] Continue the first path."], Script(turns={
+            "[fork-a]": [
+                [Tool("exec_command", {"cmd": "echo trunk"})],
+                [Text("The trunk ran.")],
+            ],
+            "[fork-b]": [[Text("This is the forked path.")]],
+            "[fork-c]": [[Text("The original continues.")]],
+        }), "exec fork ID: a new rollout naming forked_from_id (history not copied), then the "
+            "original resumed", actions=["fork", "original"]),
     ]
 
 
