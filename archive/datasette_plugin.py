@@ -8,6 +8,7 @@ Routes (under Datasette's ``base_url``):
   (``archive.web.conversation``). Every block has the anchor ``#b<block id>`` (what search
   hits link to), every message ``#msg-<message id>``; ``?block=ID`` / ``?message=ID`` open
   the page holding it. The raw tables stay one click away (``/<database>``).
+* ``/-/sesh/prompts?thread=<id>``: every typed prompt of a thread, linked to its page.
 * ``/-/sesh/search``: full-text search with filters, sorts and a total (``archive.web.search``).
 * ``/-/sesh/usage``: the usage dashboard, charts as server-side SVG (``archive.web.usage``).
 * ``/-/sesh/blob/<sha256>``: the bytes of one blob; ``/-/sesh/static/<file>``: CSS and JS.
@@ -225,23 +226,48 @@ async def thread_page(datasette: Any, request: Any) -> Response:
             parent = item
         else:
             children.append(item)
-    origin_here = {c["origin"] for c in children if c["origin"]}
+    at: dict[str, list[dict[str, Any]]] = {}
+    for c in children:
+        if c["origin"]:
+            at.setdefault(message_anchor(c["origin"]), []).append(c)
     for b in bubbles:
-        b["children"] = [c for c in children if c["origin"] and message_anchor(c["origin"]) in b["anchors"]]
+        b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
     page_url = lambda n: f"{here}?page={n}"  # noqa: E731
     context = {
         "thread": thread, "title": data["label"], "data": data, "bubbles": bubbles, "parent": parent,
-        "children": children, "origin_here": origin_here,
+        "children": children,
         "parent_origin": (thread_path(datasette, thread["parent_thread_id"]) + "?" + urlencode({"message": thread["origin_message_id"]})
                           + "#" + message_anchor(thread["origin_message_id"]))
                          if thread["parent_thread_id"] and thread["origin_message_id"] else None,
         "page_url": page_url, "here": here,
+        "prompts_url": datasette.urls.path(f"{PREFIX}/prompts") + "?" + urlencode({"thread": thread_id}),
         "prev_url": page_url(data["page"] - 1) if data["page"] > 1 else None,
         "next_url": page_url(data["page"] + 1) if data["page"] < data["pages"] else None,
         "row_url": datasette.urls.row(db_name, "threads", quote(thread["id"], safe="")),
         "transcript_url": datasette.urls.database(db_name) + "/thread_transcript?" + urlencode({"thread_id": thread["id"]}),
     }  # fmt: skip
     return await _render(datasette, request, "sesh_thread.html", db_name, context)
+
+
+async def prompts_page(datasette: Any, request: Any) -> Response:
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    thread_id = request.args.get("thread") or ""
+
+    def load(conn: sqlite3.Connection) -> Any:
+        row = conn.execute("SELECT title FROM threads WHERE id = ?", (thread_id,)).fetchone()
+        if row is None:
+            return None
+        label = row[0] or first_prompts(conn, [thread_id], width=140).get(thread_id) or thread_id
+        return label, conversation.prompts(conn, thread_id)
+
+    data = await db.execute_fn(load)
+    if data is None:
+        return Response.html(f"<h1>No thread {escape(thread_id)}</h1>", status=404)
+    here = thread_path(datasette, thread_id)
+    context = {"title": data[0], "prompts": data[1], "here": here, "thread_id": thread_id}
+    return await _render(datasette, request, "sesh_prompts.html", db_name, context)
 
 
 # ---------------------------------------------------------------- search
@@ -365,6 +391,7 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (r"^/$", home),
         (rf"^{PREFIX}/sessions$", sessions_page),
         (rf"^{PREFIX}/thread/(?P<thread_id>.+)$", thread_page),
+        (rf"^{PREFIX}/prompts$", prompts_page),
         (rf"^{PREFIX}/search$", search_page),
         (rf"^{PREFIX}/usage$", usage_page),
         (rf"^{PREFIX}/blob/(?P<sha256>[0-9a-f]{{64}})$", blob),
