@@ -193,7 +193,7 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         return _no_archive()
     thread_id = unquote(request.url_vars["thread_id"])
     try:
-        page = _int_arg(request, "page", 0)
+        page = _int_arg(request, "page", -1)  # -1: not asked for
         block = _int_arg(request, "block", 0) or None
     except ValueError as e:
         return _bad(str(e))
@@ -201,12 +201,12 @@ async def thread_page(datasette: Any, request: Any) -> Response:
 
     def load(conn: sqlite3.Connection) -> Any:
         n = page
-        if not n and (block or message):
-            n = conversation.locate(conn, thread_id, block=block, message=message) or 1
+        if n == -1:
+            n = (conversation.locate(conn, thread_id, block=block, message=message) if block or message else None) or 1
         rel = [r[0] for r in conn.execute(
             "SELECT id FROM threads WHERE (id = ? OR id = (SELECT parent_thread_id FROM threads WHERE id = ?) "
             "OR parent_thread_id = ?) AND title IS NULL", (thread_id, thread_id, thread_id))]  # fmt: skip
-        return conversation.load_page(conn, thread_id, n or 1, prices(), first_prompts(conn, rel, width=140))
+        return conversation.load_page(conn, thread_id, n, prices(), first_prompts(conn, rel, width=140))
 
     try:
         data = await db.execute_fn(load)
@@ -340,8 +340,8 @@ async def usage_page(datasette: Any, request: Any) -> Response:
         t["href"] = thread_path(datasette, t["id"])
     charts = {
         "heatmap": usage.heatmap(d["days"], "Model responses per day (UTC)"),
-        "cost_days": usage.day_bars(d["days"], "cost", "Cost per day (USD)", "$"),
-        "token_days": usage.day_bars(d["days"], "tokens", "Tokens per day"),
+        "cost_days": usage.day_bars(d["days"], "cost", "Cost (USD)", "$"),
+        "token_days": usage.day_bars(d["days"], "tokens", "Tokens"),
         "models": usage.hbars([(k, g["cost"]) for k, g in d["models"][:12]], "Cost per model", money),
         "model_tokens": usage.hbars([(k, g["tokens"]) for k, g in d["models"][:12]], "Tokens per model"),
         "projects": usage.hbars([(k, g["cost"]) for k, g in d["projects"]], "Cost per project", money),

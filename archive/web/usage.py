@@ -95,12 +95,26 @@ def human(n: float) -> str:
 
 
 def day_bars(days: list[tuple[str, dict[str, Any]]], value: str, title: str, unit: str = "") -> Markup:
-    """Bars per day over the whole span (empty days included), stacked token buckets when ``value`` is "tokens"."""
+    """Bars over the whole span (empty days included; a bar a week beyond 120 days), stacked
+    token buckets when ``value`` is "tokens"."""
     if not days:
         return Markup('<p class="sesh-meta">No usage in this range.</p>')
+    # the chart's title (what a screen reader and a hover say) names the bar width too
     by_day = dict(days)
     first, last = dt.date.fromisoformat(days[0][0]), dt.date.fromisoformat(days[-1][0])
-    span = [(first + dt.timedelta(d)).isoformat() for d in range((last - first).days + 1)]
+    step_days = 1 if (last - first).days <= 120 else 7  # beyond four months, a bar a week (from Monday)
+    if step_days == 7:
+        first -= dt.timedelta(days=first.weekday())
+        weeks: dict[str, dict[str, Any]] = {}
+        for d, g in days:
+            day = dt.date.fromisoformat(d)
+            w = weeks.setdefault((day - dt.timedelta(days=day.weekday())).isoformat(), _group())
+            for k in ("responses", "cost", *TOKEN_FIELDS):
+                w[k] += g[k]
+            w["tokens"] = w.get("tokens", 0) + g["tokens"]
+        by_day = weeks
+    span = [(first + dt.timedelta(d)).isoformat() for d in range(0, (last - first).days + 1, step_days)]
+    title += " (a bar a week, from Monday)" if step_days == 7 else " (a bar a day)"
     w, h, left, bottom = 900, 220, 56, 24
     bw = (w - left - 4) / len(span)
     peak = max((by_day[d][value] if d in by_day else 0) for d in span) or 1
@@ -122,13 +136,14 @@ def day_bars(days: list[tuple[str, dict[str, Any]]], value: str, title: str, uni
                 bh = v / peak * (h - bottom - 10)
                 y -= bh
                 colour = BUCKET_COLOURS.get(f, "#e15759")
-                tip = f"{d}: {unit}{v:,.2f}" if value == "cost" else f"{d} {f.replace('_', ' ')}: {v:,}"
+                when = f"week of {d}" if step_days == 7 else d
+                tip = f"{when}: {unit}{v:,.2f}" if value == "cost" else f"{when} {f.replace('_', ' ')}: {v:,}"
                 parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bw - 1, 1):.1f}" height="{bh:.1f}" '
                              f'fill="{colour}"><title>{escape(tip)}</title></rect>')  # fmt: skip
     step = max(1, len(span) // 8)
     for i in range(0, len(span), step):
         parts.append(f'<text x="{left + i * bw:.1f}" y="{h - 6}" font-size="11" fill="#555">{span[i]}</text>')
-    parts.append("</svg>")
+    parts.append(f'<text x="{w - 4}" y="12" text-anchor="end" font-size="11" fill="#777">{escape(title)}</text></svg>')
     return Markup("".join(parts))
 
 
