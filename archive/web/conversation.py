@@ -381,7 +381,8 @@ def block_html(b: dict[str, Any], results: dict[str, dict[str, Any]], blob_url: 
 
 
 def _only_results(m: dict[str, Any]) -> bool:
-    return bool(m["blocks"]) and all(b["type"] == "tool_result" for b in m["blocks"])
+    # a user line that carries only what tools gave back (results, the file changes they made)
+    return bool(m["blocks"]) and all(b["type"] in ("tool_result", "file_change") for b in m["blocks"])
 
 
 def bubbles(page: dict[str, Any], blob_url: Any) -> list[dict[str, Any]]:

@@ -95,7 +95,7 @@ def diff_html(patch: str) -> Markup:
 
 def edit_diff(old: str, new: str, path: str = "") -> str:
     """The unified diff of replacing ``old`` by ``new`` (an editor tool's call)."""
-    name = path or "file"
+    name = (path or "file").lstrip("/")
     lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{name}", f"b/{name}", lineterm="", n=3)
     return "\n".join(lines)
 

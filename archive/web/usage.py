@@ -63,17 +63,17 @@ def dashboard(conn: sqlite3.Connection, prices: PriceTable, since: str = "", unt
             for f, v in zip(TOKEN_FIELDS, toks):
                 g[f] += v or 0
             if c is not None:
-                g["cost"] += c
+                g["cost"] = (g["cost"] or 0.0) + c
     for g in (*days.values(), *models.values(), *projects.values(), *sessions.values(), total):
         g["tokens"] = sum(g[f] for f in TOKEN_FIELDS)
-    top = sorted(sessions.items(), key=lambda kv: (-kv[1]["cost"], -kv[1]["tokens"], kv[0]))[:15]
+    top = sorted(sessions.items(), key=lambda kv: (-(kv[1]["cost"] or 0.0), -kv[1]["tokens"], kv[0] or ""))[:15]
     ids = [k for k, _ in top if k]
     titles = dict(conn.execute("SELECT id, title FROM threads WHERE id IN (%s)" % ",".join("?" * len(ids)), ids).fetchall()) if ids else {}
     labels = first_prompts(conn, [i for i in ids if not titles.get(i)], width=90)
     return {
         "days": sorted(days.items()),
-        "models": sorted(models.items(), key=lambda kv: (-kv[1]["cost"], -kv[1]["tokens"], kv[0])),
-        "projects": sorted(projects.items(), key=lambda kv: (-kv[1]["cost"], -kv[1]["tokens"], kv[0]))[:15],
+        "models": sorted(models.items(), key=lambda kv: (-(kv[1]["cost"] or 0.0), -kv[1]["tokens"], kv[0])),
+        "projects": sorted(projects.items(), key=lambda kv: (-(kv[1]["cost"] or 0.0), -kv[1]["tokens"], kv[0]))[:15],
         "top": [{"id": k, "label": titles.get(k) or labels.get(k) or k, **g} for k, g in top],
         "total": total,
         "unpriced": sorted(unpriced),
@@ -81,7 +81,7 @@ def dashboard(conn: sqlite3.Connection, prices: PriceTable, since: str = "", unt
 
 
 def _group() -> dict[str, Any]:
-    return {"responses": 0, "cost": 0.0, **{f: 0 for f in TOKEN_FIELDS}}
+    return {"responses": 0, "cost": None, **{f: 0 for f in TOKEN_FIELDS}}  # cost: None until a priced model adds to it
 
 
 def human(n: float) -> str:
@@ -109,15 +109,17 @@ def day_bars(days: list[tuple[str, dict[str, Any]]], value: str, title: str, uni
         for d, g in days:
             day = dt.date.fromisoformat(d)
             w = weeks.setdefault((day - dt.timedelta(days=day.weekday())).isoformat(), _group())
-            for k in ("responses", "cost", *TOKEN_FIELDS):
+            for k in ("responses", *TOKEN_FIELDS):
                 w[k] += g[k]
+            if g["cost"] is not None:
+                w["cost"] = (w["cost"] or 0.0) + g["cost"]
             w["tokens"] = w.get("tokens", 0) + g["tokens"]
         by_day = weeks
     span = [(first + dt.timedelta(d)).isoformat() for d in range(0, (last - first).days + 1, step_days)]
     title += " (a bar a week, from Monday)" if step_days == 7 else " (a bar a day)"
     w, h, left, bottom = 900, 220, 56, 24
     bw = (w - left - 4) / len(span)
-    peak = max((by_day[d][value] if d in by_day else 0) for d in span) or 1
+    peak = max(((by_day[d][value] or 0) if d in by_day else 0) for d in span) or 1
     parts = [f'<svg class="sesh-chart" role="img" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">',
              f"<title>{escape(title)}</title>"]  # fmt: skip
     for frac in (0, 0.5, 1):
@@ -130,7 +132,7 @@ def day_bars(days: list[tuple[str, dict[str, Any]]], value: str, title: str, uni
         x = left + i * bw
         if g:
             stacks = [(f, g[f]) for f in ("input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens")] \
-                if value == "tokens" else [("cost", g[value])]  # fmt: skip
+                if value == "tokens" else [("cost", g[value] or 0.0)]  # fmt: skip
             y = h - bottom
             for f, v in stacks:
                 bh = v / peak * (h - bottom - 10)
@@ -153,17 +155,18 @@ def hbars(items: list[tuple[str, float]], title: str, fmt: Any = human) -> Marku
         return Markup('<p class="sesh-meta">Nothing to show.</p>')
     w, row, left = 900, 22, 330
     h = row * len(items) + 8
-    peak = max(v for _, v in items) or 1
+    peak = max(v or 0 for _, v in items) or 1
     parts = [f'<svg class="sesh-chart" role="img" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">',
              f"<title>{escape(title)}</title>"]  # fmt: skip
-    for i, (label, v) in enumerate(items):
+    for i, (label, shown) in enumerate(items):
+        v = shown or 0  # None: no price; drawn as nothing, labelled by fmt
         y = 4 + i * row
         short = label if len(label) <= 48 else "…" + label[-47:]
         bw = v / peak * (w - left - 90)
         parts.append(f'<text x="{left - 6}" y="{y + 15}" text-anchor="end" font-size="12" fill="#333">{escape(short)}'
                      f"<title>{escape(label)}</title></text>"
                      f'<rect x="{left}" y="{y + 3}" width="{max(bw, 1):.1f}" height="{row - 6}" fill="#4e79a7"/>'
-                     f'<text x="{left + bw + 6:.1f}" y="{y + 15}" font-size="12" fill="#333">{escape(fmt(v))}</text>')  # fmt: skip
+                     f'<text x="{left + bw + 6:.1f}" y="{y + 15}" font-size="12" fill="#333">{escape(fmt(shown))}</text>')  # fmt: skip
     parts.append("</svg>")
     return Markup("".join(parts))
 
