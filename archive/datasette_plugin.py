@@ -400,6 +400,14 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
 
 
 @hookimpl
+def startup(datasette: Any) -> None:
+    # Build the Markdown parser and load the common lexers before the first page asks:
+    # measured 0.3-0.5 s of the first conversation page otherwise.
+    render_markdown("*warm* `up`\n\n```bash\nls\n```\n\n```json\n{}\n```\n\n```diff\n+a\n```")
+    prices()
+
+
+@hookimpl
 def asgi_wrapper(datasette: Any) -> Any:
     config = datasette.plugin_config(PLUGIN_NAME) or {}
     allowed = config.get("allowed_hosts") or list(LOOPBACK_NAMES)
