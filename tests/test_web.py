@@ -268,6 +268,12 @@ def test_tool_calls_by_kind_with_their_result_beside_them(ds: Any, archive_path:
     assert f'id="b{result_id}"' in edit  # the result inside the call's fold
     assert html.count(f'id="b{result_id}"') == 1
 
+    calls = re.findall(r'<div class="sesh-call">(.*?)</div>', html, re.S)
+    assert len(calls) >= 10 and not any("\\n" in c for c in calls)  # text with its line breaks, not JSON's \n
+    read = details_of(html, "b" + str(db.execute("SELECT b.id FROM blocks b JOIN messages m ON m.id = b.message_id "
+                                                 "WHERE m.thread_id = ? AND b.tool_name = 'Read'", [PARENT]).fetchone()[0]))  # fmt: skip
+    assert 'sesh-kind-read">read</span>' in read and "/path/to/Demo/" in read
+
     shell = ok(ds, f"/-/sesh/thread/{CODEX_SHELL}")
     assert 'sesh-kind-shell">shell</span>' in shell and '<span class="sesh-summary">ls -la</span>' in shell
     patch = ok(ds, "/-/sesh/thread/" + db.execute(

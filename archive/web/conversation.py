@@ -36,6 +36,7 @@ from ..projection import one_line
 from .markup import code_html, diff_html, edit_diff, render_markdown
 
 PAGE_SIZE = 400
+READ_EXCERPT_LINES = 20
 MAX_BLOCK_CHARS = 60_000
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 INLINE_MEDIA_TYPES = frozenset(
@@ -235,6 +236,19 @@ def _str(d: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+def fields_html(value: dict[str, Any]) -> Markup:
+    """A tool input as its fields: text with its real line breaks (never JSON's escaped
+    ``\\n``), anything else as indented JSON."""
+    rows = []
+    for k, v in value.items():
+        if isinstance(v, str):
+            body = code_html(v) if "\n" in v or len(v) > 100 else Markup(f"<code>{escape(v)}</code>")
+        else:
+            body = code_html(json.dumps(v, indent=2, ensure_ascii=False), "json")
+        rows.append(Markup(f"<dt>{escape(k)}</dt><dd>") + body + Markup("</dd>"))
+    return Markup('<dl class="sesh-fields">') + Markup("").join(rows) + Markup("</dl>")
+
+
 def call_view(name: str, input_text: str | None, input_len: int | None) -> dict[str, Any]:
     """``kind`` (shell, edit, patch, write, read, search, fetch, task, other), a one-line
     ``summary`` and the ``body`` HTML of a tool call."""
@@ -269,7 +283,7 @@ def call_view(name: str, input_text: str | None, input_len: int | None) -> dict[
     for key, kind in (("query", "search"), ("url", "fetch"), ("pattern", "search")):
         if isinstance(value.get(key), str):
             rest = {k: v for k, v in value.items() if k != key}
-            body = code_html(json.dumps(rest, indent=2, ensure_ascii=False), "json") if rest else Markup("")
+            body = fields_html(rest) if rest else Markup("")
             return {"kind": kind, "summary": value[key] + (f"  in {path}" if path else ""), "body": body}
     if path:
         rest = {k: v for k, v in value.items() if k not in ("file_path", "path", "notebook_path")}
@@ -277,7 +291,7 @@ def call_view(name: str, input_text: str | None, input_len: int | None) -> dict[
         return {"kind": "read", "summary": path + (f"  ({extra})" if extra else ""), "body": Markup("")}
     summary = _str(value, "description", "prompt", "subagent_type") or one_line(json.dumps(value, ensure_ascii=False), 140)
     kind = "task" if "prompt" in value or "subagent_type" in value else "other"
-    return {"kind": kind, "summary": one_line(summary, 140), "body": code_html(json.dumps(value, indent=2, ensure_ascii=False), "json")}
+    return {"kind": kind, "summary": one_line(summary, 140), "body": fields_html(value)}
 
 
 def result_text(b: dict[str, Any]) -> str:
@@ -306,7 +320,15 @@ def _result_html(b: dict[str, Any], kind: str) -> Markup:
     badge = '<span class="sesh-badge sesh-badge-error">error</span> ' if err else ""
     count = f" · {lines:,} lines" if lines > 1 else ""
     head = f'<div class="sesh-result-head">{badge}result{count}</div>'
-    body = diff_html(text) if kind == "patch" and text.lstrip().startswith(("---", "diff ", "@@")) else code_html(text)
+    if kind == "patch" and text.lstrip().startswith(("---", "diff ", "@@")):
+        body = diff_html(text)
+    elif kind == "read" and lines > READ_EXCERPT_LINES:  # a read shows an excerpt; the rest one click away
+        head_text, rest = text.split("\n", READ_EXCERPT_LINES)[:READ_EXCERPT_LINES], text.split("\n", READ_EXCERPT_LINES)[-1]
+        body = code_html("\n".join(head_text)) + Markup(
+            f'<details class="sesh-fold sesh-more"><summary>{lines - READ_EXCERPT_LINES:,} more lines</summary>'
+        ) + code_html(rest) + Markup("</details>")  # fmt: skip
+    else:
+        body = code_html(text)
     return Markup(f'<div class="sesh-result{" sesh-error" if err else ""}" id="b{b["id"]}">{head}') + body + _cut_note(
         b, "text_len", "output_len") + Markup("</div>")  # fmt: skip
 
