@@ -24,6 +24,7 @@ import pytest
 from archive.db import open_db
 from archive.ingest import ingest_paths
 from archive.queries import first_prompts
+from archive.web.conversation import PAGE_SIZE
 from test_datasette import CANON, CANON_CHILD, FIXTURES, NEVER_IDLE, PARENT, SIDECHAIN, build_archive
 from test_web import LONG, long_thread
 
@@ -229,7 +230,7 @@ def test_a_search_hit_unfolds_its_block(page: Any, server: str):
 
 def test_a_link_into_a_later_page_of_a_long_thread(page: Any, server: str, archive: Path):
     db = open_db(archive)
-    block = db.execute("SELECT id FROM blocks WHERE message_id = 'L810' AND type = 'text'").fetchone()[0]
+    block = db.execute("SELECT id FROM blocks WHERE message_id = ? AND type = 'text'", [f"L{2 * PAGE_SIZE + 1}"]).fetchone()[0]
     db.conn.close()
     page.goto(server + f"-/sesh/thread/{LONG}#b{block}")  # page 1 does not hold it: the script asks for its page
     page.wait_for_url(re.compile(rf"block={block}#b{block}$"))
@@ -238,7 +239,7 @@ def test_a_link_into_a_later_page_of_a_long_thread(page: Any, server: str, archi
     toc = page.locator("aside.sesh-toc li")
     assert toc.count() > 10
     toc.first.locator("a").click()
-    assert page.url.endswith("#msg-L801")
+    assert page.url.endswith(f"#msg-L{2 * PAGE_SIZE + 1}")
 
 
 # ---------------------------------------------------------------- usage and search

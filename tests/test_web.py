@@ -316,10 +316,11 @@ def test_a_long_thread_is_paged_with_a_table_of_contents(ds: Any):
 
 def test_a_block_link_opens_the_page_that_holds_it(ds: Any, archive_path: Path):
     db = open_db(archive_path)
-    block = db.execute("SELECT b.id FROM blocks b WHERE b.message_id = 'L810' AND b.type = 'text'").fetchone()[0]
+    assert PAGE_SIZE % 3 == 1  # the fixture's groups of three: L{2n+1} opens page 3, L{n+2} is on page 2
+    block = db.execute("SELECT b.id FROM blocks b WHERE b.message_id = ? AND b.type = 'text'", [f"L{2 * PAGE_SIZE + 1}"]).fetchone()[0]
     html = ok(ds, f"/-/sesh/thread/{LONG}?block={block}")
     assert "page 3 of 3" in html and f'id="b{block}"' in html
-    assert "page 2 of 3" in ok(ds, f"/-/sesh/thread/{LONG}?message=L450")
+    assert "page 2 of 3" in ok(ds, f"/-/sesh/thread/{LONG}?message=L{PAGE_SIZE + 2}")
 
 
 def test_pages_load_nothing_from_outside(ds: Any):
