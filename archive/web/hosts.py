@@ -7,8 +7,10 @@ stop that, checking the Host header does (the browser sends the attacker's name)
 Invariants:
 
 * Every HTTP request whose Host is not in the allowed set gets 403 and a one-line text
-  body, before Datasette sees it; so does a request with no Host header. WebSocket and
-  lifespan scopes pass through untouched only for lifespan (Datasette has no websockets).
+  body before Datasette sees it; so does a request with no Host header. A websocket with a
+  foreign Host is closed unanswered (Datasette serves none); lifespan events pass through.
+* Without configuration (``datasette archive.db`` through the entry point) only the
+  loopback names are allowed; ``serve`` writes the plugin's ``allowed_hosts``.
 * The allowed set is compared without the port and case-insensitively; it always holds
   the loopback names (``127.0.0.1``, ``localhost``, ``[::1]``), plus the address ``serve``
   listens on and every ``--allow-host``. ``*`` allows any Host (the user's explicit choice).
