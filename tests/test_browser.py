@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_datasette import (
+    CANON,
+    CANON_CHILD,
+    FIXTURES,
+    NEVER_IDLE,
+    PARENT,
+    SIDECHAIN,
+    build_archive,
+)
+from test_web import LONG, long_thread
 
 from archive.db import open_db
 from archive.ingest import ingest_paths
 from archive.queries import first_prompts
 from archive.web.conversation import PAGE_SIZE
-from test_datasette import CANON, CANON_CHILD, FIXTURES, NEVER_IDLE, PARENT, SIDECHAIN, build_archive
-from test_web import LONG, long_thread
 
 pytestmark = pytest.mark.browser
 

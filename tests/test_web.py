@@ -15,6 +15,15 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from test_datasette import (
+    CANON,
+    CANON_CHILD,
+    NEVER_IDLE,
+    PARENT,
+    SIDECHAIN,
+    build_archive,
+    run,
+)
 
 from archive import serve as serve_mod
 from archive.cli import cli
@@ -22,10 +31,15 @@ from archive.db import open_db
 from archive.ingest import ingest_paths
 from archive.pricing import cost, load_prices
 from archive.queries import first_prompts
-from archive.serve import SETTINGS, bound_url, load_metadata, make_datasette, make_server
+from archive.serve import (
+    SETTINGS,
+    bound_url,
+    load_metadata,
+    make_datasette,
+    make_server,
+)
 from archive.web.conversation import PAGE_SIZE
 from archive.web.markup import render_markdown
-from test_datasette import CANON, CANON_CHILD, NEVER_IDLE, PARENT, SIDECHAIN, build_archive, run
 
 CODEX_SHELL = "cf4def41-21e0-4b91-adb4-5397c1492084"
 LONG = "long-thread"
@@ -296,7 +310,7 @@ def test_one_bubble_per_response(ds: Any, archive_path: Path):
 
 def test_a_long_thread_is_paged_with_a_table_of_contents(ds: Any):
     first = ok(ds, f"/-/sesh/thread/{LONG}")
-    assert "page 1 of 3" in first and f"?page=2" in first
+    assert "page 1 of 3" in first and "?page=2" in first
     assert first.count('<article class="sesh-msg sesh-role-user"') == PAGE_SIZE // 3 + 1
     assert "prompt number 0 about pelicans" in first and "prompt number 600 " not in first
     toc = first[first.index('<aside class="sesh-toc">'):first.index("</aside>")]

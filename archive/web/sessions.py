@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -45,8 +46,6 @@ class SessionFilters:
 
 
 def _day(value: str, name: str) -> str:
-    import datetime as dt
-
     try:
         return dt.date.fromisoformat(value).isoformat()
     except ValueError:
@@ -64,7 +63,8 @@ def options(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return {
         "providers": [r[0] for r in conn.execute("SELECT DISTINCT provider FROM threads WHERE provider IS NOT NULL ORDER BY 1")],
         "projects": [r[0] for r in conn.execute(
-            "SELECT cwd FROM threads WHERE cwd IS NOT NULL AND parent_thread_id IS NULL GROUP BY cwd ORDER BY count(*) DESC, cwd LIMIT 200")],  # fmt: skip
+            "SELECT cwd FROM threads WHERE cwd IS NOT NULL AND parent_thread_id IS NULL "
+            "GROUP BY cwd ORDER BY count(*) DESC, cwd LIMIT 200")],
         "models": [r[0] for r in conn.execute("SELECT DISTINCT model FROM usage_totals WHERE model != '' ORDER BY 1")],
     }
 

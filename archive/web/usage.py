@@ -12,6 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 from typing import Any
 
@@ -68,7 +69,8 @@ def dashboard(conn: sqlite3.Connection, prices: PriceTable, since: str = "", unt
         g["tokens"] = sum(g[f] for f in TOKEN_FIELDS)
     top = sorted(sessions.items(), key=lambda kv: (-(kv[1]["cost"] or 0.0), -kv[1]["tokens"], kv[0] or ""))[:15]
     ids = [k for k, _ in top if k]
-    titles = dict(conn.execute("SELECT id, title FROM threads WHERE id IN (%s)" % ",".join("?" * len(ids)), ids).fetchall()) if ids else {}
+    titles = dict(conn.execute("SELECT id, title FROM threads WHERE id IN (SELECT value FROM json_each(?))",
+                               (json.dumps(ids),)).fetchall())  # fmt: skip
     labels = first_prompts(conn, [i for i in ids if not titles.get(i)], width=90)
     return {
         "days": sorted(days.items()),
