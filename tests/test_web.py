@@ -123,6 +123,9 @@ def test_allow_host_and_the_listen_address_are_let_through(archive_path: Path):
     assert get(ds, "/-/sesh/usage", headers={"host": "box.lan:8001"}).status_code == 200
     assert get(ds, "/-/sesh/usage", headers={"host": "192.168.5.9:8001"}).status_code == 200
     assert get(ds, "/-/sesh/usage", headers={"host": "box.lan.evil.example"}).status_code == 403
+    everywhere = make_datasette(archive_path, host="0.0.0.0")  # what `serve --open` browses to
+    assert get(everywhere, "/-/sesh/usage", headers={"host": "0.0.0.0:8001"}).status_code == 200
+    assert get(everywhere, "/-/sesh/usage", headers={"host": "attacker.example"}).status_code == 403
     anyone = make_datasette(archive_path, allow_hosts=("*",))
     assert get(anyone, "/-/sesh/usage", headers={"host": "whatever.example"}).status_code == 200
 

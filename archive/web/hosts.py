@@ -37,7 +37,9 @@ def normalise(host: str) -> str:
 
 def allowed_hosts(listen_host: str | None = None, extra: Iterable[str] = ()) -> list[str]:
     names = list(LOOPBACK_NAMES)
-    if listen_host and listen_host not in ("0.0.0.0", "::"):
+    if listen_host:
+        # the address itself, even 0.0.0.0 (what `serve --open` browses to): a rebinding
+        # page can only send a name it controls, never this literal
         names.append(normalise(listen_host))
     names += [h if h == "*" else normalise(h) for h in extra]
     return list(dict.fromkeys(names))
