@@ -188,16 +188,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Interface to listen on (loopback by default).")
 @click.option("-p", "--port", default=DEFAULT_PORT, show_default=True, type=int)
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on the archive.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests for this Host name (repeatable; '*' for any). Others get 403.")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
+def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...]) -> None:
     """Browse and query the archive with Datasette (read-only)."""
-    from .serve import run_server
+    from .serve import exposed, run_server
+
+    if exposed(host):
+        click.echo(f"warning: --host {host} exposes the archive (pasted secrets included) beyond this machine, "
+                   "with no authentication; requests must name an allowed host (--allow-host)", err=True)  # fmt: skip
 
     db_path = _db_path(ctx)
     if not db_path.exists():
         open_db(db_path)  # an empty archive still serves
     try:
-        run_server(db_path, host=host, port=port, open_browser=open_browser)
+        run_server(db_path, host=host, port=port, open_browser=open_browser, allow_hosts=allow_hosts)
     except ArchiveError as e:
         raise click.ClickException(str(e))
 

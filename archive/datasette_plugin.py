@@ -1,23 +1,32 @@
-"""The sesh-archive Datasette plugin: a conversation page, a search page, blob bytes, links.
+"""The sesh-archive Datasette plugin: sessions, conversations, search, usage, blobs, links.
 
 Routes (under Datasette's ``base_url``):
 
-* ``/-/sesh/thread/<thread id>``: one thread as a chat. Every block has the anchor
-  ``#b<block id>`` (what search hits link to), every message ``#msg-<message id>``; tool
-  calls, results, reasoning and injected context are folded in ``<details>``; images come
-  from ``/-/sesh/blob/<sha256>``; the parent thread and child threads are linked.
-* ``/-/sesh/search?q=``: full-text search over blocks with highlighted snippets.
-* ``/-/sesh/blob/<sha256>``: the bytes of one blob.
-* ``/-/sesh/static/<file>``: the plugin's CSS.
+* ``/`` and ``/-/sesh/sessions``: the sessions (top-level threads) with filters and sorts,
+  child threads folded under their parent (``archive.web.sessions``).
+* ``/-/sesh/thread/<thread id>?page=N``: one thread as a conversation, a page at a time
+  (``archive.web.conversation``). Every block has the anchor ``#b<block id>`` (what search
+  hits link to), every message ``#msg-<message id>``; ``?block=ID`` / ``?message=ID`` open
+  the page holding it. The raw tables stay one click away (``/<database>``).
+* ``/-/sesh/prompts?thread=<id>``: every typed prompt of a thread, linked to its page.
+* ``/-/sesh/search``: full-text search with filters, sorts and a total (``archive.web.search``).
+* ``/-/sesh/usage``: the usage dashboard, charts as server-side SVG (``archive.web.usage``).
+* ``/-/sesh/blob/<sha256>``: the bytes of one blob; ``/-/sesh/static/<file>``: CSS and JS.
 
 Invariants:
 
 * Read-only: the plugin only runs SELECTs (through ``Database.execute``/``execute_fn``,
   whose connections Datasette opens with ``mode=ro``); it never asks for a write connection.
-* Nothing from the archive reaches a page unescaped. Markdown is rendered by a small
-  renderer here that escapes all text first and only ever adds its own tags; links are
-  kept only for http(s) and mailto URLs. Blobs are served with ``nosniff`` and a sandboxing
-  CSP; only raster image types are served inline, everything else as a download.
+* Nothing from the archive reaches a page unescaped: Markdown goes through markdown-it-py
+  and nh3 (``archive.web.markup``); everything else is escaped by Jinja or ``markupsafe``.
+  Blobs are served with ``nosniff`` and a sandboxing CSP; only raster image types are
+  served inline, everything else as a download. No page loads anything from outside the
+  server (no CDN, no remote image: Markdown images are dropped).
+* Every request passes the Host check first (``asgi_wrapper``, ``archive.web.hosts``): the
+  allowed names come from the plugin configuration ``allowed_hosts`` that ``serve``
+  writes, else loopback names only.
+* Bad input (a page or offset out of range, a malformed date) answers 400 with a message,
+  a query that runs past the time limit 400 too; never 500.
 * The plugin acts only on the archive database: the one named in the ``sesh-archive``
   plugin configuration (``serve.make_datasette`` writes it), else a database called
   ``archive``. Other databases in the same Datasette are left alone.
@@ -27,30 +36,33 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 from datasette import Response, hookimpl
-from datasette.utils import escape_fts
+from datasette.database import QueryInterrupted
 from markupsafe import Markup, escape
 
-from .projection import one_line
+from .pricing import PriceTable, load_prices
+from .queries import first_prompts
+from .web import conversation, search, sessions, usage
+from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
+from .web.hosts import LOOPBACK_NAMES, host_check
+from .web.markup import pygments_css, render_markdown
+
+__all__ = ["render_markdown", "message_anchor"]
 
 PLUGIN_NAME = "sesh-archive"
 PREFIX = "/-/sesh"
 # Markers of a match in snippets: visible in the canned query's JSON/CSV, turned into
 # <mark> in HTML. Chosen because they almost never occur in session text.
-MARK_OPEN, MARK_CLOSE = "\u27e6", "\u27e7"
-# Raster types a browser cannot be tricked into running script from.
-INLINE_MEDIA_TYPES = frozenset(
-    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon"}
-)
-MAX_BLOCK_CHARS = 100_000  # beyond this a block is cut on the page; the full text stays in the table
-SEARCH_PAGE_SIZE = 50
+MARK_OPEN, MARK_CLOSE = search.MARK_OPEN, search.MARK_CLOSE
+SEARCH_PAGE_SIZE = search.PAGE_SIZE
+STATIC = {"sesh.css": "text/css", "sesh.js": "text/javascript"}
 
 
 def archive_database(datasette: Any) -> str | None:
@@ -65,238 +77,50 @@ def thread_path(datasette: Any, thread_id: str, block_id: int | None = None) -> 
     return f"{path}#b{block_id}" if block_id is not None else path
 
 
-def message_anchor(message_id: str) -> str:
-    # HTML ids may hold anything but whitespace; message ids almost never do.
-    return "msg-" + re.sub(r"\s", "_", message_id)
-
-
 def highlight(snippet: str) -> Markup:
     return Markup(str(escape(snippet)).replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>"))
 
 
-# ---------------------------------------------------------------- Markdown, safely
-
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
-_LIST_ITEM = re.compile(r"^\s*([-*+]|\d{1,9}[.)])\s+(.*)$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-# Works on already escaped text: a quote in a URL is &#34; by now, so it cannot end the attribute.
-_LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?://|mailto:)[^\s)]+)\)|(https?://[^\s<]*[^\s<.,;:!?)\]&])")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=\S)\*(?![\w*])")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+@lru_cache(maxsize=1)
+def prices() -> PriceTable:
+    """The price table (bundled, with ``$SESH_ARCHIVE_PRICES`` laid over it), read once."""
+    return load_prices()
 
 
-def _link(m: re.Match[str]) -> str:
-    if m.group(3):
-        url = m.group(3)
-        return f'<a href="{url}" rel="noopener noreferrer nofollow">{url}</a>'
-    return f'<a href="{m.group(2)}" rel="noopener noreferrer nofollow">{m.group(1)}</a>'
+def money(v: float | None) -> str:
+    if v is None:
+        return "no price"
+    return f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
 
 
-def _inline(text: str) -> str:
-    out: list[str] = []
-    pos = 0
-    for m in _CODE_SPAN.finditer(text):
-        out.append(_inline_plain(text[pos : m.start()]))
-        out.append(f"<code>{escape(m.group(2))}</code>")
-        pos = m.end()
-    out.append(_inline_plain(text[pos:]))
-    return "".join(out)
+# ---------------------------------------------------------------- page plumbing
 
 
-def _inline_plain(text: str) -> str:
-    s = str(escape(text))
-    s = _LINK.sub(_link, s)
-    s = _BOLD.sub(r"<strong>\1</strong>", s)
-    return _ITALIC.sub(r"<em>\1</em>", s)
-
-
-def _table(lines: list[str]) -> str:
-    def cells(line: str) -> list[str]:
-        return [c.strip() for c in line.strip().strip("|").split("|")]
-
-    head = "".join(f"<th>{_inline(c)}</th>" for c in cells(lines[0]))
-    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in cells(line)) + "</tr>" for line in lines[2:])
-    return f"<table class='sesh-md-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _chunk(chunk: str) -> str:
-    lines = chunk.split("\n")
-    first = lines[0]
-    h = _HEADING.match(first)
-    if h:
-        level = min(len(h.group(1)) + 2, 6)  # the page's own headings come first
-        rest = "\n".join(lines[1:]).strip()
-        return f"<h{level}>{_inline(h.group(2))}</h{level}>" + (_chunk(rest) if rest else "")
-    if len(lines) >= 2 and "|" in first and _TABLE_SEP.match(lines[1]):
-        return _table(lines)
-    if all(line.lstrip().startswith(">") for line in lines):
-        inner = "\n".join(line.lstrip()[1:].removeprefix(" ") for line in lines)
-        return f"<blockquote>{_blocks(inner)}</blockquote>"
-    item = _LIST_ITEM.match(first)
-    if item:
-        tag = "ol" if item.group(1)[0].isdigit() else "ul"
-        items: list[list[str]] = []
-        for line in lines:
-            m = _LIST_ITEM.match(line)
-            if m:
-                items.append([m.group(2)])
-            else:
-                items[-1].append(line.strip())
-        body = "".join("<li>" + "<br>".join(_inline(x) for x in it) + "</li>" for it in items)
-        return f"<{tag}>{body}</{tag}>"
-    return "<p>" + "<br>".join(_inline(line) for line in lines) + "</p>"
-
-
-def _blocks(text: str) -> str:
-    return "".join(_chunk(c.strip("\n")) for c in re.split(r"\n[ \t]*\n", text) if c.strip())
-
-
-def render_markdown(text: str) -> Markup:
-    """A safe subset of Markdown: fences, code spans, headings, lists, quotes, tables, links, emphasis."""
-    out: list[str] = []
-    pos = 0
-    for m in _FENCE.finditer(text):
-        out.append(_blocks(text[pos : m.start()]))
-        out.append(f"<pre><code>{escape(m.group(2))}</code></pre>")
-        pos = m.end()
-    out.append(_blocks(text[pos:]))
-    return Markup("".join(out))
-
-
-# ---------------------------------------------------------------- thread page data
-
-
-def _cut(text: str | None) -> tuple[str, bool]:
-    if text is None:
-        return "", False
-    return (text[:MAX_BLOCK_CHARS], True) if len(text) > MAX_BLOCK_CHARS else (text, False)
-
-
-def _pretty_json(text: str | None) -> str:
-    if text is None:
-        return ""
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
-        return text
-
-
-_SUMMARY_KEYS = ("command", "cmd", "file_path", "path", "pattern", "query", "url", "description", "prompt")
-
-
-def _call_summary(input_json: str | None) -> str:
-    """One line saying what a tool call did: its command, path or query when it has one."""
-    try:
-        value = json.loads(input_json) if input_json else None
-    except ValueError:
-        value = input_json
-    if isinstance(value, str):  # Codex keeps some inputs as a JSON string of JSON
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-    if isinstance(value, dict):
-        for key in _SUMMARY_KEYS:
-            v = value.get(key)
-            if isinstance(v, list):
-                v = " ".join(str(x) for x in v)
-            if isinstance(v, str) and v.strip():
-                return one_line(v, 140)
-    return one_line(input_json, 140)
-
-
-def _block_view(datasette: Any, b: sqlite3.Row, tools: dict[str, str]) -> dict[str, Any]:
-    t = b["type"]
-    view: dict[str, Any] = {"id": b["id"], "type": t, "anchor": f"b{b['id']}"}
-    if t in ("text", "reasoning"):
-        text, cut = _cut(b["text"])
-        view.update(html=render_markdown(text), cut=cut, redacted=bool(b["redacted"]))
-    elif t == "tool_call":
-        if b["call_id"]:
-            tools[b["call_id"]] = b["tool_name"] or ""
-        view.update(name=b["tool_name"] or "?", summary=_call_summary(b["input"]), body=_pretty_json(b["input"]))
-    elif t == "tool_result":
-        raw = b["text"] if b["output"] is None else _pretty_json(b["output"])
-        body, cut = _cut(raw)
-        view.update(name=tools.get(b["call_id"] or "", ""), error=b["is_error"] == 1,
-                    summary=one_line(body, 140), body=body, cut=cut)  # fmt: skip
-    elif t == "file_change":
-        extra = json.loads(b["extra"]) if b["extra"] else {}
-        body, cut = _cut(b["patch"])
-        view.update(path=b["path"] or "", kind=extra.get("kind") or extra.get("op") or "", body=body, cut=cut)
-    elif t == "web_search":
-        view.update(query=b["text"] or "")
-    elif t == "attachment":
-        sha = b["blob_sha256"]
-        media = b["media_type"] or ""
-        view.update(media_type=media, uri=b["uri"] or "",
-                    src=datasette.urls.path(f"{PREFIX}/blob/{sha}") if sha else None,
-                    image=media.lower() in INLINE_MEDIA_TYPES)  # fmt: skip
-    else:
-        extra = json.loads(b["extra"]) if b["extra"] else {}
-        view.update(source_type=b["text"] or t, body=json.dumps(extra.get("raw", extra), indent=2, ensure_ascii=False))
-    return view
-
-
-def load_thread(conn: sqlite3.Connection, thread_id: str) -> dict[str, Any] | None:
-    """Everything the conversation page shows, in thread order (the ``conversation`` view's order)."""
-    cur = conn.cursor()
-    cur.row_factory = sqlite3.Row
-    thread = cur.execute("SELECT * FROM threads WHERE id = ?", (thread_id,)).fetchone()
-    if thread is None:
-        return None
-    rows = cur.execute(
-        """SELECT m.id AS m_id, m.role, m.ts, m.model AS m_model, m.injected, b.*
-           FROM messages m LEFT JOIN blocks b ON b.message_id = m.id
-           WHERE m.thread_id = ?
-           ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position""",
-        (thread_id,),
-    ).fetchall()
-    superseded = {r[0] for r in cur.execute("SELECT message_id FROM superseded_messages WHERE thread_id = ?", (thread_id,))}
-    children = cur.execute(
-        "SELECT id, title, agent_id, origin_message_id, created_at FROM threads WHERE parent_thread_id = ? ORDER BY created_at, id",
-        (thread_id,),
-    ).fetchall()
-    parent = None
-    if thread["parent_thread_id"]:
-        parent = cur.execute("SELECT id, title FROM threads WHERE id = ?", (thread["parent_thread_id"],)).fetchone()
-    usage = cur.execute("SELECT * FROM thread_usage WHERE thread_id = ?", (thread_id,)).fetchone()
-    return {"thread": thread, "rows": rows, "superseded": superseded, "children": children,
-            "parent": parent, "usage": usage}  # fmt: skip
-
-
-def build_messages(datasette: Any, data: dict[str, Any]) -> list[dict[str, Any]]:
-    children_at: dict[str, list[sqlite3.Row]] = {}
-    for c in data["children"]:
-        children_at.setdefault(c["origin_message_id"] or "", []).append(c)
-    tools: dict[str, str] = {}
-    messages: list[dict[str, Any]] = []
-    for r in data["rows"]:
-        if not messages or messages[-1]["id"] != r["m_id"]:
-            messages.append({"id": r["m_id"], "anchor": message_anchor(r["m_id"]), "role": r["role"], "ts": r["ts"],
-                             "model": r["m_model"], "injected": bool(r["injected"]),
-                             "superseded": r["m_id"] in data["superseded"], "blocks": [],
-                             "children": [_child(datasette, c) for c in children_at.pop(r["m_id"], [])]})  # fmt: skip
-        if r["id"] is not None:
-            messages[-1]["blocks"].append(_block_view(datasette, r, tools))
-    return messages
-
-
-def _child(datasette: Any, c: sqlite3.Row) -> dict[str, Any]:
-    label = c["title"] or (f"agent {c['agent_id']}" if c["agent_id"] else c["id"])
-    return {"id": c["id"], "label": label, "href": thread_path(datasette, c["id"]), "created_at": c["created_at"]}
-
-
-# ---------------------------------------------------------------- routes
+_TEMPLATES: dict[tuple[int, str], Any] = {}
 
 
 def _template(datasette: Any, name: str) -> Any:
     # Loaded from the package through Datasette's own Jinja environment, so the pages extend
-    # Datasette's base.html and work whether or not Datasette was given a template_dir.
-    text = resources.files("archive.data").joinpath("templates", name).read_text("utf-8")
-    return datasette.jinja_env.from_string(text)
+    # Datasette's base.html and work whether or not Datasette was given a template_dir;
+    # compiled once per environment (a compile is 10-40 ms of a page).
+    key = (id(datasette.jinja_env), name)
+    if key not in _TEMPLATES:
+        text = resources.files("archive.data").joinpath("templates", name).read_text("utf-8")
+        _TEMPLATES[key] = datasette.jinja_env.from_string(text)
+    return _TEMPLATES[key]
+
+
+def _urls(datasette: Any, db_name: str) -> dict[str, str]:
+    p = datasette.urls.path
+    return {"sessions": p(f"{PREFIX}/sessions"), "search": p(f"{PREFIX}/search"), "usage": p(f"{PREFIX}/usage"),
+            "tables": datasette.urls.database(db_name), "css": p(f"{PREFIX}/static/sesh.css"),
+            "pygments_css": p(f"{PREFIX}/static/pygments.css"), "js": p(f"{PREFIX}/static/sesh.js")}  # fmt: skip
+
+
+async def _render(datasette: Any, request: Any, name: str, db_name: str, context: dict[str, Any], status: int = 200) -> Response:
+    context = {**context, "urls_": _urls(datasette, db_name), "money": money, "utc": utc}
+    html = await datasette.render_template(_template(datasette, name), context, request=request)
+    return Response.html(html, status=status)
 
 
 async def _check(datasette: Any, request: Any, db_name: str) -> None:
@@ -307,99 +131,243 @@ def _no_archive() -> Response:
     return Response.text("no sesh-archive database in this Datasette", status=404)
 
 
-async def thread_page(datasette: Any, request: Any) -> Response:
+def _bad(message: str) -> Response:
+    return Response.text(f"400: {message}\n", status=400)
+
+
+def _int_arg(request: Any, name: str, default: int) -> int:
+    value = request.args.get(name)
+    if value in (None, ""):
+        return default
+    if not re.fullmatch(r"\d{1,9}", value.strip()):
+        raise ValueError(f"{name} must be a whole number from 1, not {value!r}")
+    return int(value)
+
+
+async def _archive(datasette: Any, request: Any) -> tuple[str | None, Any]:
     db_name = archive_database(datasette)
     if db_name is None:
-        return _no_archive()
+        return None, None
     await _check(datasette, request, db_name)
+    return db_name, datasette.get_database(db_name)
+
+
+# ---------------------------------------------------------------- sessions (home)
+
+
+async def sessions_page(datasette: Any, request: Any) -> Response:
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    a = request.args
+    try:
+        f = sessions.SessionFilters(provider=a.get("provider") or "", project=a.get("project") or "",
+                                    model=a.get("model") or "", since=a.get("since") or "", until=a.get("until") or "",
+                                    q=(a.get("q") or "").strip(), sort=a.get("sort") or "recent",
+                                    page=_int_arg(request, "page", 1))  # fmt: skip
+        data, opts = await db.execute_fn(lambda conn: (sessions.sessions(conn, f, prices()), sessions.options(conn)))
+    except (ValueError, sessions.FilterError) as e:
+        return _bad(str(e))
+    except sqlite3.OperationalError as e:
+        return _bad(f"the filter could not run: {e}")
+    for r in data["rows"]:
+        r["href"] = thread_path(datasette, r["id"])
+        for c in r["children"]:
+            c["href"] = thread_path(datasette, c["id"])
+    base = {k: v for k, v in (("provider", f.provider), ("project", f.project), ("model", f.model), ("since", f.since),
+                              ("until", f.until), ("q", f.q), ("sort", f.sort)) if v}  # fmt: skip
+    here = datasette.urls.path(f"{PREFIX}/sessions")
+    page_url = lambda n: here + "?" + urlencode({**base, "page": n})  # noqa: E731
+    context = {"f": f, "data": data, "opts": opts, "sorts": sessions.SORTS,
+               "prev_url": page_url(f.page - 1) if f.page > 1 else None,
+               "next_url": page_url(f.page + 1) if f.page < data["pages"] else None}  # fmt: skip
+    return await _render(datasette, request, "sesh_sessions.html", db_name, context)
+
+
+async def home(datasette: Any, request: Any) -> Response:
+    if archive_database(datasette) is None:
+        links = "".join(f'<li><a href="{escape(datasette.urls.database(n))}">{escape(n)}</a></li>' for n in datasette.databases)
+        return Response.html(f"<h1>Databases</h1><ul>{links}</ul>")
+    return await sessions_page(datasette, request)
+
+
+# ---------------------------------------------------------------- conversation
+
+
+async def thread_page(datasette: Any, request: Any) -> Response:
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
     thread_id = unquote(request.url_vars["thread_id"])
-    db = datasette.get_database(db_name)
-    data = await db.execute_fn(lambda conn: load_thread(conn, thread_id))
+    try:
+        page = _int_arg(request, "page", -1)  # -1: not asked for
+        block = _int_arg(request, "block", 0) or None
+    except ValueError as e:
+        return _bad(str(e))
+    message = request.args.get("message") or None
+
+    def load(conn: sqlite3.Connection) -> Any:
+        n = page
+        if n == -1:
+            n = (conversation.locate(conn, thread_id, block=block, message=message) if block or message else None) or 1
+        rel = [r[0] for r in conn.execute(
+            "SELECT id FROM threads WHERE (id = ? OR id = (SELECT parent_thread_id FROM threads WHERE id = ?) "
+            "OR parent_thread_id = ?) AND title IS NULL", (thread_id, thread_id, thread_id))]  # fmt: skip
+        return conversation.load_page(conn, thread_id, n, prices(), first_prompts(conn, rel, width=140))
+
+    try:
+        data = await db.execute_fn(load)
+    except conversation.PageError as e:
+        return _bad(str(e))
     if data is None:
         return Response.html(f"<h1>No thread {escape(thread_id)}</h1>", status=404)
     thread = data["thread"]
+    here = thread_path(datasette, thread_id)
+    bubbles = conversation.bubbles(data, lambda sha: datasette.urls.path(f"{PREFIX}/blob/{sha}"))
+    parent = None
+    children = []
+    for r in data["relatives"]:
+        item = {"id": r["id"], "label": r["label"], "href": thread_path(datasette, r["id"]), "created_at": utc(r["created_at"]),
+                "fork": "forkedFrom" in (r["metadata"] or ""), "origin": r["origin_message_id"]}  # fmt: skip
+        if r["id"] == thread["parent_thread_id"]:
+            parent = item
+        else:
+            children.append(item)
+    at: dict[str, list[dict[str, Any]]] = {}
+    for c in children:
+        if c["origin"]:
+            at.setdefault(message_anchor(c["origin"]), []).append(c)
+    for b in bubbles:
+        b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
+    page_url = lambda n: f"{here}?page={n}"  # noqa: E731
     context = {
-        "thread": dict(thread),
-        "title": thread["title"] or f"Thread {thread['id']}",
-        "messages": build_messages(datasette, data),
-        "all_children": [_child(datasette, c) for c in data["children"]],
-        "parent": ({"href": thread_path(datasette, data["parent"]["id"]), "label": data["parent"]["title"] or data["parent"]["id"]}
-                   if data["parent"] else None),  # fmt: skip
-        "parent_origin": (thread_path(datasette, thread["parent_thread_id"]) + "#" + message_anchor(thread["origin_message_id"])
-                          if thread["parent_thread_id"] and thread["origin_message_id"] else None),  # fmt: skip
-        "usage": dict(data["usage"]) if data["usage"] else None,
+        "thread": thread, "title": data["label"], "data": data, "bubbles": bubbles, "parent": parent,
+        "children": children,
+        "parent_origin": (thread_path(datasette, thread["parent_thread_id"]) + "?" + urlencode({"message": thread["origin_message_id"]})
+                          + "#" + message_anchor(thread["origin_message_id"]))
+                         if thread["parent_thread_id"] and thread["origin_message_id"] else None,
+        "page_url": page_url, "here": here,
+        "prompts_url": datasette.urls.path(f"{PREFIX}/prompts") + "?" + urlencode({"thread": thread_id}),
+        "prev_url": page_url(data["page"] - 1) if data["page"] > 1 else None,
+        "next_url": page_url(data["page"] + 1) if data["page"] < data["pages"] else None,
         "row_url": datasette.urls.row(db_name, "threads", quote(thread["id"], safe="")),
         "transcript_url": datasette.urls.database(db_name) + "/thread_transcript?" + urlencode({"thread_id": thread["id"]}),
-        "css_url": datasette.urls.path(f"{PREFIX}/static/sesh.css"),
-        "search_url": datasette.urls.path(f"{PREFIX}/search"),
-    }
-    return Response.html(await datasette.render_template(_template(datasette, "sesh_thread.html"), context, request=request))
+    }  # fmt: skip
+    return await _render(datasette, request, "sesh_thread.html", db_name, context)
 
 
-SEARCH_SQL = """
-SELECT b.id AS block_id, b.type, b.tool_name, m.thread_id, m.role, m.ts, t.title, t.provider, t.cwd,
-       snippet(blocks_fts, 0, :open, :close, '\u2026', 24) AS snippet
-FROM blocks_fts
-JOIN blocks b ON b.id = blocks_fts.rowid
-JOIN messages m ON m.id = b.message_id
-LEFT JOIN threads t ON t.id = m.thread_id
-WHERE blocks_fts MATCH :match
-ORDER BY rank
-LIMIT :limit OFFSET :offset
-"""
+async def prompts_page(datasette: Any, request: Any) -> Response:
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    thread_id = request.args.get("thread") or ""
+
+    def load(conn: sqlite3.Connection) -> Any:
+        row = conn.execute("SELECT title FROM threads WHERE id = ?", (thread_id,)).fetchone()
+        if row is None:
+            return None
+        label = row[0] or first_prompts(conn, [thread_id], width=140).get(thread_id) or thread_id
+        return label, conversation.prompts(conn, thread_id)
+
+    data = await db.execute_fn(load)
+    if data is None:
+        return Response.html(f"<h1>No thread {escape(thread_id)}</h1>", status=404)
+    here = thread_path(datasette, thread_id)
+    context = {"title": data[0], "prompts": data[1], "here": here, "thread_id": thread_id}
+    return await _render(datasette, request, "sesh_prompts.html", db_name, context)
 
 
-async def search_blocks(db: Any, q: str, offset: int = 0, limit: int = SEARCH_PAGE_SIZE) -> tuple[list[Any], str | None]:
-    """Search hits for ``q``: FTS5 syntax when it parses (phrases, prefix*, OR), else the words as written."""
-    params = {"open": MARK_OPEN, "close": MARK_CLOSE, "limit": limit, "offset": offset}
-    error = None
-    for match in dict.fromkeys((q, escape_fts(q))):
-        try:
-            return list((await db.execute(SEARCH_SQL, {**params, "match": match})).rows), None
-        except sqlite3.OperationalError as e:  # FTS5 syntax error: retry with the words quoted
-            error = str(e)
-    return [], error
+# ---------------------------------------------------------------- search
 
 
 async def search_page(datasette: Any, request: Any) -> Response:
-    db_name = archive_database(datasette)
+    db_name, db = await _archive(datasette, request)
     if db_name is None:
         return _no_archive()
-    await _check(datasette, request, db_name)
-    q = (request.args.get("q") or "").strip()
+    a = request.args
     try:
-        offset = max(0, int(request.args.get("offset") or 0))
-    except ValueError:
-        offset = 0
-    hits: list[dict[str, Any]] = []
-    error = None
-    if q:
-        rows, error = await search_blocks(datasette.get_database(db_name), q, offset, SEARCH_PAGE_SIZE + 1)
-        for r in rows:
-            hits.append({**dict(r), "href": thread_path(datasette, r["thread_id"], r["block_id"]),
-                         "thread_href": thread_path(datasette, r["thread_id"]),
-                         "snippet_html": highlight(r["snippet"] or "")})  # fmt: skip
+        req = search.SearchRequest(q=(a.get("q") or "").strip(), provider=a.get("provider") or "",
+                                   project=a.get("project") or "", role=a.get("role") or "", kind=a.get("kind") or "",
+                                   since=a.get("since") or "", until=a.get("until") or "",
+                                   sort=a.get("sort") or "relevance", offset=search.parse_offset(a.get("offset")))  # fmt: skip
+        hits: list[dict[str, Any]] = []
+        error = total = None
+        if req.q:
+            for literal in (False, True):
+                try:
+                    sql, params = search.hits_sql(req, literal)
+                    rows = (await db.execute(sql, params)).rows
+                    csql, cparams = search.count_sql(req, literal)
+                    try:
+                        total = (await db.execute(csql, cparams)).rows[0][0]
+                    except QueryInterrupted:
+                        total = None  # the hits are there; only the count ran out of time
+                    error = None
+                    break
+                except sqlite3.OperationalError as e:  # FTS5 syntax: retry with the words quoted
+                    error = str(e)
+                    rows = []
+            labels = await db.execute_fn(lambda conn: first_prompts(conn, {r["thread_id"] for r in rows if not r["title"]}, 100))
+            for r in rows:
+                hits.append({**dict(r), "label": r["title"] or labels.get(r["thread_id"]) or r["thread_id"],
+                             "href": thread_path(datasette, r["thread_id"], r["block_id"]),
+                             "thread_href": thread_path(datasette, r["thread_id"]), "when": utc(r["ts"]),
+                             "snippet_html": highlight(r["snippet"] or "")})  # fmt: skip
+        opts = await db.execute_fn(sessions.options)
+    except search.SearchError as e:
+        return _bad(str(e))
+    except QueryInterrupted:
+        return _bad("the search ran past the time limit; narrow it with more words or a filter")
     more = len(hits) > SEARCH_PAGE_SIZE
+    base = {k: getattr(req, k) for k in ("q", "provider", "project", "role", "kind", "since", "until", "sort") if getattr(req, k)}
+    here = datasette.urls.path(f"{PREFIX}/search")
     context = {
-        "q": q,
-        "hits": hits[:SEARCH_PAGE_SIZE],
-        "error": error,
-        "offset": offset,
-        "next_url": (datasette.urls.path(f"{PREFIX}/search") + "?" + urlencode({"q": q, "offset": offset + SEARCH_PAGE_SIZE}))
-                    if more else None,  # fmt: skip
-        "css_url": datasette.urls.path(f"{PREFIX}/static/sesh.css"),
-        "canned_url": datasette.urls.database(db_name) + "/search?" + urlencode({"q": q}),
+        "q": req.q, "req": req, "hits": hits[:SEARCH_PAGE_SIZE], "error": error, "offset": req.offset, "total": total,
+        "opts": opts, "kinds": search.KINDS, "roles": search.ROLES, "sorts": search.SORTS,
+        "next_url": here + "?" + urlencode({**base, "offset": req.offset + SEARCH_PAGE_SIZE}) if more else None,
+        "prev_url": here + "?" + urlencode({**base, "offset": max(0, req.offset - SEARCH_PAGE_SIZE)}) if req.offset else None,
+        "canned_url": datasette.urls.database(db_name) + "/search?" + urlencode({"q": req.q}),
+    }  # fmt: skip
+    return await _render(datasette, request, "sesh_search.html", db_name, context)
+
+
+# ---------------------------------------------------------------- usage
+
+
+async def usage_page(datasette: Any, request: Any) -> Response:
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    since, until = request.args.get("since") or "", request.args.get("until") or ""
+    try:
+        d = await db.execute_fn(lambda conn: usage.dashboard(conn, prices(), since, until))
+    except ValueError as e:
+        return _bad(f"since and until must be dates YYYY-MM-DD ({e})")
+    for t in d["top"]:
+        t["href"] = thread_path(datasette, t["id"])
+    charts = {
+        "heatmap": usage.heatmap(d["days"], "Model responses per day (UTC)"),
+        "cost_days": usage.day_bars(d["days"], "cost", "Cost (USD)", "$"),
+        "token_days": usage.day_bars(d["days"], "tokens", "Tokens"),
+        "models": usage.hbars([(k, g["cost"]) for k, g in d["models"][:12]], "Cost per model", money),
+        "model_tokens": usage.hbars([(k, g["tokens"]) for k, g in d["models"][:12]], "Tokens per model"),
+        "projects": usage.hbars([(k, g["cost"]) for k, g in d["projects"]], "Cost per project", money),
+        "top": usage.hbars([(t["label"], t["cost"]) for t in d["top"]], "Top sessions by cost", money),
     }
-    return Response.html(await datasette.render_template(_template(datasette, "sesh_search.html"), context, request=request))
+    context = {"d": d, "charts": charts, "since": since, "until": until, "colours": usage.BUCKET_COLOURS,
+               "human": usage.human, "prices_info": prices().describe()}  # fmt: skip
+    return await _render(datasette, request, "sesh_usage.html", db_name, context)
+
+
+# ---------------------------------------------------------------- blobs and static files
 
 
 async def blob(datasette: Any, request: Any) -> Response:
-    db_name = archive_database(datasette)
+    db_name, db = await _archive(datasette, request)
     if db_name is None:
         return _no_archive()
-    await _check(datasette, request, db_name)
     sha = request.url_vars["sha256"]
-    rows = (await datasette.get_database(db_name).execute("SELECT media_type, data FROM blobs WHERE sha256 = ?", [sha])).rows
+    rows = (await db.execute("SELECT media_type, data FROM blobs WHERE sha256 = ?", [sha])).rows
     if not rows:
         return Response.text("no such blob", status=404)
     media, data = rows[0]["media_type"] or "", rows[0]["data"]
@@ -416,21 +384,41 @@ async def blob(datasette: Any, request: Any) -> Response:
 
 async def static(request: Any) -> Response:
     name = request.url_vars["name"]
-    try:
-        body = resources.files("archive.data").joinpath("static", name).read_text("utf-8")
-    except (FileNotFoundError, IsADirectoryError):
+    if name == "pygments.css":
+        return Response(pygments_css(), content_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
+    if name not in STATIC:
         return Response.text("not found", status=404)
-    return Response(body, content_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
+    body = resources.files("archive.data").joinpath("static", name).read_text("utf-8")
+    return Response(body, content_type=f"{STATIC[name]}; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
 
 
 @hookimpl
 def register_routes(datasette: Any) -> list[tuple[str, Any]]:
     return [
+        (r"^/$", home),
+        (rf"^{PREFIX}/sessions$", sessions_page),
         (rf"^{PREFIX}/thread/(?P<thread_id>.+)$", thread_page),
+        (rf"^{PREFIX}/prompts$", prompts_page),
         (rf"^{PREFIX}/search$", search_page),
+        (rf"^{PREFIX}/usage$", usage_page),
         (rf"^{PREFIX}/blob/(?P<sha256>[0-9a-f]{{64}})$", blob),
-        (rf"^{PREFIX}/static/(?P<name>[a-z0-9_-]+\.css)$", static),
+        (rf"^{PREFIX}/static/(?P<name>[a-z0-9_-]+\.(?:css|js))$", static),
     ]
+
+
+@hookimpl
+def startup(datasette: Any) -> None:
+    # Build the Markdown parser and load the common lexers before the first page asks:
+    # measured 0.3-0.5 s of the first conversation page otherwise.
+    render_markdown("*warm* `up`\n\n```bash\nls\n```\n\n```json\n{}\n```\n\n```diff\n+a\n```")
+    prices()
+
+
+@hookimpl
+def asgi_wrapper(datasette: Any) -> Any:
+    config = datasette.plugin_config(PLUGIN_NAME) or {}
+    allowed = config.get("allowed_hosts") or list(LOOPBACK_NAMES)
+    return lambda app: host_check(app, allowed)
 
 
 # ---------------------------------------------------------------- links in tables and queries
@@ -472,4 +460,6 @@ def render_cell(row: Any, value: Any, column: str, table: str | None, database: 
 def menu_links(datasette: Any) -> list[dict[str, str]] | None:
     if archive_database(datasette) is None:
         return None
-    return [{"href": datasette.urls.path(f"{PREFIX}/search"), "label": "Search sessions"}]
+    p = datasette.urls.path
+    return [{"href": p(f"{PREFIX}/sessions"), "label": "Sessions"}, {"href": p(f"{PREFIX}/search"), "label": "Search sessions"},
+            {"href": p(f"{PREFIX}/usage"), "label": "Usage"}]  # fmt: skip

@@ -5,7 +5,11 @@ Invariants:
 * The archive is served read-only: Datasette opens a mutable (not ``immutable``) file, so
   an ingest may write while it serves (WAL), but its read connections are ``mode=ro``, no
   write plugin is loaded, and our plugin only reads. Nothing in the server writes.
-* The server binds 127.0.0.1 unless told otherwise (the archive holds pasted secrets).
+* The server binds 127.0.0.1 unless told otherwise (the archive holds pasted secrets), and
+  answers only requests whose Host header names the address it serves on (loopback names,
+  ``host``, and ``allow_hosts``): 403 otherwise, so a DNS-rebinding page cannot read it
+  (``archive.web.hosts``). ``exposed`` says when a host reaches beyond loopback, which
+  the CLI warns about: there is no authentication.
 * The metadata ships inside the package, so ``serve`` works after a plain ``pip install``;
   it is written for a database called ``archive`` and renamed to the file's stem, which
   is the name Datasette gives the database.
@@ -35,14 +39,25 @@ SETTINGS = {
 }
 
 
-def load_metadata(db_name: str = METADATA_DB_NAME) -> dict[str, Any]:
-    """The packaged metadata, with its database renamed to ``db_name``."""
+def load_metadata(db_name: str = METADATA_DB_NAME, allowed_hosts: list[str] | None = None) -> dict[str, Any]:
+    """The packaged metadata, with its database renamed to ``db_name`` (and the Host names
+    the plugin lets through, when given)."""
     meta = json.loads(resources.files("archive.data").joinpath("datasette-metadata.json").read_text("utf-8"))
     dbs = meta.get("databases", {})
     if METADATA_DB_NAME in dbs and db_name != METADATA_DB_NAME:
         dbs[db_name] = dbs.pop(METADATA_DB_NAME)
-    meta.setdefault("plugins", {}).setdefault("sesh-archive", {})["database"] = db_name
+    config = meta.setdefault("plugins", {}).setdefault("sesh-archive", {})
+    config["database"] = db_name
+    if allowed_hosts is not None:
+        config["allowed_hosts"] = allowed_hosts
     return meta
+
+
+def exposed(host: str) -> bool:
+    """Whether listening on ``host`` reaches beyond this machine."""
+    from .web.hosts import is_loopback
+
+    return not is_loopback(host)
 
 
 def register_plugin() -> None:
@@ -55,20 +70,24 @@ def register_plugin() -> None:
         pm.register(datasette_plugin, name="sesh_archive")
 
 
-def make_datasette(db_path: str | Path) -> Any:
+def make_datasette(db_path: str | Path, host: str = DEFAULT_HOST, allow_hosts: tuple[str, ...] = ()) -> Any:
     from datasette.app import Datasette
+
+    from .web.hosts import allowed_hosts
 
     register_plugin()
     path = Path(db_path)
     # Datasette names a database after its file's stem; the metadata must use the same name.
-    return Datasette([str(path)], metadata=load_metadata(path.stem), settings=SETTINGS)
+    meta = load_metadata(path.stem, allowed_hosts(host, allow_hosts))
+    return Datasette([str(path)], metadata=meta, settings=SETTINGS)
 
 
-def make_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Any:
+def make_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                allow_hosts: tuple[str, ...] = ()) -> Any:  # fmt: skip
     """A uvicorn server for the archive, not yet running (``port=0`` picks a free port)."""
     import uvicorn
 
-    ds = make_datasette(db_path)
+    ds = make_datasette(db_path, host=host, allow_hosts=allow_hosts)
     config = uvicorn.Config(ds.app(), host=host, port=port, log_level="warning", lifespan="auto")
     return uvicorn.Server(config)
 
@@ -80,8 +99,9 @@ def bound_url(server: Any) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
-    server = make_server(db_path, host=host, port=port)
+def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False,
+               allow_hosts: tuple[str, ...] = ()) -> None:  # fmt: skip
+    server = make_server(db_path, host=host, port=port, allow_hosts=allow_hosts)
     if open_browser:
         # Open once the socket is bound, so the browser's first request does not fail.
         def opener() -> None:

@@ -7,7 +7,11 @@ compress, insert, fts, commit: ``IngestOptions.timings``); a parse-only baseline
 reruns (1 MiB and 4 MiB over 10 files) showing the rerun scales with the bytes appended;
 peak RSS of the ingest (run in a child process, ``os.wait4``); database size over corpus
 size; FTS latency p50/p95 over a fixed query set with the marker counts checked against
-the corpus manifest; the latency of 30-day usage statistics. ``--peers`` runs agentsview and
+the corpus manifest; the latency of 30-day usage statistics; the web pages (issue 21) served by ``sesh-archive
+serve`` in a child process: the conversation page of the largest thread (first page, and the
+last page reached through a block link), the sessions home, usage and search, with the
+server's peak RSS (``VmHWM``). ``--web-only DB`` measures only the pages, on an existing
+archive. ``--peers`` runs agentsview and
 claude-code-to-sqlite (each in its own venv under /tmp) over the same corpus and reports
 their MB/s, or why they could not run.
 
@@ -15,6 +19,7 @@ The corpus is copied into a work folder first (the append step grows files), unl
 ``--in-place``. Usage:
 
     python scripts/bench.py --corpus /tmp/corpus-1g --size 1GB [--peers] [--json]
+    python scripts/bench.py --web-only /path/to/archive.db
 """
 
 from __future__ import annotations
@@ -188,6 +193,90 @@ def usage_latency(db: Path, manifest: dict[str, Any], reps: int = 5) -> dict[str
     return out
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _status_kb(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def web_pages(db: Path, reps: int = 3) -> dict[str, Any]:
+    """Each page through the real server, ``reps`` times (the first is cold); issue 21's targets
+    are the largest thread's conversation page under 2 s with the server under 200 MB."""
+    import urllib.parse
+    import urllib.request
+
+    archive = open_readonly(db)
+    largest, count = archive.execute(
+        "SELECT thread_id, count(*) FROM messages GROUP BY thread_id ORDER BY 2 DESC LIMIT 1").fetchone()  # fmt: skip
+    last_block = archive.execute(
+        "SELECT b.id FROM messages m JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
+        "ORDER BY m.source_id DESC, m.generation DESC, m.offset DESC, m.sub DESC LIMIT 1", (largest,)).fetchone()[0]  # fmt: skip
+    archive.conn.close()
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(db), "serve", "--port", str(port)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    thread = f"{base}/-/sesh/thread/{urllib.parse.quote(largest, safe='/')}"
+    pages = {
+        "conversation, first page": thread,
+        "conversation, last page (block link)": f"{thread}?block={last_block}",
+        "all prompts of the thread": f"{base}/-/sesh/prompts?thread={urllib.parse.quote(largest)}",
+        "sessions (home)": base + "/",
+        "sessions by cost": base + "/-/sesh/sessions?sort=cost",
+        "usage dashboard": base + "/-/sesh/usage",
+        "search 'zanzibar'": base + "/-/sesh/search?q=zanzibar",
+        "search 'error' by date": base + "/-/sesh/search?q=error&sort=date",
+    }
+    out: dict[str, Any] = {"thread": largest, "messages": count, "pages": {}}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/-/versions.json", timeout=5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("serve did not start") from None
+                time.sleep(0.2)
+        out["rss_start_mb"] = (_status_kb(proc.pid, "VmRSS") or 0) / 1024
+        for name, url in pages.items():
+            times, size = [], 0
+            for _ in range(reps):
+                t = time.perf_counter()
+                with urllib.request.urlopen(url, timeout=120) as r:
+                    size = len(r.read())
+                times.append(time.perf_counter() - t)
+            out["pages"][name] = {"first_s": times[0], "p50_s": statistics.median(times), "max_s": max(times),
+                                  "bytes": size}  # fmt: skip
+        out["rss_peak_mb"] = (_status_kb(proc.pid, "VmHWM") or 0) / 1024
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return out
+
+
+def fmt_web(w: dict[str, Any]) -> list[str]:
+    lines = [f"web pages (largest thread {w['thread']}, {w['messages']:,} messages; server RSS "
+             f"{w['rss_start_mb']:.0f} MB at start, peak {w['rss_peak_mb']:.0f} MB):"]  # fmt: skip
+    for name, p in w["pages"].items():
+        lines.append(f"  {name}: first {p['first_s']:.2f} s, p50 {p['p50_s']:.2f} s, max {p['max_s']:.2f} s, "
+                     f"{p['bytes'] / MB:.2f} MB")  # fmt: skip
+    return lines
+
+
 def append_and_rerun(db: Path, home: Path, mb: float, files: int) -> dict[str, Any]:
     gen = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "gen_corpus.py"), str(home), "--append-mb", str(mb),
@@ -274,6 +363,8 @@ def fmt_report(r: dict[str, Any]) -> str:
     lines.append(f"30-day stats (since {u['since']}, {u['day']['responses']:,} responses): by day "
                  f"{u['day']['p50_ms']:.1f} ms, by model {u['model']['p50_ms']:.1f} ms, "
                  f"by project {u['project']['p50_ms']:.1f} ms")  # fmt: skip
+    if "web" in r:
+        lines += fmt_web(r["web"])
     for name, p in r.get("peers", {}).items():
         if p["ok"]:
             lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")
@@ -288,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         child_ingest(argv[1], argv[2])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", required=True, type=Path, help="synthetic home folder (generated if absent)")
+    ap.add_argument("--corpus", type=Path, help="synthetic home folder (generated if absent)")
+    ap.add_argument("--web-only", type=Path, metavar="DB", help="only time the web pages, on this existing archive")
     ap.add_argument("--size", default="1GB", help="corpus size when generating (default 1GB)")
     ap.add_argument("--peers", action="store_true", help="also run agentsview and claude-code-to-sqlite")
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of text")
@@ -299,6 +391,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def say(msg: str) -> None:
         print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    if args.web_only:
+        web = web_pages(args.web_only)
+        print(json.dumps({"web": web}, indent=2) if args.json else "\n".join(fmt_web(web)))
+        return 0
+    if args.corpus is None:
+        ap.error("--corpus is required (or --web-only DB)")
 
     if not (args.corpus / "corpus-manifest.json").exists():
         say(f"generating a {args.size} corpus at {args.corpus}")
@@ -343,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         say("queries")
         report["fts"] = fts_latency(db, manifest)
         report["usage_30d"] = usage_latency(db, manifest)
+        say("web pages")
+        report["web"] = web_pages(db)
         if args.peers:
             report["peers"] = {}
             for name in ("agentsview", "claude-code-to-sqlite"):

@@ -1,0 +1,127 @@
+"""Full-text search for the search page: the SQL for one page of hits and for their total.
+
+Invariants:
+
+* The query is FTS5 syntax when it parses, else its words quoted (``literal``); the caller
+  retries with ``literal=True`` on an FTS5 syntax error.
+* Filters: provider, project (the thread's folder or its parent's; a path matches that
+  folder and below), role, block kind, and a date range on the message time (UTC days,
+  inclusive). Sort: relevance (bm25) or date (newest first).
+* Paging is bounded: ``offset`` is 0 to ``MAX_OFFSET``; anything else is a ``SearchError``
+  (the page answers 400), as is a date that is not ``YYYY-MM-DD``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+PAGE_SIZE = 50
+MAX_OFFSET = 100_000
+SORTS = ("relevance", "date")
+KINDS = ("text", "reasoning", "tool_call", "tool_result", "file_change", "web_search", "attachment", "unknown")
+ROLES = ("user", "assistant", "tool", "system")
+MARK_OPEN, MARK_CLOSE = "\u27e6", "\u27e7"
+
+
+class SearchError(ValueError):
+    """A search request that cannot be answered as asked (400)."""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    q: str
+    provider: str = ""
+    project: str = ""
+    role: str = ""
+    kind: str = ""
+    since: str = ""
+    until: str = ""
+    sort: str = "relevance"
+    offset: int = 0
+
+
+def parse_offset(value: str | None) -> int:
+    if value in (None, ""):
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        raise SearchError(f"offset must be a whole number, not {value!r}") from None
+    if not 0 <= n <= MAX_OFFSET:
+        raise SearchError(f"offset must be between 0 and {MAX_OFFSET:,}")
+    return n
+
+
+def _day(value: str, name: str) -> str:
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise SearchError(f"{name} must be a date YYYY-MM-DD, not {value!r}") from None
+
+
+def fts_literal(q: str) -> str:
+    return " ".join('"' + w.replace('"', '""') + '"' for w in q.split())
+
+
+def _where(r: SearchRequest) -> tuple[str, dict[str, Any]]:
+    if r.sort not in SORTS:
+        raise SearchError(f"sort must be one of {', '.join(SORTS)}")
+    if r.role and r.role not in ROLES:
+        raise SearchError(f"role must be one of {', '.join(ROLES)}")
+    if r.kind and r.kind not in KINDS:
+        raise SearchError(f"kind must be one of {', '.join(KINDS)}")
+    sql, params = [], {}
+    if r.provider:
+        sql.append("t.provider = :provider")
+        params["provider"] = r.provider
+    if r.project:
+        if r.project.startswith("/"):
+            root = r.project.rstrip("/") or "/"
+            sql.append("(coalesce(t.cwd, p.cwd) = :project OR substr(coalesce(t.cwd, p.cwd), 1, length(:prefix)) = :prefix)")
+            params.update(project=root, prefix=root.rstrip("/") + "/")
+        else:
+            sql.append("instr(coalesce(t.cwd, p.cwd), :project) > 0")
+            params["project"] = r.project
+    if r.role:
+        sql.append("m.role = :role")
+        params["role"] = r.role
+    if r.kind:
+        sql.append("b.type = :kind")
+        params["kind"] = r.kind
+    if r.since:
+        sql.append("m.ts >= :since")
+        params["since"] = _day(r.since, "since")
+    if r.until:
+        sql.append("m.ts < :until")
+        params["until"] = (dt.date.fromisoformat(_day(r.until, "until")) + dt.timedelta(days=1)).isoformat()
+    return "".join(" AND " + s for s in sql), params
+
+
+_FROM = """FROM blocks_fts
+JOIN blocks b ON b.id = blocks_fts.rowid
+JOIN messages m ON m.id = b.message_id
+LEFT JOIN threads t ON t.id = m.thread_id
+LEFT JOIN threads p ON p.id = t.parent_thread_id
+WHERE blocks_fts MATCH :match"""
+
+
+def hits_sql(r: SearchRequest, literal: bool = False, limit: int = PAGE_SIZE + 1) -> tuple[str, dict[str, Any]]:
+    where, params = _where(r)
+    order = "blocks_fts.rank, m.ts, b.id" if r.sort == "relevance" else "m.ts DESC, b.id DESC"
+    sql = f"""SELECT b.id AS block_id, b.type, b.tool_name, m.thread_id, m.id AS message_id, m.role, m.ts, t.title,
+       t.provider, coalesce(t.cwd, p.cwd) AS project,
+       snippet(blocks_fts, 0, :open, :close, '\u2026', 24) AS snippet
+{_FROM}{where}
+ORDER BY {order}
+LIMIT :limit OFFSET :offset"""
+    params.update(match=fts_literal(r.q) if literal else r.q, open=MARK_OPEN, close=MARK_CLOSE, limit=limit,
+                  offset=r.offset)  # fmt: skip
+    return sql, params
+
+
+def count_sql(r: SearchRequest, literal: bool = False) -> tuple[str, dict[str, Any]]:
+    where, params = _where(r)
+    params["match"] = fts_literal(r.q) if literal else r.q
+    return f"SELECT count(*) {_FROM}{where}", params
