@@ -650,3 +650,10 @@ def m008_neutral_usage(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m009_usage_message(db: Database) -> None:
+    """Usage by the message that carries it: ``Message.usage`` is read through it, and a
+    response's usage follows its message's thread when ownership of the message moves."""
+    db.executescript("CREATE INDEX usage_message ON usage(message_id) WHERE message_id IS NOT NULL;")

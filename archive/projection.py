@@ -314,6 +314,7 @@ class Projector:
         self._occurrences: list[tuple[Any, ...]] = []
         self._facts: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
+        self._owned: set[str] = set()  # messages (re)written in this flush: their usage follows them
         self._reports: list[tuple[Any, ...]] = []
 
     # -- rows of one line
@@ -400,6 +401,7 @@ class Projector:
                 sha = self.put_blob(*blob) if blob else None
                 r = block_row(msg.id, position, block, sha)
                 out.append(tuple(r[c] for c in _BLOCK_COL_NAMES))
+        self._owned |= set(rows)
         replaced = [(i,) for i in rows if i in stored]
         if replaced:
             conn.executemany("DELETE FROM blocks WHERE message_id = ?", replaced)
@@ -425,9 +427,19 @@ class Projector:
         if self._facts:
             conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
             self._facts = []
-        if self._usage:
+        if self._usage or self._owned:
             conn.executemany(_USAGE_UPSERT, self._usage)
-            self._usage = []
+            # a response's usage belongs to the thread that owns the message carrying it,
+            # whichever copy of the line (a fork, a resume) reported it last
+            touched = self._owned | {u[2] for u in self._usage if u[2] is not None}
+            conn.execute(
+                "UPDATE usage SET thread_id = (SELECT m.thread_id FROM messages m WHERE m.id = usage.message_id) "
+                "WHERE message_id IN (SELECT value FROM json_each(?)) "
+                "AND thread_id IS NOT (SELECT m.thread_id FROM messages m WHERE m.id = usage.message_id) "
+                "AND EXISTS (SELECT 1 FROM messages m WHERE m.id = usage.message_id)",
+                (dumps(sorted(touched)),),
+            )
+            self._usage, self._owned = [], set()
         if self._reports:
             conn.executemany("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?, ?, ?)", self._reports)
             self._reports = []
@@ -449,6 +461,7 @@ class Projector:
         """Forget pending rows and dirty threads (the caller rolled its transaction back)."""
         self.dirty_threads.clear()
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
+        self._owned = set()
         self._messages = []
 
     # -- threads

@@ -537,7 +537,8 @@ def test_default_roots(tmp_path: Path) -> None:
         (f"projects/-home-me-app/{SID}/subagents/workflows/run1/journal.jsonl", None),
         ("projects/-home-me-app/skill-injections.jsonl", None),
         ("projects/-home-me-app/sessions-index.json", None),
-        (f"projects/-home-me-app/{SID}/tool-results/x.txt", None),
+        (f"projects/-home-me-app/{SID}/tool-results/x.txt", SNAPSHOT),  # a companion of the session (2.1.x)
+        (f"projects/-home-me-app/not-a-session/tool-results/x.txt", None),
         ("history.jsonl", None),
     ],
 )

@@ -212,6 +212,7 @@ CREATE INDEX thread_facts_thread ON thread_facts(thread_id);
 CREATE INDEX threads_created ON threads(created_at);
 CREATE INDEX threads_cwd ON threads(cwd);
 CREATE INDEX threads_parent ON threads(parent_thread_id);
+CREATE INDEX usage_message ON usage(message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX usage_thread ON usage(thread_id);
 CREATE INDEX usage_ts ON usage(ts);
 CREATE TRIGGER blocks_ad AFTER DELETE ON blocks
