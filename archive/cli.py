@@ -417,6 +417,29 @@ def _open_existing(ctx: click.Context) -> Any:
     return _open_read(ctx)
 
 
+def _set_tz(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value:
+        ctx.meta["tz"] = "UTC" if param.name == "utc" else value
+
+
+def _tz_options(f: Any) -> Any:
+    """``--tz ZONE`` / ``--utc``; the local zone ($TZ, else the system's) by default."""
+    f = click.option("--utc", is_flag=True, expose_value=False, callback=_set_tz,
+                     help="Dates and days in UTC (same as --tz UTC).")(f)  # fmt: skip
+    return click.option("--tz", metavar="ZONE", expose_value=False, callback=_set_tz,
+                        help="Time zone of dates and day buckets (IANA name; default: local, from $TZ).")(f)  # fmt: skip
+
+
+def _tz(ctx: click.Context) -> str:
+    from .queries import UTC, QueryError, is_utc, local_zone_name
+
+    name = ctx.meta.get("tz") or local_zone_name()
+    try:
+        return UTC if is_utc(name) else name
+    except QueryError as e:
+        raise click.BadParameter(str(e), param_hint="--tz")
+
+
 def _time_option(name: str, end: bool) -> Any:
     from .queries import parse_time
 
@@ -428,12 +451,14 @@ def _time_option(name: str, end: bool) -> Any:
                 raise click.BadParameter(str(e))
         return value
 
-    what = "Only on or before this date (a whole day) or before this date-time." if end else "Only from this ISO date or date-time on."
-    return click.option(f"--{name}", callback=check, metavar="ISO", help=what)
+    what = ("Up to this day (whole day), or before this date-time." if end else "From this day, or this date-time, on.")
+    what += " YYYY-MM-DD, a date-time, today, yesterday, 7d, 2w, 12h; days are local (see --tz)."
+    return click.option(f"--{name}", callback=check, metavar="WHEN", help=what)
 
 
 def _filter_options(role: bool) -> Any:
     def wrap(f: Any) -> Any:
+        f = _tz_options(f)
         f = _time_option("until", True)(f)
         f = _time_option("since", False)(f)
         f = click.option("--project", help="Working directory: an absolute path matches it and below; other text, a substring.")(f)
@@ -462,7 +487,8 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     from .queries import Filters, search
     from .render import search_hits
 
-    f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until)
+    tz = _tz(ctx)
+    f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
         hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
     except ArchiveError as e:
@@ -470,45 +496,52 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     if as_json:
         _echo_json(hits)
     else:
-        for line in search_hits(hits):
+        for line in search_hits(hits, tz):
             click.echo(line)
-    click.echo(f"{len(hits)} hits" + (" (limit reached)" if limit and len(hits) == limit else ""), err=True)
+    click.echo(_plural(len(hits), "hit") + (" (limit reached)" if limit and len(hits) == limit else ""), err=True)
 
 
 @cli.command(name="threads")
 @_filter_options(role=False)
+@click.option("--all", "show_all", is_flag=True, help="Also child threads (subagents) as rows, and empty threads.")
+@click.option("--empty", is_flag=True, help="Also threads without messages.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many threads (0: all).")
+@click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
+              help=f"Price table laid over the bundled one (env {PRICES_ENV_VAR}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the threads as a JSON array.")
 @_db_after
 @click.pass_context
 def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None, project: str | None,
-                since: str | None, until: str | None, limit: int, as_json: bool) -> None:  # fmt: skip
-    """List threads, most recent activity first (--since/--until: active in that window)."""
-    from .queries import Filters, threads
-    from .render import table
+                since: str | None, until: str | None, show_all: bool, empty: bool, limit: int,
+                prices_path: Path | None, as_json: bool) -> None:  # fmt: skip
+    """List threads, most recent activity first (--since/--until: active in that window).
 
-    f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until)
+    Child threads (subagents) are folded into their parent (KIDS) unless --all; threads
+    without messages are left out unless --empty or --all."""
+    import shutil
+
+    from .pricing import load_prices
+    from .queries import Filters, short_ids, threads
+    from .render import threads_table
+
+    tz = _tz(ctx)
+    f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
-        rows = threads(_open_existing(ctx), f, limit=limit or None)
+        db = _open_existing(ctx)
+        prices = load_prices(prices_path, env={})
+        rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref,
+                       include_empty=show_all or empty, prices=prices)  # fmt: skip
+        shorts = short_ids(db, [r["id"] for r in rows]) if not as_json else {}
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
         _echo_json(rows)
     elif rows:
-        for line in table(
-            ("LAST ACTIVITY", "PROVIDER", "MSGS", "TOKENS", "KIDS", "PROJECT", "ID", "TITLE"),
-            [((r["last_ts"] or r["created_at"] or "").replace("T", " ")[:16], r["provider"], r["messages"],
-              r["total_tokens"], r["children"], _short_path(r["project"]), r["id"], (r["label"] or "")[:60])
-             for r in rows],
-        ):  # fmt: skip
+        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 120
+        for line in threads_table(rows, shorts, tz, width):
             click.echo(line)
-    click.echo(f"{len(rows)} threads" + (" (limit reached)" if limit and len(rows) == limit else ""), err=True)
-
-
-def _short_path(p: str | None, width: int = 28) -> str:
-    if not p:
-        return ""
-    return p if len(p) <= width else "…" + p[-(width - 1):]
+    click.echo(_plural(len(rows), "thread") + (" (limit reached)" if limit and len(rows) == limit else "")
+               + ("" if show_all else "; subagents folded into their parent (--all lists them)"), err=True)  # fmt: skip
 
 
 @cli.command(name="show")
@@ -516,32 +549,57 @@ def _short_path(p: str | None, width: int = 28) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
               help="json: the canonical records as JSON Lines, the thread first, then its messages.")
 @click.option("--full", is_flag=True, help="Unfold tool calls, results, reasoning and injected context.")
+@click.option("--no-pager", is_flag=True, help="Never page (the default pages text on a terminal, like git log).")
+@_tz_options
 @_db_after
 @click.pass_context
-def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
-    """Print one thread (THREAD: an id or an unambiguous prefix of one)."""
+def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bool) -> None:
+    """Print one thread (THREAD: an id or an unambiguous prefix of one).
+
+    On a terminal the text goes through a pager ($PAGER, else less -FRX), wrapped to the
+    terminal's width; messages are read in pages, so a huge thread streams."""
+    import shutil
+
     from .queries import show
     from .render import thread_markdown, thread_text
 
+    tz = _tz(ctx)
     try:
         view = show(_open_existing(ctx), thread)
     except ArchiveError as e:
         raise click.ClickException(str(e))
+    tty = sys.stdout.isatty()
     if fmt == "json":
-        for record in [view.thread.to_dict(), *(m.to_dict() for m in view.messages)]:
-            click.echo(orjson.dumps(record).decode())
+        lines: Any = (orjson.dumps(r).decode() for r in _records(view))
+    elif fmt == "markdown":
+        lines = thread_markdown(view, full)
     else:
-        for line in (thread_markdown if fmt == "markdown" else thread_text)(view, full):
+        width = shutil.get_terminal_size((100, 24)).columns if tty else None
+        lines = thread_text(view, full, tz=tz, width=width)
+    if tty and not no_pager and fmt == "text":
+        os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
+        click.echo_via_pager(line + "\n" for line in lines)
+    else:
+        for line in lines:
             click.echo(line, color=None if fmt == "text" else False)
-    click.echo(f"{len(view.messages)} messages, {len(view.children)} child threads", err=True)
+    click.echo(f"{_plural(view.summary['messages'], 'message')}, {_plural(len(view.children), 'child thread')}", err=True)
+
+
+def _records(view: Any) -> Any:
+    yield view.thread.to_dict()
+    for m in view.messages:
+        yield m.to_dict()
 
 
 @cli.command(name="stats")
-@click.option("--by", type=click.Choice(STATS_BY),
-              default="day", show_default=True, help="Grouping; `tool`: tool calls and errors instead of tokens.")
+@click.option("--by", type=click.Choice(STATS_BY), default="day", show_default=True,
+              help="Grouping. tool: tool calls and errors per neutral kind (shell, edit, ...); "
+                   "vendor-tool: per vendor tool name; thread: tokens and cost per thread.")  # fmt: skip
 @_time_option("since", False)
 @_time_option("until", True)
+@_tz_options
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor.")
+@click.option("--thread", "thread_ref", help="Only this thread (id or prefix) and its child threads.")
 @click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
               help=f"Price table laid over the bundled one (same JSON shape; env {PRICES_ENV_VAR}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -549,8 +607,11 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
 @_db_after
 @click.pass_context
 def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None, provider: str | None,
-              prices_path: Path | None, as_json: bool, as_csv: bool) -> None:  # fmt: skip
-    """Tokens (input, output, cache read, cache write) and estimated cost, or tool call errors."""
+              thread_ref: str | None, prices_path: Path | None, as_json: bool, as_csv: bool) -> None:  # fmt: skip
+    """Tokens (input, output, cache read, cache write) and estimated cost, or tool call errors.
+
+    Days, weeks and months are local (--tz, --utc); prices from genai-prices with the
+    bundled table (and --prices) laid over it."""
     import csv
 
     from .pricing import load_prices
@@ -559,9 +620,11 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
 
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are exclusive")
+    tz = _tz(ctx)
     try:
         prices = load_prices(prices_path, env={})
-        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider)
+        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider, tz=tz,
+                       thread=thread_ref)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     rows = report["rows"]
@@ -576,24 +639,34 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
                 w.writerow({k: ";".join(v) if isinstance(v, list) else v for k, v in r.items()})
         return
     total = report["total"]
-    if by == "tool":
+    if by in ("tool", "vendor-tool"):
         cols = ("calls", "errors", "error_rate", "no_result")
-        body = [[r["key"], *(r[c] for c in cols)] for r in rows] + [["TOTAL", *(total[c] for c in cols)]]
-        for line in table(("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT"), body):
+        extra = "vendor_tools" if by == "tool" else "providers"
+        body = [[r["key"], *(r[c] for c in cols), ", ".join(x.split(":", 1)[-1] for x in r[extra])] for r in rows]
+        body.append(["TOTAL", *(total[c] for c in cols), ""])
+        head = ("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT", "VENDOR NAMES" if by == "tool" else "PROVIDERS")
+        for line in table(head, body):
             click.echo(line)
         return
     cols = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
-    body = [[r["key"] if r["key"] is not None else "(unknown)", *(r[c] for c in cols), _usd(r)]
-            for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total)]]  # fmt: skip
-    for line in table((by.upper(), "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
+    key_head = by.upper() + (f" ({report['tz']})" if by in ("day", "week", "month") else "")
+    def key(r: dict[str, Any]) -> str:
+        if r["key"] is None:
+            return "(unknown)"
+        return f"{r['key'][:12]} {(r.get('label') or '')[:40]}".rstrip() if by == "thread" else str(r["key"])
+    body = [[key(r), *(r[c] for c in cols), _usd(r)] for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total)]]
+    for line in table((key_head, "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
         click.echo(line)
     p = report["prices"]
-    click.echo(f"prices: as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
+    db_info = p.get("database")
+    click.echo("prices: " + (f"{db_info['name']} {db_info['version']} (latest change {db_info['as_of']}), " if db_info else "")
+               + f"bundled table as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
                + "; input = input not read from or written to the cache", err=True)  # fmt: skip
     if report["unpriced_models"]:
         click.echo("  * partial: the row includes models without a price", err=True)
     for u in report["unpriced_models"]:
-        click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({u['responses']} responses): cost left out", err=True)
+        click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({_plural(u['responses'], 'response')}): "
+                   "cost left out", err=True)  # fmt: skip
 
 
 def _usd(row: dict[str, Any]) -> str:

@@ -145,6 +145,9 @@ class Adapter:
     #: line; when large, the archive stores a reference and reads the value back from the
     #: stored line (``projection.LINE_REF``)
     line_backed_extra: tuple[str, ...] = ()
+    #: vendor tool name -> neutral kind (shell, edit, read, search, web, agent, plan, ...),
+    #: so statistics can group the same action across vendors; unmapped names stay as they are
+    tool_kinds: Mapping[str, str] = {}
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []

@@ -1228,6 +1228,10 @@ def _jsonl(lines: list[JsonObject]) -> bytes:
 class ClaudeCodeAdapter(Adapter):
     name = NAME
     env_vars = ("CLAUDE_CONFIG_DIR",)
+    tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
+                  "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",
+                  "Grep": "search", "LS": "search", "WebFetch": "web", "WebSearch": "web", "Task": "agent",
+                  "Agent": "agent", "TodoWrite": "plan", "ExitPlanMode": "plan"}  # fmt: skip
     # the structured tool result repeats the tool output (and Edit's whole original file):
     # ~17% of a corpus, so the archive reads it back from the line instead of a second copy
     line_backed_extra = ("toolUseResult",)

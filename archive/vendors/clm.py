@@ -802,6 +802,7 @@ def _meta_line(thread: Thread, cid: str, result: EmitResult) -> bytes:
 class ClmAdapter(Adapter):
     name = NAME
     env_vars = ("XDG_STATE_HOME",)
+    tool_kinds = {"shell_exec": "shell"}  # the one tool seen in clm logs so far
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         # session.c clm_session_state_dir: XDG_STATE_HOME only when set and non-empty
