@@ -537,7 +537,8 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
     if as_json:
         _echo_json(rows)
     elif rows:
-        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 120
+        # the terminal's width, or $COLUMNS, or 120 when piped
+        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or 120)
         for line in threads_table(rows, shorts, tz, width):
             click.echo(line)
     click.echo(_plural(len(rows), "thread") + (" (limit reached)" if limit and len(rows) == limit else "")
@@ -574,7 +575,7 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
     elif fmt == "markdown":
         lines = thread_markdown(view, full)
     else:
-        width = shutil.get_terminal_size((100, 24)).columns if tty else None
+        width = shutil.get_terminal_size((100, 24)).columns if tty else (int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS") else None)
         lines = thread_text(view, full, tz=tz, width=width)
     if tty and not no_pager and fmt == "text":
         os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours

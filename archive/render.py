@@ -275,12 +275,19 @@ def thread_text(view: ThreadView, full: bool = False, tz: str | None = None, wid
 
     provider = view.summary.get("provider")
     pending: dict[str, str] = {}  # call id -> tool name, until its result is shown
+    diffed: set[str] = set()  # files whose edit was just shown as a diff with its call
     yield from _header_lines(view, tz)
     for m in view.messages:
         injected = _is_injected(m)
-        if m.content and all(isinstance(b, ToolResult) for b in m.content):
+        if m.content and all(isinstance(b, (ToolResult, FileChange)) for b in m.content) and any(
+                isinstance(b, ToolResult) for b in m.content):  # fmt: skip
+            # a result message: no header of its own, it belongs under the call
             for b in m.content:
-                yield from _text_block(b, full, width, call_name=pending.pop(b.call_id, None))  # type: ignore[union-attr]
+                if isinstance(b, ToolResult):
+                    yield from _text_block(b, full, width, call_name=pending.pop(b.call_id, None))
+                elif full or not _seen(b.path, diffed):  # type: ignore[union-attr]
+                    yield from _text_block(b, full, width)
+            diffed.clear()
             continue
         head = f"── {m.role}" + (" (injected)" if injected else "") + f"  {local_time(m.ts, tz)} "
         yield ""
@@ -294,12 +301,25 @@ def thread_text(view: ThreadView, full: bool = False, tz: str | None = None, wid
                 if len(pending) > 10_000:  # calls that never got a result must not pile up
                     pending.clear()
                 pending[b.call_id] = b.name
-                yield from _text_block(b, full, width, kind=tool_kind(provider, b.name))
+                kind = tool_kind(provider, b.name)
+                diff = edit_diff(b, kind)
+                if diff is not None:
+                    diffed.update(p.strip() for p in diff[0].split(",") if p.strip())
+                yield from _text_block(b, full, width, kind=kind)
             elif isinstance(b, ToolResult):
                 yield from _text_block(b, full, width, call_name=pending.pop(b.call_id, None))
+            elif isinstance(b, FileChange) and not full and _seen(b.path, diffed):
+                continue  # the same edit, already shown as its call's diff
             else:
                 yield from _text_block(b, full, width)
     yield from _children_lines(view)
+
+
+def _seen(path: str | None, diffed: set[str]) -> bool:
+    """Was this file's edit just shown with its call? (Paths may be relative on one side.)"""
+    if not path:
+        return False
+    return any(path == d or path.endswith("/" + d) or d.endswith("/" + path) for d in diffed)
 
 
 # ---------------------------------------------------------------- markdown
