@@ -480,6 +480,16 @@ def resolve_thread(db: Database, ref: str) -> str:
         "SELECT id FROM threads WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 21", (_like_prefix(ref),))]  # fmt: skip
     if not ids:
         raise ThreadNotFound(f"no thread id starts with {ref!r} (see `sesh-archive threads`)")
+    if len(ids) > 20:
+        # more children than the list holds: the parent is the one match without a "/"
+        # after the prefix, if every other match is below it
+        roots = [r[0] for r in db.conn.execute(
+            "SELECT id FROM threads WHERE id LIKE ? ESCAPE '\\' AND instr(substr(id, ?), '/') = 0 LIMIT 2",
+            (_like_prefix(ref), len(ref) + 1))]  # fmt: skip
+        if len(roots) == 1 and not db.conn.execute(
+            "SELECT 1 FROM threads WHERE id LIKE ? ESCAPE '\\' AND id != ? AND NOT id LIKE ? ESCAPE '\\' LIMIT 1",
+            (_like_prefix(ref), roots[0], _like_prefix(roots[0] + "/"))).fetchone():  # fmt: skip
+            return roots[0]
     # Claude child threads are ``<parent>/agent-…``: a prefix of the parent also prefixes them,
     # and then means the parent.
     roots = [i for i in ids if all(j == i or j.startswith(i + "/") for j in ids)]

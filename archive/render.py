@@ -109,7 +109,7 @@ def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
     """``text`` cut into lines no wider than ``width`` (None: as is), each line of the text
     wrapped on its own (blank lines and leading indentation kept)."""
     if width is None:
-        return [indent + line for line in text.split("\n")]
+        return [indent + text.replace("\n", "\n" + indent) if indent else text]
     out: list[str] = []
     for line in text.split("\n"):
         room = max(width - len(indent), 20)

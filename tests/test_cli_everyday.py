@@ -471,3 +471,22 @@ def test_wording_singular_and_thousands(archive: Path, tmp_path: Path) -> None:
     db = build(tmp_path / "u.db", [f])
     _, err = invoke("--db", str(db), "stats")
     assert "(3 responses)" in err
+
+
+def test_a_short_id_names_a_parent_with_many_children(tmp_path: Path) -> None:
+    """threads prints 8-character ids; show must take one even when more than 20 child
+    threads (``<id>/agent-…``) share it."""
+    store = SqliteMessageStore(tmp_path / "k.db")
+    store.put_thread(Thread(id="abcdef12-parent", created_at="2026-01-01T00:00:00Z"))
+    store.append_message(Message(id="p0", thread_id="abcdef12-parent", role="user", ts="2026-01-01T00:00:00Z",
+                                 content=[Text(text="lead the agents")]))  # fmt: skip
+    for i in range(25):
+        store.put_thread(Thread(id=f"abcdef12-parent/agent-{i:02d}", created_at="2026-01-01T00:00:01Z",
+                                parent_thread_id="abcdef12-parent"))  # fmt: skip
+    out, _ = invoke("--db", str(tmp_path / "k.db"), "threads")
+    assert out.splitlines()[1].split()[0] == "abcdef12" and "+25 lead the agents" in out
+    out, err = invoke("--db", str(tmp_path / "k.db"), "show", "abcdef12")
+    assert "id: abcdef12-parent" in out and "25 child threads" in err
+    store.put_thread(Thread(id="abcdef12-other", created_at="2026-01-01T00:00:00Z"))
+    _, err = invoke("--db", str(tmp_path / "k.db"), "show", "abcdef12", code=1)
+    assert "matches" in err
