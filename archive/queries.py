@@ -576,9 +576,19 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
     sb = _bound(since, tz=tz) if since else None
     ub = _bound(until, end=True, tz=tz) if until else None
     local_days = by in ("day", "week", "month") and z is not dt.timezone.utc
+    whole = [None if v is None else _whole_local_day(v, z, end) for v, end in ((since, False), (until, True))]
+    whole_days = all(w is not None for v, w in zip((since, until), whole) if v is not None)
     to_day: Any = None
+    raw: list[dict[str, Any]] | None = None
     if tids is None and not local_days and by != "thread" and all(v is None or _DATE.fullmatch(v) for v in (sb, ub)):
         sql, params = _totals_sql(by, sb, ub, provider)
+    elif tids is None and z is not dt.timezone.utc and whole_days and by != "thread":
+        # local days from the daily totals, moving only the responses between a UTC
+        # midnight and the local one (see _local_totals)
+        raw = _local_totals(db, z, provider, whole[0], whole[1], project=by == "project")
+        if by in ("model", "provider", "project"):
+            raw = _merge_keys(raw, None, by)
+        sql, params = "", []
     else:  # every response: a bound within a day, a thread, or days of a zone other than UTC
         if local_days:
             # quarter hours (every zone's offset is a multiple of 15 minutes), each mapped to
@@ -602,15 +612,17 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
             f"SELECT {key} AS key, provider, model, {_norm_sums()} FROM usage_responses "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
         )
+    if raw is None:
+        raw = _rows(db.conn, sql, params)
+        if to_day is not None:
+            raw = _merge_keys(raw, to_day)
     groups: dict[Any, dict[str, Any]] = {}
     total = _empty_group()
     unpriced: dict[tuple[str | None, str | None], int] = {}
-    for r in _rows(db.conn, sql, params):
+    for r in raw:
         k: Any = r["key"]
-        if to_day is not None:
-            k = to_day(k)
-            if k is not None and by == "month":
-                k = k[:7]
+        if local_days and k is not None and by == "month":
+            k = k[:7]
         if by == "week":
             k = _iso_week(k)
         if by == "model":
@@ -651,6 +663,111 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
             {"provider": p, "model": m, "responses": n} for (p, m), n in sorted(unpriced.items(), key=lambda x: (str(x[0][0]), str(x[0][1])))
         ],
     }
+
+
+_SUMS = ("responses", *TOKEN_FIELDS, "reasoning_tokens")
+
+
+def _merge_keys(rows: list[dict[str, Any]], to_key: Any, field: str | None = None) -> list[dict[str, Any]]:
+    """Rows re-keyed by ``to_key(key)`` (or by their ``field``) and summed per (key,
+    provider, model)."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        k = (r[field] if field else to_key(r["key"]), r["provider"], r["model"])
+        g = out.get(k)
+        if g is None:
+            out[k] = {**r, "key": k[0]}
+        else:
+            for f in _SUMS:
+                g[f] = (g[f] or 0) + (r[f] or 0)
+    return list(out.values())
+
+
+def _whole_local_day(value: str, z: dt.tzinfo, end: bool) -> dt.date | None:
+    """The local day a whole-day bound names (an end bound: the day after, exclusive), or
+    None for a bound within a day (a date-time, ``12h``)."""
+    v = value.strip()
+    rel = _relative(v, z, None)
+    if rel is None and _DATE.fullmatch(v):
+        rel = dt.date.fromisoformat(v)
+    if rel is None or isinstance(rel, dt.datetime):
+        return None
+    return rel + dt.timedelta(days=1) if end else rel
+
+
+def _local_totals(db: Database, z: dt.tzinfo, provider: str | None, since: dt.date | None,
+                  until: dt.date | None, project: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Totals per local day (``key``), provider and model, from the UTC-day totals.
+
+    A UTC day holds one local midnight at most (no zone is 24 h off, DST moves an hour), so
+    its responses belong to two local days, split at that midnight. The day's total goes to
+    the local day holding most of its hours, and only the responses of the smaller part
+    (at most 12 hours, read through the ts index) move to the other: for a zone one hour
+    off, 1/24 of the responses are read one by one. Same figures as mapping every response
+    (test_cli_everyday checks it across zones). With ``project``, rows carry the project too."""
+    pf = " AND u.provider = ?" if provider else ""
+    # the project: the thread's folder, or its parent's (as the usage_responses view says)
+    pj, joins = ("coalesce(t.cwd, p.cwd)", " LEFT JOIN threads t ON t.id = u.thread_id "
+                 "LEFT JOIN threads p ON p.id = t.parent_thread_id") if project else ("NULL", "")  # fmt: skip
+    lo_hi = db.conn.execute("SELECT min(day), max(day) FROM usage_totals WHERE day != ''").fetchone()
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def add(day: dt.date | None, r: Any, sign: int) -> None:
+        key = (day.isoformat() if day else None, r[0], r[1], r[2])
+        g = rows.setdefault(key, {"key": key[0], "provider": r[0], "model": r[1], "project": r[2],
+                                  **{f: 0 for f in _SUMS}})  # fmt: skip
+        for i, f in enumerate(_SUMS):
+            g[f] += sign * (r[3 + i] or 0)
+
+    sums = ", ".join(f"sum(u.{c})" for c in _SUMS)
+    if lo_hi[0] is not None:
+        first = dt.date.fromisoformat(lo_hi[0])
+        last = dt.date.fromisoformat(lo_hi[1])
+        if since is not None:
+            first = max(first, since - dt.timedelta(days=1))
+        if until is not None:
+            last = min(last, until + dt.timedelta(days=1))
+        base: dict[str, dt.date] = {}
+        moves: list[tuple[str, str, dt.date, dt.date]] = []  # UTC [lo, hi) moves from one local day to another
+        u = first
+        while u <= last:
+            start = dt.datetime.combine(u, dt.time(), tzinfo=dt.timezone.utc)
+            end = start + dt.timedelta(days=1)
+            l0 = start.astimezone(z).date()
+            split = dt.datetime.combine(l0 + dt.timedelta(days=1), dt.time(), tzinfo=z).astimezone(dt.timezone.utc)
+            if split >= end:  # no local midnight inside this UTC day (UTC+0 that day)
+                base[u.isoformat()] = l0
+            elif split - start >= dt.timedelta(hours=12):
+                base[u.isoformat()] = l0
+                moves.append((_utc_iso(split), _utc_iso(end), l0, l0 + dt.timedelta(days=1)))
+            else:
+                base[u.isoformat()] = l0 + dt.timedelta(days=1)
+                moves.append((_utc_iso(start), _utc_iso(split), l0 + dt.timedelta(days=1), l0))
+            u += dt.timedelta(days=1)
+        for r in db.conn.execute(
+            f"SELECT u.day, u.provider, nullif(u.model, ''), {pj}, {sums} FROM usage_totals u{joins} "
+            f"WHERE u.day >= ? AND u.day <= ?{pf} GROUP BY 1, 2, 3, 4",
+            (first.isoformat(), last.isoformat(), *([provider] if provider else []))):  # fmt: skip
+            add(base[r[0]], r[1:], 1)
+        sums_r = ", ".join(f"sum(u.{c})" for c in ("1", *_SUMS[1:])).replace("sum(u.1)", "count(*)")
+        for lo, hi, src, dst in moves:
+            for r in db.conn.execute(
+                f"SELECT u.provider, u.model, {'u.project' if project else 'NULL'}, {sums_r} FROM usage_responses u "
+                f"WHERE u.ts >= ? AND u.ts < ?{pf} GROUP BY 1, 2, 3", (lo, hi, *([provider] if provider else []))):  # fmt: skip
+                add(src, r, -1)
+                add(dst, r, 1)
+    if since is None and until is None:
+        for r in db.conn.execute(f"SELECT u.provider, nullif(u.model, ''), {pj}, {sums} FROM usage_totals u{joins} "
+                                 f"WHERE u.day = ''{pf} GROUP BY 1, 2, 3", tuple([provider] if provider else ())):  # fmt: skip
+            add(None, r, 1)
+    out = []
+    for g in rows.values():
+        if g["responses"] == 0:
+            continue
+        if g["key"] is not None and ((since and g["key"] < since.isoformat()) or (until and g["key"] >= until.isoformat())):
+            continue
+        out.append(g)
+    return out
 
 
 def _local_day(z: dt.tzinfo) -> Any:

@@ -490,3 +490,85 @@ def test_a_short_id_names_a_parent_with_many_children(tmp_path: Path) -> None:
     store.put_thread(Thread(id="abcdef12-other", created_at="2026-01-01T00:00:00Z"))
     _, err = invoke("--db", str(tmp_path / "k.db"), "show", "abcdef12", code=1)
     assert "matches" in err
+
+
+ZONES = ["Europe/Paris", "America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Pacific/Chatham", "America/St_Johns",
+         "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/Santiago", "Australia/Lord_Howe", "UTC"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 responses at random instants over 21 months (DST changes both ways, responses
+    minutes from midnight), some without a time."""
+    import random
+
+    from archive.vendors import names
+
+    path = tmp_path_factory.mktemp("spread") / "s.db"
+    db = open_db(path)
+    rnd = random.Random(22)
+    start = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc).timestamp()
+    provs = names()[:3]
+    rows = []
+    for i in range(3000):
+        t = dt.datetime.fromtimestamp(start + rnd.random() * 640 * 86400, dt.timezone.utc)
+        if i % 7 == 0:  # close to a midnight somewhere
+            t = t.replace(minute=rnd.choice([0, 29, 30, 44, 45, 59]), second=rnd.choice([0, 59]))
+        ts = None if i % 97 == 0 else t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+        rows.append((f"k{i}", f"t{i % 40}", provs[i % 3], ["m-a", "m-b", None][i % 5 % 3], ts,
+                     rnd.randint(0, 900), rnd.randint(0, 90), rnd.randint(0, 5000), rnd.randint(0, 50), 0, 1, 1, i))  # fmt: skip
+    db.conn.execute("BEGIN")
+    db.conn.executemany(
+        "INSERT INTO usage (key, thread_id, provider, model, ts, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, reasoning_tokens, source_id, generation, offset) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
+    db.conn.execute("COMMIT")
+    db.conn.close()
+    store = SqliteMessageStore(path)  # threads with folders; odd ones are subagents of the one before
+    for i in range(40):
+        store.put_thread(Thread(id=f"t{i}", created_at="2025-03-01T00:00:00Z", parent_thread_id=f"t{i - 1}" if i % 2 else None,
+                                metadata=None if i % 2 else {"cwd": f"/src/p{i % 6}"}))  # fmt: skip
+    return path
+
+
+def _oracle(db_path: Path, tz: str, by: str, since: dt.date | None = None, until: dt.date | None = None) -> dict:
+    """Every response mapped to its local day one by one (zoneinfo), summed in Python."""
+    from zoneinfo import ZoneInfo
+
+    z = dt.timezone.utc if tz == "UTC" else ZoneInfo(tz)
+    db = open_db(db_path)
+    out: dict = {}
+    for prov, model, ts, inp, outp, cr, cw, project in db.execute(
+        "SELECT provider, model, ts, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, project "
+        "FROM usage_responses"
+    ):
+        day = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(z).date() if ts else None
+        if (since or until) and (day is None or (since and day < since) or (until and day > until)):
+            continue
+        key = {"day": day and day.isoformat(), "month": day and day.isoformat()[:7], "model": (prov, model),
+               "provider": prov, "project": project}[by]  # fmt: skip
+        g = out.setdefault(key, [0, 0, 0, 0, 0])
+        for i, v in enumerate((1, inp, outp, cr, cw)):
+            g[i] += v
+    return out
+
+
+@pytest.mark.parametrize("tz", ZONES)
+def test_local_days_from_daily_totals_equal_every_response_mapped(spread: Path, tz: str) -> None:
+    from archive.pricing import load_prices
+    from archive.queries import stats
+
+    db = open_db(spread)
+    prices = load_prices(env={}, database=False)
+    fields = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    cases = [("day", None, None), ("month", None, None), ("day", "2025-10-20", "2025-11-05"),
+             ("model", "2026-03-01", "2026-04-30"), ("provider", "2025-03-30", None), ("day", None, "2025-03-31"),
+             ("project", "2025-10-26", "2026-03-29")]  # fmt: skip
+    for by, since, until in cases:
+        rep = stats(db, by, prices, tz=tz, since=since, until=until)
+        got = {((r["provider"], r["model"]) if by == "model" else r["key"]): [r[f] for f in fields] for r in rep["rows"]}
+        want = _oracle(spread, tz, by, since and dt.date.fromisoformat(since), until and dt.date.fromisoformat(until))
+        assert got == want, (by, since, until)
+    # the quarter-hour path (a bound within a day takes it) agrees too
+    rep = stats(db, "day", prices, tz=tz, since="2025-01-01T00:00:00")
+    got = {r["key"]: [r[f] for f in fields] for r in rep["rows"]}
+    assert got == _oracle(spread, tz, "day", dt.date(2025, 1, 1))
