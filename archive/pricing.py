@@ -29,10 +29,11 @@ Invariants:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
@@ -104,9 +105,7 @@ def _database_lookup(name: str) -> tuple[str, Price] | None:
         return None
     try:
         provider, info = data_snapshot.get_snapshot().find_provider_model(name, None, None, None)
-    except LookupError:
-        provider = info = None
-    except Exception:  # genai-prices raises its own errors for unknown models
+    except LookupError:  # an unknown model
         provider = info = None
     mid = str(getattr(info, "id", "")).lower()
     if info is not None and name != mid and name.startswith(mid) and name[len(mid)] not in _SEPARATORS:

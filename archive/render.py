@@ -130,7 +130,7 @@ def _diff_style(line: str) -> str:
         return click.style(line, fg="green")
     if line.startswith("-") and not line.startswith("---"):
         return click.style(line, fg="red")
-    if line.startswith("@@") or line.startswith("***"):
+    if line.startswith(("@@", "***")):
         return click.style(line, fg="cyan")
     return click.style(line, dim=True)
 
@@ -171,7 +171,7 @@ def edit_diff(b: ToolCall, kind: str | None) -> tuple[str, list[str]] | None:
             return path, ["+" + line for line in inp["content"].splitlines()]
     patch = _patch_text(inp)
     if patch is not None:
-        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.M)
+        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.MULTILINE)
         return ", ".join(files), patch.splitlines()
     return None
 

@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -157,7 +156,7 @@ def test_serve_prints_its_url_and_a_taken_port_is_exit_1(archive: Path, tmp_path
                     break
             time.sleep(0.1)
         taken = subprocess.run([sys.executable, "-m", "archive", "--db", str(archive), "serve", "-p", str(port)],
-                               capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+                               check=False, capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
         assert taken.returncode == 1
         assert taken.stderr.strip() == f"Error: port {port} on 127.0.0.1 is in use: stop the other server or pick --port"
     finally:
@@ -201,7 +200,7 @@ def test_progress_bar_on_a_tty_only(tmp_path: Path) -> None:
     _, tty, rc = _pty_run(["--db", str(tmp_path / "b.db"), "ingest", "--quiet", str(FIX / "codex")], env)
     assert rc == 0 and "%" not in tty and "files," not in tty
     piped = subprocess.run([sys.executable, "-m", "archive", "--db", str(tmp_path / "c.db"), "ingest", str(FIX / "codex")],
-                           capture_output=True, text=True, env=env)  # fmt: skip
+                           check=False, capture_output=True, text=True, env=env)  # fmt: skip
     assert piped.returncode == 0 and piped.stderr.startswith("ingest: ") and "%" not in piped.stderr
 
 
