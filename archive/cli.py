@@ -151,15 +151,13 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
     from .stats import check_archive
 
     db_path = _db_path(ctx)
-    if db_path.exists() and (db_path.is_dir() or db_path.stat().st_size):
-        try:
-            check_archive(db_path)  # never migrate someone else's SQLite file into an archive
-        except ArchiveError as e:
-            raise click.ClickException(str(e))
     missing = [p for p in paths if not os.path.lexists(p)]
     progress = _Progress(sys.stderr.isatty() and not quiet)
     try:
         with _lock(db_path, wait, no_wait):
+            # under the lock: another ingest may be creating the file right now
+            if db_path.exists() and (db_path.is_dir() or db_path.stat().st_size):
+                check_archive(db_path)  # never migrate someone else's SQLite file into an archive
             db = open_db(db_path)
             if progress.enabled:
                 progress.start(*_prescan(list(paths), providers))
