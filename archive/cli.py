@@ -26,7 +26,33 @@ from .vendors import names as vendor_names
 
 
 def _db_path(ctx: click.Context) -> Path:
-    return ctx.obj["db"]
+    obj = ctx.find_root().obj
+    return obj.get("db_sub") or obj["db"]
+
+
+def _set_sub_db(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.find_root().ensure_object(dict)["db_sub"] = value
+
+
+def _db_after(f: Any) -> Any:
+    """``--db`` accepted after the subcommand too (``sesh-archive status --db X``)."""
+    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+                        callback=_set_sub_db, is_eager=True,
+                        help="Archive database (also accepted before the command).")(f)  # fmt: skip
+
+
+def _open_read(ctx: click.Context) -> Any:
+    """Open an existing archive for a read command: never creates one (only ``ingest`` does).
+    A missing path or a file that is not an archive is one line and exit 1."""
+    from .stats import check_archive
+
+    db_path = _db_path(ctx)
+    try:
+        check_archive(db_path)
+        return open_db(db_path)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
 
 
 def _echo_json(value: Any) -> None:
@@ -34,22 +60,56 @@ def _echo_json(value: Any) -> None:
 
 
 class _Progress:
-    """A one-line progress indicator on stderr, only when stderr is a terminal."""
+    """Files and bytes done out of a pre-scanned total, with rate and estimate (click's
+    progress bar), on stderr and only when stderr is a terminal: cron and ``--quiet`` see
+    nothing of it."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.files = 0
+        self.total_files = 0
+        self.started = 0.0
+        self.bar: Any = None
+
+    def start(self, total_files: int, total_bytes: int) -> None:
+        import time
+
+        self.total_files, self.started = total_files, time.monotonic()
+        self.bar = click.progressbar(length=max(total_bytes, 1), file=sys.stderr, show_eta=True, show_percent=True,
+                                     item_show_func=lambda item: item, width=24)  # fmt: skip
+        self.bar.__enter__()
 
     def __call__(self, path: str, bytes_read: int) -> None:
-        if not self.enabled:
+        if not self.enabled or self.bar is None:
             return
+        import time
+
         self.files += 1
-        name = path if len(path) < 50 else "…" + path[-49:]
-        click.echo(f"\r\x1b[K{self.files} files, {bytes_read / 1e6:,.1f} MB  {name}", err=True, nl=False)
+        rate = bytes_read / max(time.monotonic() - self.started, 1e-3) / 1e6
+        info = f"{min(self.files, self.total_files)}/{self.total_files} files, {bytes_read / 1e6:,.1f} MB, {rate:,.1f} MB/s"
+        self.bar.update(max(bytes_read - self.bar.pos, 0), info)
 
     def done(self) -> None:
-        if self.enabled and self.files:
-            click.echo("\r\x1b[K", err=True, nl=False)
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _prescan(paths: list[Path], providers: tuple[str, ...]) -> tuple[int, int]:
+    """How many candidate files and bytes a run will look at (for the progress bar's total)."""
+    from .ingest import _adapters, discover
+
+    files = size = 0
+    try:
+        for cand in discover(paths or None, _adapters(providers), os.environ, []):
+            files += 1
+            try:
+                size += cand.path.stat().st_size
+            except OSError:
+                pass
+    except ArchiveError:
+        pass
+    return files, size
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,34 +141,84 @@ def _lock(db_path: Path, wait: float, no_wait: bool) -> Any:
 @click.option("--no-wait", is_flag=True, help="Exit at once (code 1) if another ingest is running.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the summary line.")
+@_db_after
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ...], idle_seconds: float,
            wait: float, no_wait: bool, as_json: bool, quiet: bool) -> None:  # fmt: skip
-    """Import new session data from every vendor's default location, or from PATHS."""
+    """Import new session data from every vendor's default location, or from PATHS.
+
+    Exit 1 when a source failed or a PATH given does not exist (cron sees it)."""
+    from .stats import check_archive
+
     db_path = _db_path(ctx)
+    missing = [p for p in paths if not os.path.lexists(p)]
     progress = _Progress(sys.stderr.isatty() and not quiet)
     try:
         with _lock(db_path, wait, no_wait):
+            # under the lock: another ingest may be creating the file right now
+            if db_path.exists() and (db_path.is_dir() or db_path.stat().st_size):
+                check_archive(db_path)  # never migrate someone else's SQLite file into an archive
             db = open_db(db_path)
-            summary = ingest_paths(
-                db, list(paths) or None,
-                IngestOptions(providers=providers, idle_seconds=idle_seconds, progress=progress),
-            )  # fmt: skip
+            if progress.enabled:
+                progress.start(*_prescan(list(paths), providers))
+            try:
+                summary = ingest_paths(
+                    db, list(paths) or None,
+                    IngestOptions(providers=providers, idle_seconds=idle_seconds, progress=progress),
+                )  # fmt: skip
+            finally:
+                progress.done()
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
-    progress.done()
-    _finish(summary, as_json)
+    if not paths and summary.files_seen == 0 and not quiet:
+        _searched(providers)
+    _finish(summary, as_json, failed=bool(missing))
 
 
-def _finish(summary: Any, as_json: bool) -> None:
-    click.echo(summary.line(), err=True)
+def _searched(providers: tuple[str, ...]) -> None:
+    """Where a run without PATHS looked, per vendor: a first run that finds nothing says so."""
+    from .vendors import VENDORS
+
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    click.echo("no session files found; searched:", err=True)
+    for a in VENDORS:
+        if providers and a.name not in providers:
+            continue
+        roots = a.default_roots(os.environ, home)
+        if not roots:
+            continue
+        where = ", ".join(f"{r}{'' if Path(r).exists() else ' (absent)'}" for r in roots)
+        click.echo(f"  {a.name}: {where}", err=True)
+        if a.env_vars:
+            click.echo(f"    (set {', '.join(a.env_vars)} if its files live elsewhere)", err=True)
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+def _summary_line(summary: Any) -> str:
+    d = summary.to_dict()
+    reports = ", ".join(f"{k} {v:,}" for k, v in d["reports"].items()) or "none"
+    added = "rebuilt" if d["command"] == "rebuild" else "added"
+    return (
+        f"{d['command']}: {_plural(d['files_seen'], 'file')} seen, {d['files_changed']:,} changed, "
+        f"{_plural(d['bytes_read'], 'byte')}, {_plural(d['lines'], 'line')}, "
+        f"{_plural(d['messages_added'], 'message')} {added}; reports: {reports}; "
+        f"{_plural(len(d['problems']), 'problem')}, {_plural(len(d['warnings']), 'warning')}; "
+        f"{d['elapsed_seconds']:.2f}s"
+    )
+
+
+def _finish(summary: Any, as_json: bool, failed: bool = False) -> None:
+    click.echo(_summary_line(summary), err=True)
     for p in summary.problems:
         click.echo(f"  problem: {p['path']}: {p['problem']}" + (f" ({p['detail']})" if p.get("detail") else ""), err=True)
     for w in summary.warnings:
         click.echo(f"  warning: {w}", err=True)
     if as_json:
         _echo_json(summary.to_dict())
-    if summary.failed:
+    if summary.failed or failed:
         sys.exit(1)
 
 
@@ -116,11 +226,15 @@ def _finish(summary: Any, as_json: bool) -> None:
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor's sources.")
 @click.option("--source", help="Only this source (uid, uid prefix, id or last path).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@_db_after
 @click.pass_context
 def rebuild_cmd(ctx: click.Context, provider: str | None, source: str | None, as_json: bool) -> None:
     """Re-derive the canonical tables from the stored lines alone."""
+    from .stats import check_archive
+
     db_path = _db_path(ctx)
     try:
+        check_archive(db_path)
         with _lock(db_path, 600, False):
             summary = rebuild(open_db(db_path), provider=provider, source=source)
     except ArchiveError as e:
@@ -135,12 +249,14 @@ def rebuild_cmd(ctx: click.Context, provider: str | None, source: str | None, as
 @click.option("--generation", type=int, help="This generation instead of the current one.")
 @click.option("--all-generations", is_flag=True, help="Every generation (older ones get a .genN suffix).")
 @click.option("--json", "as_json", is_flag=True)
+@_db_after
 @click.pass_context
 def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source: str | None,
                 generation: int | None, all_generations: bool, as_json: bool) -> None:  # fmt: skip
     """Write archived source files back, byte for byte, under OUT_DIR."""
+    db = _open_read(ctx)
     try:
-        files = restore(open_db(_db_path(ctx)), out_dir, source=source, provider=provider,
+        files = restore(db, out_dir, source=source, provider=provider,
                         generation=generation, all_generations=all_generations)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
@@ -150,31 +266,34 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
     else:
         for f in files:
             click.echo(f"{f.sha256}  {f.path}")
-    click.echo(f"restored {len(files)} files", err=True)
+    click.echo(f"restored {_plural(len(files), 'file')}", err=True)
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
+@_db_after
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Database path and size, sources, threads and messages per provider, the last run."""
     from .stats import archive_status
 
     db_path = _db_path(ctx)
-    info = archive_status(open_db(db_path), db_path)
+    info = archive_status(_open_read(ctx), db_path)
     if as_json:
         _echo_json(info)
         return
-    click.echo(f"database: {info['database']} ({info['size_bytes']:,} bytes)")
+    click.echo(f"database: {info['database']} ({_plural(info['size_bytes'], 'byte')})")
     for p in info["providers"]:
         click.echo(
-            f"  {p['provider']}: {p['sources']} sources, {p['threads']} threads, {p['messages']} messages"
-            + (f", {p['missing_files']} files gone from disk" if p["missing_files"] else "")
+            f"  {p['provider']}: {_plural(p['sources'], 'source')}, {_plural(p['threads'], 'thread')}, "
+            f"{_plural(p['messages'], 'message')}"
+            + (f", {_plural(p['missing_files'], 'file')} gone from disk" if p["missing_files"] else "")
         )
     run = info["last_run"]
     if run:
         click.echo(f"last run: {run['command']} at {run['started_at']} ({run['status']}): "
-                   f"{run['files_changed']} files changed, {run['messages_added']} messages added")  # fmt: skip
+                   f"{_plural(run['files_changed'], 'file')} changed, {_plural(run['messages_added'], 'message')} "
+                   f"{'rebuilt' if run['command'] == 'rebuild' else 'added'}")  # fmt: skip
     else:
         click.echo("last run: never")
     gone = info["missing_sources"]
@@ -190,6 +309,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on the archive.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests for this Host name (repeatable; '*' for any). Others get 403.")
+@_db_after
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...]) -> None:
     """Browse and query the archive with Datasette (read-only)."""
@@ -200,12 +320,38 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_ho
                    "with no authentication; requests must name an allowed host (--allow-host)", err=True)  # fmt: skip
 
     db_path = _db_path(ctx)
-    if not db_path.exists():
-        open_db(db_path)  # an empty archive still serves
+    _open_read(ctx).conn.close()  # migrated, and an archive: else one line, exit 1
+    _check_port(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"serving {db_path} at http://{shown}:{port}/ (read-only); press Ctrl-C to stop", err=True)
     try:
         run_server(db_path, host=host, port=port, open_browser=open_browser, allow_hosts=allow_hosts)
     except ArchiveError as e:
         raise click.ClickException(str(e))
+    except OSError as e:  # lost the race for the port after the check
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+
+
+def _check_port(host: str, port: int) -> None:
+    """One clear line (exit 1) when the port is taken, instead of uvicorn's log and traceback."""
+    import errno
+    import socket
+
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise click.ClickException(f"cannot listen on {host}: {e.strerror}")
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what uvicorn sets too
+        try:
+            sock.bind(addr)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise click.ClickException(f"port {port} on {host} is in use: stop the other server or pick --port")
+            raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
 
 
 @cli.command(name="emit")
@@ -219,6 +365,7 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_ho
               help="Build the target format from the canonical model even when a byte-exact copy exists.")
 @click.option("--cwd", help="Project folder for the target session (where its client files and resumes it).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
+@_db_after
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
              cwd: str | None, json_report: bool) -> None:  # fmt: skip
@@ -230,9 +377,9 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         raise click.UsageError("--install and -o are exclusive")
     if install and target not in INSTALLABLE:
         raise click.UsageError(f"--install is for vendor formats ({', '.join(INSTALLABLE)})")
+    db = _open_read(ctx)
     try:
-        outcome = emit_thread(open_db(_db_path(ctx)), thread, target, exact=not rebuild_format,
-                              options=EmitOptions(cwd=cwd))
+        outcome = emit_thread(db, thread, target, exact=not rebuild_format, options=EmitOptions(cwd=cwd))
         if install:
             write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
         elif output is not None:
@@ -271,10 +418,30 @@ def _print_emit_report(outcome: Any, as_json: bool) -> None:
 
 
 def _open_existing(ctx: click.Context) -> Any:
-    db_path = _db_path(ctx)
-    if not db_path.exists():
-        raise click.ClickException(f"no archive at {db_path}: run `sesh-archive ingest` first")
-    return open_db(db_path)
+    return _open_read(ctx)
+
+
+def _set_tz(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value:
+        ctx.meta["tz"] = "UTC" if param.name == "utc" else value
+
+
+def _tz_options(f: Any) -> Any:
+    """``--tz ZONE`` / ``--utc``; the local zone ($TZ, else the system's) by default."""
+    f = click.option("--utc", is_flag=True, expose_value=False, callback=_set_tz,
+                     help="Dates and days in UTC (same as --tz UTC).")(f)  # fmt: skip
+    return click.option("--tz", metavar="ZONE", expose_value=False, callback=_set_tz,
+                        help="Time zone of dates and day buckets (IANA name; default: local, from $TZ).")(f)  # fmt: skip
+
+
+def _tz(ctx: click.Context) -> str:
+    from .queries import UTC, QueryError, is_utc, local_zone_name
+
+    name = ctx.meta.get("tz") or local_zone_name()
+    try:
+        return UTC if is_utc(name) else name
+    except QueryError as e:
+        raise click.BadParameter(str(e), param_hint="--tz")
 
 
 def _time_option(name: str, end: bool) -> Any:
@@ -288,12 +455,14 @@ def _time_option(name: str, end: bool) -> Any:
                 raise click.BadParameter(str(e))
         return value
 
-    what = "Only on or before this date (a whole day) or before this date-time." if end else "Only from this ISO date or date-time on."
-    return click.option(f"--{name}", callback=check, metavar="ISO", help=what)
+    what = ("Up to this day (whole day), or before this date-time." if end else "From this day, or this date-time, on.")
+    what += " YYYY-MM-DD, a date-time, today, yesterday, 7d, 2w, 12h; days are local (see --tz)."
+    return click.option(f"--{name}", callback=check, metavar="WHEN", help=what)
 
 
 def _filter_options(role: bool) -> Any:
     def wrap(f: Any) -> Any:
+        f = _tz_options(f)
         f = _time_option("until", True)(f)
         f = _time_option("since", False)(f)
         f = click.option("--project", help="Working directory: an absolute path matches it and below; other text, a substring.")(f)
@@ -311,6 +480,7 @@ def _filter_options(role: bool) -> Any:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0), help="At most this many hits (0: all).")
 @click.option("--literal", is_flag=True, help="Search the words as typed (each quoted), not FTS5 syntax.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON array.")
+@_db_after
 @click.pass_context
 def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str | None, thread_ref: str | None,
                project: str | None, since: str | None, until: str | None, limit: int, literal: bool,
@@ -321,7 +491,8 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     from .queries import Filters, search
     from .render import search_hits
 
-    f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until)
+    tz = _tz(ctx)
+    f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
         hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
     except ArchiveError as e:
@@ -329,44 +500,53 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     if as_json:
         _echo_json(hits)
     else:
-        for line in search_hits(hits):
+        for line in search_hits(hits, tz):
             click.echo(line)
-    click.echo(f"{len(hits)} hits" + (" (limit reached)" if limit and len(hits) == limit else ""), err=True)
+    click.echo(_plural(len(hits), "hit") + (" (limit reached)" if limit and len(hits) == limit else ""), err=True)
 
 
 @cli.command(name="threads")
 @_filter_options(role=False)
+@click.option("--all", "show_all", is_flag=True, help="Also child threads (subagents) as rows, and empty threads.")
+@click.option("--empty", is_flag=True, help="Also threads without messages.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many threads (0: all).")
+@click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
+              help=f"Price table laid over the bundled one (env {PRICES_ENV_VAR}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the threads as a JSON array.")
+@_db_after
 @click.pass_context
 def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None, project: str | None,
-                since: str | None, until: str | None, limit: int, as_json: bool) -> None:  # fmt: skip
-    """List threads, most recent activity first (--since/--until: active in that window)."""
-    from .queries import Filters, threads
-    from .render import table
+                since: str | None, until: str | None, show_all: bool, empty: bool, limit: int,
+                prices_path: Path | None, as_json: bool) -> None:  # fmt: skip
+    """List threads, most recent activity first (--since/--until: active in that window).
 
-    f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until)
+    Child threads (subagents) are folded into their parent (KIDS) unless --all; threads
+    without messages are left out unless --empty or --all."""
+    import shutil
+
+    from .pricing import load_prices
+    from .queries import Filters, short_ids, threads
+    from .render import threads_table
+
+    tz = _tz(ctx)
+    f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
-        rows = threads(_open_existing(ctx), f, limit=limit or None)
+        db = _open_existing(ctx)
+        prices = load_prices(prices_path, env={})
+        rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref,
+                       include_empty=show_all or empty, prices=prices)  # fmt: skip
+        shorts = short_ids(db, [r["id"] for r in rows]) if not as_json else {}
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
         _echo_json(rows)
     elif rows:
-        for line in table(
-            ("LAST ACTIVITY", "PROVIDER", "MSGS", "TOKENS", "KIDS", "PROJECT", "ID", "TITLE"),
-            [((r["last_ts"] or r["created_at"] or "").replace("T", " ")[:16], r["provider"], r["messages"],
-              r["total_tokens"], r["children"], _short_path(r["project"]), r["id"], (r["label"] or "")[:60])
-             for r in rows],
-        ):  # fmt: skip
+        # the terminal's width, or $COLUMNS, or 120 when piped
+        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or 120)
+        for line in threads_table(rows, shorts, tz, width):
             click.echo(line)
-    click.echo(f"{len(rows)} threads" + (" (limit reached)" if limit and len(rows) == limit else ""), err=True)
-
-
-def _short_path(p: str | None, width: int = 28) -> str:
-    if not p:
-        return ""
-    return p if len(p) <= width else "…" + p[-(width - 1):]
+    click.echo(_plural(len(rows), "thread") + (" (limit reached)" if limit and len(rows) == limit else "")
+               + ("" if show_all else "; subagents folded into their parent (--all lists them)"), err=True)  # fmt: skip
 
 
 @cli.command(name="show")
@@ -374,39 +554,76 @@ def _short_path(p: str | None, width: int = 28) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
               help="json: the canonical records as JSON Lines, the thread first, then its messages.")
 @click.option("--full", is_flag=True, help="Unfold tool calls, results, reasoning and injected context.")
+@click.option("--no-pager", is_flag=True, help="Never page (the default pages text on a terminal, like git log).")
+@_tz_options
+@_db_after
 @click.pass_context
-def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
-    """Print one thread (THREAD: an id or an unambiguous prefix of one)."""
+def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bool) -> None:
+    """Print one thread (THREAD: an id or an unambiguous prefix of one).
+
+    On a terminal the text goes through a pager ($PAGER, else less -FRX), wrapped to the
+    terminal's width; messages are read in pages, so a huge thread streams."""
+    import shutil
+
     from .queries import show
     from .render import thread_markdown, thread_text
 
+    tz = _tz(ctx)
     try:
         view = show(_open_existing(ctx), thread)
     except ArchiveError as e:
         raise click.ClickException(str(e))
+    tty = sys.stdout.isatty()
     if fmt == "json":
-        for record in [view.thread.to_dict(), *(m.to_dict() for m in view.messages)]:
-            click.echo(orjson.dumps(record).decode())
+        lines: Any = (orjson.dumps(r).decode() for r in _records(view))
+    elif fmt == "markdown":
+        lines = thread_markdown(view, full)
     else:
-        for line in (thread_markdown if fmt == "markdown" else thread_text)(view, full):
-            click.echo(line, color=None if fmt == "text" else False)
-    click.echo(f"{len(view.messages)} messages, {len(view.children)} child threads", err=True)
+        width = shutil.get_terminal_size((100, 24)).columns if tty else (int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS") else None)
+        lines = thread_text(view, full, tz=tz, width=width)
+    if tty and not no_pager and fmt == "text":
+        os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
+        click.echo_via_pager(line + "\n" for line in lines)
+    else:
+        # one echo per few hundred lines: click.echo costs ~15 µs a call, a huge thread has millions
+        chunk: list[str] = []
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) >= 500:
+                click.echo("\n".join(chunk), color=None if fmt == "text" else False)
+                chunk.clear()
+        if chunk:
+            click.echo("\n".join(chunk), color=None if fmt == "text" else False)
+    click.echo(f"{_plural(view.summary['messages'], 'message')}, {_plural(len(view.children), 'child thread')}", err=True)
+
+
+def _records(view: Any) -> Any:
+    yield view.thread.to_dict()
+    for m in view.messages:
+        yield m.to_dict()
 
 
 @cli.command(name="stats")
-@click.option("--by", type=click.Choice(STATS_BY),
-              default="day", show_default=True, help="Grouping; `tool`: tool calls and errors instead of tokens.")
+@click.option("--by", type=click.Choice(STATS_BY), default="day", show_default=True,
+              help="Grouping. tool: tool calls and errors per neutral kind (shell, edit, ...); "
+                   "vendor-tool: per vendor tool name; thread: tokens and cost per thread.")  # fmt: skip
 @_time_option("since", False)
 @_time_option("until", True)
+@_tz_options
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor.")
+@click.option("--thread", "thread_ref", help="Only this thread (id or prefix) and its child threads.")
 @click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
               help=f"Price table laid over the bundled one (same JSON shape; env {PRICES_ENV_VAR}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV.")
+@_db_after
 @click.pass_context
 def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None, provider: str | None,
-              prices_path: Path | None, as_json: bool, as_csv: bool) -> None:  # fmt: skip
-    """Tokens (input, output, cache read, cache write) and estimated cost, or tool call errors."""
+              thread_ref: str | None, prices_path: Path | None, as_json: bool, as_csv: bool) -> None:  # fmt: skip
+    """Tokens (input, output, cache read, cache write) and estimated cost, or tool call errors.
+
+    Days, weeks and months are local (--tz, --utc); prices from genai-prices with the
+    bundled table (and --prices) laid over it."""
     import csv
 
     from .pricing import load_prices
@@ -415,9 +632,11 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
 
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are exclusive")
+    tz = _tz(ctx)
     try:
         prices = load_prices(prices_path, env={})
-        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider)
+        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider, tz=tz,
+                       thread=thread_ref)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     rows = report["rows"]
@@ -432,24 +651,34 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
                 w.writerow({k: ";".join(v) if isinstance(v, list) else v for k, v in r.items()})
         return
     total = report["total"]
-    if by == "tool":
+    if by in ("tool", "vendor-tool"):
         cols = ("calls", "errors", "error_rate", "no_result")
-        body = [[r["key"], *(r[c] for c in cols)] for r in rows] + [["TOTAL", *(total[c] for c in cols)]]
-        for line in table(("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT"), body):
+        extra = "vendor_tools" if by == "tool" else "providers"
+        body = [[r["key"], *(r[c] for c in cols), ", ".join(x.split(":", 1)[-1] for x in r[extra])] for r in rows]
+        body.append(["TOTAL", *(total[c] for c in cols), ""])
+        head = ("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT", "VENDOR NAMES" if by == "tool" else "PROVIDERS")
+        for line in table(head, body):
             click.echo(line)
         return
     cols = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
-    body = [[r["key"] if r["key"] is not None else "(unknown)", *(r[c] for c in cols), _usd(r)]
-            for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total)]]  # fmt: skip
-    for line in table((by.upper(), "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
+    key_head = by.upper() + (f" ({report['tz']})" if by in ("day", "week", "month") else "")
+    def key(r: dict[str, Any]) -> str:
+        if r["key"] is None:
+            return "(unknown)"
+        return f"{r['key'][:12]} {(r.get('label') or '')[:40]}".rstrip() if by == "thread" else str(r["key"])
+    body = [[key(r), *(r[c] for c in cols), _usd(r)] for r in rows] + [["TOTAL", *(total[c] for c in cols), _usd(total)]]
+    for line in table((key_head, "RESPONSES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST USD"), body):
         click.echo(line)
     p = report["prices"]
-    click.echo(f"prices: as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
+    db_info = p.get("database")
+    click.echo("prices: " + (f"{db_info['name']} {db_info['version']} (latest change {db_info['as_of']}), " if db_info else "")
+               + f"bundled table as of {p['as_of']}" + (f", overridden by {p['overrides']}" if p["overrides"] else "")
                + "; input = input not read from or written to the cache", err=True)  # fmt: skip
     if report["unpriced_models"]:
         click.echo("  * partial: the row includes models without a price", err=True)
     for u in report["unpriced_models"]:
-        click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({u['responses']} responses): cost left out", err=True)
+        click.echo(f"  no price for {u['provider']} model {u['model'] or '(none)'} ({_plural(u['responses'], 'response')}): "
+                   "cost left out", err=True)  # fmt: skip
 
 
 def _usd(row: dict[str, Any]) -> str:

@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlite_utils import Database
 
@@ -54,9 +56,10 @@ from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
 from .projection import load_messages, load_threads, one_line
+from .vendors import get as get_adapter
 
 MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
-STATS_BY = ("day", "week", "month", "model", "project", "provider", "tool")
+STATS_BY = ("day", "week", "month", "model", "project", "provider", "thread", "tool", "vendor-tool")
 
 
 class QueryError(ArchiveError):
@@ -77,22 +80,93 @@ class AmbiguousThread(ArchiveError):
 # ---------------------------------------------------------------- filters
 
 
-def parse_time(value: str, *, end: bool = False) -> str:
-    """Validate an ISO date or date-time; the bound to compare recorded timestamps with.
+UTC = "UTC"
 
-    A date-only end bound becomes the next day (exclusive), so ``until 2026-11-30`` keeps
-    all of that day."""
-    v = value.strip()
+
+def local_zone_name(env: Mapping[str, str] | None = None) -> str:
+    """The local time zone's IANA name: ``$TZ`` if set, else the zone /etc/localtime links
+    to, else ``UTC``. (A leading ``:`` in TZ, POSIX's "implementation-defined", is dropped.)"""
+    env = os.environ if env is None else env
+    tz = (env.get("TZ") or "").lstrip(":")
+    if tz:
+        return tz
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-            d = dt.date.fromisoformat(v)
-            return (d + dt.timedelta(days=1)).isoformat() if end else d.isoformat()
+        target = os.path.realpath("/etc/localtime")
+        if "/zoneinfo/" in target:
+            return target.split("/zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return UTC
+
+
+def zone(name: str | None) -> dt.tzinfo:
+    """``ZoneInfo(name)``; None, ``UTC``, ``Z`` mean UTC. An unknown name is a ``QueryError``."""
+    if not name or name.upper() in ("UTC", "Z", "ETC/UTC", "GMT", "UTC0"):
+        return dt.timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise QueryError(f"unknown time zone {name!r} (an IANA name such as Europe/Paris, or UTC)") from None
+
+
+def is_utc(name: str | None) -> bool:
+    return zone(name) is dt.timezone.utc
+
+
+_RELATIVE = re.compile(r"(\d+)\s*([dwh])")
+
+
+def _relative(v: str, tz: dt.tzinfo, now: dt.datetime | None) -> dt.date | dt.datetime | None:
+    """``today``, ``yesterday``, ``Nd`` (the local day N days ago), ``Nw`` (7N days ago),
+    ``Nh`` (N hours before now); None if ``v`` is none of these."""
+    now = (now or dt.datetime.now(dt.timezone.utc)).astimezone(tz)
+    low = v.lower()
+    if low == "today":
+        return now.date()
+    if low == "yesterday":
+        return now.date() - dt.timedelta(days=1)
+    m = _RELATIVE.fullmatch(low)
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2)
+    if unit == "h":
+        return now - dt.timedelta(hours=n)
+    return now.date() - dt.timedelta(days=n * (7 if unit == "w" else 1))
+
+
+def _utc_iso(t: dt.datetime) -> str:
+    t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return t.isoformat(timespec="milliseconds") if t.microsecond else t.isoformat()
+
+
+def parse_time(value: str, *, end: bool = False, tz: str | None = None, now: dt.datetime | None = None) -> str:
+    """Validate a time bound; the UTC bound to compare recorded timestamps (UTC) with.
+
+    Accepts an ISO date, an ISO date-time, ``today``, ``yesterday``, ``7d``, ``2w``,
+    ``12h``. A date (or day word) means that whole day in ``tz`` (default UTC): as a start,
+    its first instant; as an end, the next day's first instant (exclusive), so ``until
+    2026-11-30`` keeps all of that day. In UTC a whole-day bound stays a bare date
+    (``2026-11-30``), which the daily totals can answer. A date-time without an offset is
+    read in ``tz``."""
+    v = value.strip()
+    z = zone(tz)
+    try:
+        rel = _relative(v, z, now)
+        if rel is None and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            rel = dt.date.fromisoformat(v)
+        if isinstance(rel, dt.datetime):
+            return _utc_iso(rel)
+        if isinstance(rel, dt.date):
+            d = rel + dt.timedelta(days=1) if end else rel
+            if z is dt.timezone.utc:
+                return d.isoformat()
+            return _utc_iso(dt.datetime.combine(d, dt.time(), tzinfo=z))
         t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
-    if t.tzinfo is not None:
-        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return t.isoformat(timespec="milliseconds") if t.microsecond else t.isoformat()
+        raise ValueError(
+            f"{value!r} is not a date (YYYY-MM-DD), a date-time, today, yesterday, or Nd/Nw/Nh"
+        ) from None
+    return _utc_iso(t if t.tzinfo is not None else t.replace(tzinfo=z))
 
 
 @dataclass(frozen=True)
@@ -101,8 +175,9 @@ class Filters:
     role: str | None = None
     thread: str | None = None
     project: str | None = None
-    since: str | None = None  # ISO date or date-time, as typed (parse_time checks it)
+    since: str | None = None  # as typed: ISO date or date-time, today, yesterday, 7d (parse_time)
     until: str | None = None
+    tz: str | None = None  # the zone whole-day bounds are days of (None: UTC)
 
 
 def _like_prefix(s: str) -> str:
@@ -132,16 +207,16 @@ def _where(f: Filters, *, ts: str | None, project: str, provider: str = "t.provi
             params.append(f.project)
     if ts and f.since:
         sql.append(f"{ts} >= ?")
-        params.append(_bound(f.since))
+        params.append(_bound(f.since, tz=f.tz))
     if ts and f.until:
         sql.append(f"{ts} < ?")
-        params.append(_bound(f.until, end=True))
+        params.append(_bound(f.until, end=True, tz=f.tz))
     return sql, params
 
 
-def _bound(value: str, end: bool = False) -> str:
+def _bound(value: str, end: bool = False, tz: str | None = None) -> str:
     try:
-        return parse_time(value, end=end)
+        return parse_time(value, end=end, tz=tz)
     except ValueError as e:
         raise QueryError(str(e)) from None
 
@@ -152,21 +227,55 @@ def _rows(conn: sqlite3.Connection, sql: str, params: Iterable[Any]) -> list[dic
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def first_prompts(conn: sqlite3.Connection, thread_ids: Iterable[str], width: int = 120) -> dict[str, str]:
-    """Each thread's first typed user text (not vendor-injected context), one line."""
+# Harness markup the clients wrap around what the user typed (slash commands, local
+# command output, reminders). A label shows ``/name args`` for a slash command and never
+# the raw tags; text that is nothing but harness output is no label at all.
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
+_HARNESS_BLOCK = re.compile(
+    r"<(command-message|command-name|command-args|command-contents|local-command-stdout|local-command-stderr|"
+    r"local-command-caveat|system-reminder|user-prompt-submit-hook|environment_context|user_instructions|"
+    r"bash-input|bash-stdout|bash-stderr|task-notification)>.*?(</\1>|$)", re.DOTALL)  # fmt: skip
+_CAVEAT = "Caveat: The messages below were generated by the user while running local commands"
+
+
+def prompt_label(text: str | None) -> str | None:
+    """What a person typed, from one user text block: ``/name args`` for a slash command,
+    the text without harness tags otherwise, None when nothing typed is left."""
+    if not text:
+        return None
+    cmd = _COMMAND.search(text)
+    if cmd and cmd.group(1):
+        args = _COMMAND_ARGS.search(text)
+        name = cmd.group(1) if cmd.group(1).startswith("/") else "/" + cmd.group(1)
+        return (name + (" " + args.group(1) if args and args.group(1) else "")).strip()
+    rest = _HARNESS_BLOCK.sub(" ", text).strip()
+    if not rest or rest.startswith(_CAVEAT):
+        return None
+    return rest
+
+
+def first_prompts(conn: sqlite3.Connection, thread_ids: Iterable[str], width: int = 120,
+                  candidates: int = 12) -> dict[str, str]:  # fmt: skip
+    """Each thread's first typed user text (not vendor-injected context, not harness
+    markup: see ``prompt_label``), one line. Looks at the first ``candidates`` user text
+    blocks of each thread; a thread with none gets no entry."""
     out: dict[str, str] = {}
     for tid in set(thread_ids):
-        row = conn.execute(
+        rows = conn.execute(
             # CROSS JOIN keeps messages first (thread order index); otherwise SQLite picks
             # blocks_type and walks every text block of the archive (measured: 50 ms a thread)
             "SELECT b.text FROM messages m CROSS JOIN blocks b ON b.message_id = m.id "
             "WHERE m.thread_id = ? AND m.role = 'user' AND m.injected = 0 AND +b.type = 'text' "
             "AND trim(coalesce(b.text, '')) != '' "
-            "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position LIMIT 1",
-            (tid,),
-        ).fetchone()
-        if row:
-            out[tid] = one_line(row[0], width)
+            "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position LIMIT ?",
+            (tid, candidates),
+        )
+        for (text,) in rows:
+            label = prompt_label(text)
+            if label:
+                out[tid] = one_line(label, width)
+                break
     return out
 
 
@@ -249,25 +358,31 @@ TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 
 
 def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
-            ids: Iterable[str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+            ids: Iterable[str] | None = None, top_level: bool = False, include_empty: bool = True,
+            prices: PriceTable | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Threads, most recent activity first.
 
     Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
     first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
     cache_write_tokens, total_tokens`` (normalised tokens; ``label`` is the title or else
-    the first typed user prompt). Time filters keep threads active in the window; ``ids``
-    keeps only those threads."""
+    the first typed user prompt, never harness markup). Time filters keep threads active
+    in the window; ``ids`` keeps only those threads; ``top_level`` leaves out child threads
+    (subagents: their parent's ``children`` counts them); ``include_empty=False`` leaves out
+    threads without messages. With ``prices``, also ``cost_usd`` (None when no response is
+    priced) and ``unpriced_models`` (models of the thread without a price)."""
     static, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
+    if top_level:
+        static.append("t.parent_thread_id IS NULL")
     if ids is not None:
         static.append("t.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(ids)))
-    where: list[str] = []
+    where: list[str] = [] if include_empty else ["ms.messages > 0"]
     if f.since:
         where.append("ms.last_ts >= ?")
-        params.append(_bound(f.since))
+        params.append(_bound(f.since, tz=f.tz))
     if f.until:
         where.append("ms.first_ts < ?")
-        params.append(_bound(f.until, end=True))
+        params.append(_bound(f.until, end=True, tz=f.tz))
     # the per-thread aggregates only over the threads that pass the static filters, so
     # `show` (one thread) does not aggregate the whole archive
     sql = f"""
@@ -298,11 +413,48 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
         params.append(max(limit, 0))
     rows = _rows(db.conn, sql, params)
     labels = first_prompts(db.conn, (r["id"] for r in rows if not r["title"]))
+    costs = _thread_costs(db, [r["id"] for r in rows], prices) if prices is not None else {}
     out = []
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
-        out.append({k: r[k] for k in THREAD_KEYS})
+        row = {k: r[k] for k in THREAD_KEYS}
+        if prices is not None:
+            row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))
+        out.append(row)
+    return out
+
+
+def _thread_costs(db: Database, ids: list[str], prices: PriceTable) -> dict[str, tuple[float | None, list[str]]]:
+    """Each thread's cost (its own responses, each priced by its model) and unpriced models."""
+    acc: dict[str, list[Any]] = {}
+    for r in _rows(db.conn, f"SELECT thread_id, model, {_norm_sums()} FROM usage_responses "
+                   "WHERE thread_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2", [json.dumps(ids)]):  # fmt: skip
+        a = acc.setdefault(r["thread_id"], [None, set()])
+        hit = prices.lookup(r["model"])
+        if hit is None:
+            a[1].add(r["model"] or "")
+        else:
+            a[0] = (a[0] or 0.0) + cost(hit[1], *(r[f] or 0 for f in TOKEN_FIELDS))
+    return {k: (None if c is None else round(c, 8), sorted(u)) for k, (c, u) in acc.items()}
+
+
+def short_ids(db: Database, ids: Iterable[str], min_len: int = 8) -> dict[str, str]:
+    """The shortest prefix (at least ``min_len``) of each id that ``show`` resolves to it:
+    no other thread starts with it, except the id's own children (``<id>/…``)."""
+    out: dict[str, str] = {}
+    for tid in ids:
+        n = min(min_len, len(tid))
+        while n < len(tid):
+            prefix = tid[:n]
+            other = db.conn.execute(
+                "SELECT 1 FROM threads WHERE id LIKE ? ESCAPE '\\' AND id != ? AND NOT id LIKE ? ESCAPE '\\' LIMIT 1",
+                (_like_prefix(prefix), tid, _like_prefix(tid + "/")),
+            ).fetchone()  # fmt: skip
+            if other is None:
+                break
+            n += 4
+        out[tid] = tid[: max(n, 1)]
     return out
 
 
@@ -329,6 +481,16 @@ def resolve_thread(db: Database, ref: str) -> str:
         "SELECT id FROM threads WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 21", (_like_prefix(ref),))]  # fmt: skip
     if not ids:
         raise ThreadNotFound(f"no thread id starts with {ref!r} (see `sesh-archive threads`)")
+    if len(ids) > 20:
+        # more children than the list holds: the parent is the one match without a "/"
+        # after the prefix, if every other match is below it
+        roots = [r[0] for r in db.conn.execute(
+            "SELECT id FROM threads WHERE id LIKE ? ESCAPE '\\' AND instr(substr(id, ?), '/') = 0 LIMIT 2",
+            (_like_prefix(ref), len(ref) + 1))]  # fmt: skip
+        if len(roots) == 1 and not db.conn.execute(
+            "SELECT 1 FROM threads WHERE id LIKE ? ESCAPE '\\' AND id != ? AND NOT id LIKE ? ESCAPE '\\' LIMIT 1",
+            (_like_prefix(ref), roots[0], _like_prefix(roots[0] + "/"))).fetchone():  # fmt: skip
+            return roots[0]
     # Claude child threads are ``<parent>/agent-…``: a prefix of the parent also prefixes them,
     # and then means the parent.
     roots = [i for i in ids if all(j == i or j.startswith(i + "/") for j in ids)]
@@ -340,11 +502,36 @@ def resolve_thread(db: Database, ref: str) -> str:
     return ids[0]
 
 
+class MessagePages:
+    """A thread's messages in thread order, read from the database a page at a time on each
+    iteration: ``show`` of a 100k-message thread holds one page of messages, not all of
+    them (only the ordered ids are kept: ~100 bytes a message). ``len`` is the count."""
+
+    def __init__(self, db: Database, thread_id: str, page: int = 500) -> None:
+        self.db, self.conn, self.page = db, db.conn, page
+        self.ids = [r[0] for r in self.conn.execute(
+            "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
+            (thread_id,))]  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[Message]:
+        for i in range(0, len(self.ids), self.page):
+            chunk = self.ids[i : i + self.page]
+            page, _ = with_full_outputs(self.db, load_messages(self.conn, "m.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk),)))
+            # a tool output the vendor kept in a companion file reads in full, not as its preview
+            msgs = {m.id: m for m in page}
+            for mid in chunk:
+                if mid in msgs:
+                    yield msgs[mid]
+
+
 @dataclass(frozen=True)
 class ThreadView:
     thread: Thread
     summary: dict[str, Any]  # the thread's ``threads()`` row
-    messages: list[Message]
+    messages: Iterable[Message]  # MessagePages: iterate (more than once if needed), len() counts
     children: list[dict[str, Any]]  # ``threads()`` rows of the child threads, oldest first
 
 
@@ -357,9 +544,7 @@ def show(db: Database, ref: str) -> ThreadView:
     own = next(s for s in summary if s["id"] == tid)
     children = sorted((s for s in summary if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
-    # a tool output the vendor kept in a companion file reads in full, not as its preview
-    messages, _ = with_full_outputs(db, load_messages(db.conn, "m.thread_id = ?", (tid,)))
-    return ThreadView(thread, own, messages, children)
+    return ThreadView(thread, own, MessagePages(db, tid), children)
 
 
 # ---------------------------------------------------------------- stats
@@ -376,30 +561,73 @@ def _iso_week(day: str | None) -> str | None:
 
 
 def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None, until: str | None = None,
-          provider: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """Token and cost totals grouped ``by`` day|week|month|model|project|provider, or tool
-    call counts ``by`` tool. Shape: ``{by, since, until, prices, rows, total, unpriced_models}``
-    (see README "stats")."""
+          provider: str | None = None, tz: str | None = None, thread: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Token and cost totals grouped ``by`` day|week|month|model|project|provider|thread,
+    or tool call counts ``by`` tool (neutral kinds) | vendor-tool (vendor names). Shape:
+    ``{by, tz, since, until, thread, prices, rows, total, unpriced_models}`` (README "stats").
+
+    Days, weeks and months are those of ``tz`` (None: UTC): a response at 23:30 UTC is on
+    the next day in Paris. ``thread`` (id or prefix) keeps that thread and its child
+    threads."""
     if by not in STATS_BY:
         raise QueryError(f"cannot group by {by!r}; one of {', '.join(STATS_BY)}")
-    if by == "tool":
-        return _tool_stats(db, since=since, until=until, provider=provider)
-    if all(v is None or _DATE.fullmatch(v.strip()) for v in (since, until)):
-        sql, params = _totals_sql(by, since, until, provider)
-    else:  # a bound within a day: every response's timestamp
-        key = {"day": "day", "week": "day", "month": "substr(ts, 1, 7)", "model": "model",
-               "project": "project", "provider": "provider"}[by]  # fmt: skip
-        where, params = _where(Filters(provider=provider, since=since, until=until), ts="ts", project="project",
-                               provider="provider")  # fmt: skip
+    z = zone(tz)
+    tz_name = UTC if z is dt.timezone.utc else str(tz)
+    tids = _thread_family(db, thread) if thread else None
+    if by in ("tool", "vendor-tool"):
+        return _tool_stats(db, by, since=since, until=until, provider=provider, tz=tz, tids=tids)
+    sb = _bound(since, tz=tz) if since else None
+    ub = _bound(until, end=True, tz=tz) if until else None
+    local_days = by in ("day", "week", "month") and z is not dt.timezone.utc
+    whole = [None if v is None else _whole_local_day(v, z, end) for v, end in ((since, False), (until, True))]
+    whole_days = all(w is not None for v, w in zip((since, until), whole) if v is not None)
+    to_day: Any = None
+    raw: list[dict[str, Any]] | None = None
+    if tids is None and not local_days and by != "thread" and all(v is None or _DATE.fullmatch(v) for v in (sb, ub)):
+        sql, params = _totals_sql(by, sb, ub, provider)
+    elif tids is None and z is not dt.timezone.utc and whole_days and by != "thread":
+        # local days from the daily totals, moving only the responses between a UTC
+        # midnight and the local one (see _local_totals)
+        raw = _local_totals(db, z, provider, whole[0], whole[1], project=by == "project")
+        if by in ("model", "provider", "project"):
+            raw = _merge_keys(raw, None, by)
+        sql, params = "", []
+    else:  # every response: a bound within a day, a thread, or days of a zone other than UTC
+        if local_days:
+            # quarter hours (every zone's offset is a multiple of 15 minutes), each mapped to
+            # its local day below: one scan, right across DST changes
+            key = "substr(ts, 1, 13) || ':' || printf('%02d', (cast(substr(ts, 15, 2) AS integer) / 15) * 15)"
+            to_day = _local_day(z)
+        else:
+            key = {"day": "day", "week": "day", "month": "substr(ts, 1, 7)", "model": "model",
+                   "project": "project", "provider": "provider", "thread": "thread_id"}[by]  # fmt: skip
+        where, params = _where(Filters(provider=provider), ts=None, project="project", provider="provider")
+        if sb:
+            where.append("ts >= ?")
+            params.append(sb)
+        if ub:
+            where.append("ts < ?")
+            params.append(ub)
+        if tids is not None:
+            where.append("thread_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(tids))
         sql = (
             f"SELECT {key} AS key, provider, model, {_norm_sums()} FROM usage_responses "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} GROUP BY 1, 2, 3"
         )
+    if raw is None:
+        raw = _rows(db.conn, sql, params)
+        if to_day is not None:
+            raw = _merge_keys(raw, to_day)
     groups: dict[Any, dict[str, Any]] = {}
     total = _empty_group()
     unpriced: dict[tuple[str | None, str | None], int] = {}
-    for r in _rows(db.conn, sql, params):
-        k: Any = _iso_week(r["key"]) if by == "week" else r["key"]
+    for r in raw:
+        k: Any = r["key"]
+        if local_days and k is not None and by == "month":
+            k = k[:7]
+        if by == "week":
+            k = _iso_week(k)
         if by == "model":
             k = (r["provider"], r["model"])
         g = groups.get(k)
@@ -421,10 +649,16 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
         rows.sort(key=lambda g: (g["key"] is None, g["key"] or ""))
     else:
         rows.sort(key=lambda g: (-g["total_tokens"], str(g["key"])))
+    if by == "thread":
+        labels = _labels(db, [r["key"] for r in rows if r["key"]])
+        for r in rows:
+            r["label"] = labels.get(r["key"])
     return {
         "by": by,
+        "tz": tz_name,
         "since": since,
         "until": until,
+        "thread": tids[0] if tids else None,
         "prices": prices.describe(),
         "rows": rows,
         "total": {k: v for k, v in _finish(total).items() if k != "key"},
@@ -434,12 +668,158 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
     }
 
 
+_SUMS = ("responses", *TOKEN_FIELDS, "reasoning_tokens")
+
+
+def _merge_keys(rows: list[dict[str, Any]], to_key: Any, field: str | None = None) -> list[dict[str, Any]]:
+    """Rows re-keyed by ``to_key(key)`` (or by their ``field``) and summed per (key,
+    provider, model)."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        k = (r[field] if field else to_key(r["key"]), r["provider"], r["model"])
+        g = out.get(k)
+        if g is None:
+            out[k] = {**r, "key": k[0]}
+        else:
+            for f in _SUMS:
+                g[f] = (g[f] or 0) + (r[f] or 0)
+    return list(out.values())
+
+
+def _whole_local_day(value: str, z: dt.tzinfo, end: bool) -> dt.date | None:
+    """The local day a whole-day bound names (an end bound: the day after, exclusive), or
+    None for a bound within a day (a date-time, ``12h``)."""
+    v = value.strip()
+    rel = _relative(v, z, None)
+    if rel is None and _DATE.fullmatch(v):
+        rel = dt.date.fromisoformat(v)
+    if rel is None or isinstance(rel, dt.datetime):
+        return None
+    return rel + dt.timedelta(days=1) if end else rel
+
+
+def _local_totals(db: Database, z: dt.tzinfo, provider: str | None, since: dt.date | None,
+                  until: dt.date | None, project: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Totals per local day (``key``), provider and model, from the UTC-day totals.
+
+    A UTC day holds one local midnight at most (no zone is 24 h off, DST moves an hour), so
+    its responses belong to two local days, split at that midnight. The day's total goes to
+    the local day holding most of its hours, and only the responses of the smaller part
+    (at most 12 hours, read through the ts index) move to the other: for a zone one hour
+    off, 1/24 of the responses are read one by one. Same figures as mapping every response
+    (test_cli_everyday checks it across zones). With ``project``, rows carry the project too."""
+    pf = " AND u.provider = ?" if provider else ""
+    # the project: the thread's folder, or its parent's (as the usage_responses view says)
+    pj, joins = ("NULL", "")
+    if project:
+        pj = "coalesce(t.cwd, p.cwd)"
+        joins = " LEFT JOIN threads t ON t.id = u.thread_id LEFT JOIN threads p ON p.id = t.parent_thread_id"
+    lo_hi = db.conn.execute("SELECT min(day), max(day) FROM usage_totals WHERE day != ''").fetchone()
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def add(day: dt.date | None, r: Any, sign: int) -> None:
+        key = (day.isoformat() if day else None, r[0], r[1], r[2])
+        g = rows.setdefault(key, {"key": key[0], "provider": r[0], "model": r[1], "project": r[2],
+                                  **{f: 0 for f in _SUMS}})  # fmt: skip
+        for i, f in enumerate(_SUMS):
+            g[f] += sign * (r[3 + i] or 0)
+
+    sums = ", ".join(f"sum(u.{c})" for c in _SUMS)
+    if lo_hi[0] is not None:
+        first = dt.date.fromisoformat(lo_hi[0])
+        last = dt.date.fromisoformat(lo_hi[1])
+        if since is not None:
+            first = max(first, since - dt.timedelta(days=1))
+        if until is not None:
+            last = min(last, until + dt.timedelta(days=1))
+        base: dict[str, dt.date] = {}
+        moves: list[tuple[str, str, dt.date, dt.date]] = []  # UTC [lo, hi) moves from one local day to another
+        u = first
+        while u <= last:
+            start = dt.datetime.combine(u, dt.time(), tzinfo=dt.timezone.utc)
+            end = start + dt.timedelta(days=1)
+            l0 = start.astimezone(z).date()
+            split = dt.datetime.combine(l0 + dt.timedelta(days=1), dt.time(), tzinfo=z).astimezone(dt.timezone.utc)
+            if split >= end:  # no local midnight inside this UTC day (UTC+0 that day)
+                base[u.isoformat()] = l0
+            elif split - start >= dt.timedelta(hours=12):
+                base[u.isoformat()] = l0
+                moves.append((_utc_iso(split), _utc_iso(end), l0, l0 + dt.timedelta(days=1)))
+            else:
+                base[u.isoformat()] = l0 + dt.timedelta(days=1)
+                moves.append((_utc_iso(start), _utc_iso(split), l0 + dt.timedelta(days=1), l0))
+            u += dt.timedelta(days=1)
+        for r in db.conn.execute(
+            f"SELECT u.day, u.provider, nullif(u.model, ''), {pj}, {sums} FROM usage_totals u{joins} "
+            f"WHERE u.day >= ? AND u.day <= ?{pf} GROUP BY 1, 2, 3, 4",
+            (first.isoformat(), last.isoformat(), *([provider] if provider else []))):  # fmt: skip
+            add(base[r[0]], r[1:], 1)
+        sums_r = ", ".join(f"sum(u.{c})" for c in ("1", *_SUMS[1:])).replace("sum(u.1)", "count(*)")
+        for lo, hi, src, dst in moves:
+            for r in db.conn.execute(
+                f"SELECT u.provider, u.model, {'u.project' if project else 'NULL'}, {sums_r} FROM usage_responses u "
+                f"WHERE u.ts >= ? AND u.ts < ?{pf} GROUP BY 1, 2, 3", (lo, hi, *([provider] if provider else []))):  # fmt: skip
+                add(src, r, -1)
+                add(dst, r, 1)
+    if since is None and until is None:
+        for r in db.conn.execute(f"SELECT u.provider, nullif(u.model, ''), {pj}, {sums} FROM usage_totals u{joins} "
+                                 f"WHERE u.day = ''{pf} GROUP BY 1, 2, 3", tuple([provider] if provider else ())):  # fmt: skip
+            add(None, r, 1)
+    out = []
+    for g in rows.values():
+        if g["responses"] == 0:
+            continue
+        if g["key"] is not None and ((since and g["key"] < since.isoformat()) or (until and g["key"] >= until.isoformat())):
+            continue
+        out.append(g)
+    return out
+
+
+def _local_day(z: dt.tzinfo) -> Any:
+    cache: dict[str | None, str | None] = {}
+
+    def day(quarter: str | None) -> str | None:
+        if quarter not in cache:
+            try:
+                t = dt.datetime.fromisoformat(quarter + ":00").replace(tzinfo=dt.timezone.utc)  # type: ignore[operator]
+                cache[quarter] = t.astimezone(z).date().isoformat()
+            except (TypeError, ValueError):
+                cache[quarter] = None
+        return cache[quarter]
+
+    return day
+
+
+def _thread_family(db: Database, ref: str) -> list[str]:
+    """The thread ``ref`` names, then its child threads (subagents) and theirs."""
+    tid = resolve_thread(db, ref)
+    out, todo = [tid], [tid]
+    while todo:
+        kids = [r[0] for r in db.conn.execute(
+            "SELECT id FROM threads WHERE parent_thread_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (json.dumps(todo),))]  # fmt: skip
+        kids = [k for k in kids if k not in out]
+        out += kids
+        todo = kids
+    return out
+
+
+def _labels(db: Database, ids: list[str]) -> dict[str, str]:
+    """Title, else first typed prompt, of each thread."""
+    out = {r[0]: r[1] for r in db.conn.execute(
+        "SELECT id, title FROM threads WHERE id IN (SELECT value FROM json_each(?)) AND title IS NOT NULL",
+        (json.dumps(ids),))}  # fmt: skip
+    out.update(first_prompts(db.conn, [i for i in ids if i not in out]))
+    return out
+
+
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _totals_sql(by: str, since: str | None, until: str | None, provider: str | None) -> tuple[str, list[Any]]:
-    """The stats query over ``usage_totals`` (one row per thread, day and model, kept by
-    triggers): the same figures as over usage_responses when the bounds are whole days."""
+    """The stats query over ``usage_totals`` (one row per thread, UTC day and model, kept by
+    triggers): the same figures as over usage_responses when the bounds are whole UTC days
+    (``since``/``until`` here are parse_time's bounds: bare dates, ``until`` exclusive)."""
     key = {"day": "nullif(u.day, '')", "week": "nullif(u.day, '')", "month": "nullif(substr(u.day, 1, 7), '')",
            "model": "nullif(u.model, '')", "project": "coalesce(t.cwd, p.cwd)", "provider": "u.provider"}[by]  # fmt: skip
     where: list[str] = []
@@ -449,10 +829,10 @@ def _totals_sql(by: str, since: str | None, until: str | None, provider: str | N
         params.append(provider)
     if since:
         where.append("u.day >= ?")
-        params.append(_bound(since))
+        params.append(since)
     if until:
         where.append("u.day != '' AND u.day < ?")
-        params.append(_bound(until, end=True))
+        params.append(until)
     joins = (" LEFT JOIN threads t ON t.id = u.thread_id LEFT JOIN threads p ON p.id = t.parent_thread_id"
              if by == "project" else "")  # fmt: skip
     sums = ", ".join(f"sum(u.{c}) AS {c}" for c in ("responses", *TOKEN_FIELDS, "reasoning_tokens"))
@@ -487,21 +867,60 @@ def _finish(g: dict[str, Any]) -> dict[str, Any]:
     return g
 
 
-def _tool_stats(db: Database, *, since: str | None, until: str | None, provider: str | None) -> dict[str, Any]:
-    where, params = _where(Filters(provider=provider, since=since, until=until), ts="tc.call_ts", project="",
+def _tool_stats(db: Database, by: str, *, since: str | None, until: str | None, provider: str | None,
+                tz: str | None, tids: list[str] | None) -> dict[str, Any]:  # fmt: skip
+    """Tool calls, errors and calls without a result, per neutral tool kind (``by`` tool:
+    the adapters' ``tool_kinds``, e.g. Bash, shell, exec_command -> shell; a name no adapter
+    maps keeps its own name) or per vendor tool name (``by`` vendor-tool)."""
+    where, params = _where(Filters(provider=provider, since=since, until=until, tz=tz), ts="tc.call_ts", project="",
                            provider="t.provider")  # fmt: skip
+    if tids is not None:
+        where.append("tc.thread_id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(tids))
     sql = f"""
-        SELECT tc.tool_name AS key, count(*) AS calls,
+        SELECT t.provider AS provider, tc.tool_name AS name, count(*) AS calls,
                sum(CASE WHEN tc.is_error = 1 THEN 1 ELSE 0 END) AS errors,
                sum(CASE WHEN tc.result_block_id IS NULL THEN 1 ELSE 0 END) AS no_result
         FROM tool_calls tc LEFT JOIN threads t ON t.id = tc.thread_id
         {'WHERE ' + ' AND '.join(where) if where else ''}
-        GROUP BY 1 ORDER BY calls DESC, key"""
-    rows = _rows(db.conn, sql, params)
-    for r in rows:
-        r["error_rate"] = round(r["errors"] / r["calls"], 4) if r["calls"] else None
+        GROUP BY 1, 2"""
+    groups: dict[Any, dict[str, Any]] = {}
+    for r in _rows(db.conn, sql, params):
+        if by == "tool":
+            key = tool_kind(r["provider"], r["name"])
+        else:
+            key = r["name"]
+        g = groups.setdefault(key, {"key": key, "calls": 0, "errors": 0, "no_result": 0, "tools": set()})
+        for c in ("calls", "errors", "no_result"):
+            g[c] += r[c] or 0
+        g["tools"].add(f"{r['provider']}:{r['name']}" if by == "tool" else r["provider"] or "?")
+    rows = []
+    for g in groups.values():
+        g["error_rate"] = round(g["errors"] / g["calls"], 4) if g["calls"] else None
+        g[("vendor_tools" if by == "tool" else "providers")] = sorted(g.pop("tools"))
+        rows.append(g)
+    rows.sort(key=lambda g: (-g["calls"], str(g["key"])))
     calls = sum(r["calls"] for r in rows)
     errors = sum(r["errors"] for r in rows)
     total = {"calls": calls, "errors": errors, "no_result": sum(r["no_result"] for r in rows),
              "error_rate": round(errors / calls, 4) if calls else None}  # fmt: skip
-    return {"by": "tool", "since": since, "until": until, "rows": rows, "total": total}
+    return {"by": by, "tz": UTC if is_utc(tz) else tz, "since": since, "until": until,
+            "thread": tids[0] if tids else None, "rows": rows, "total": total}  # fmt: skip
+
+
+def tool_kind(provider: str | None, name: str | None) -> str | None:
+    """The neutral kind of a vendor's tool (shell, edit, read, search, web, agent, ...), from
+    the adapter's ``tool_kinds``; a tool no adapter maps (MCP tools, new tools) keeps its name."""
+    if name is None:
+        return None
+    kinds = _TOOL_KINDS.get(provider or "")
+    if kinds is None:
+        try:
+            kinds = dict(getattr(get_adapter(provider or ""), "tool_kinds", {}) or {})
+        except KeyError:
+            kinds = {}
+        _TOOL_KINDS[provider or ""] = kinds
+    return kinds.get(name, name)
+
+
+_TOOL_KINDS: dict[str, dict[str, str]] = {}

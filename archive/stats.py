@@ -1,11 +1,39 @@
-"""Read-only queries behind ``status`` (``stats`` and the other read commands are in queries.py)."""
+"""Read-only queries behind ``status`` and the archive check every read command makes
+(``stats`` and the other read commands are in queries.py)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
+
+from .db import ArchiveError
+
+# tables every archive has had since its first migration
+_ARCHIVE_TABLES = {"sources", "source_lines", "threads", "messages"}
+
+
+def check_archive(path: Path) -> None:
+    """Raise ``ArchiveError`` (one line) unless ``path`` is an existing archive database.
+
+    Opens read-only (``mode=ro``): never creates the file, never migrates, never writes;
+    so a read command pointed at a wrong path leaves nothing behind."""
+    if not path.exists():
+        raise ArchiveError(f"no archive at {path}: run `sesh-archive ingest` first (or give --db)")
+    if path.is_dir():
+        raise ArchiveError(f"{path} is a folder, not an archive database")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise ArchiveError(f"{path} is not a sesh-archive database ({e})") from None
+    if not _ARCHIVE_TABLES <= names:
+        raise ArchiveError(f"{path} is not a sesh-archive database (an SQLite file without the archive's tables)")
 
 
 def archive_status(db: Database, db_path: Path) -> dict[str, Any]:

@@ -538,7 +538,7 @@ def test_default_roots(tmp_path: Path) -> None:
         ("projects/-home-me-app/skill-injections.jsonl", None),
         ("projects/-home-me-app/sessions-index.json", None),
         (f"projects/-home-me-app/{SID}/tool-results/x.txt", SNAPSHOT),  # a companion of the session (2.1.x)
-        (f"projects/-home-me-app/not-a-session/tool-results/x.txt", None),
+        ("projects/-home-me-app/not-a-session/tool-results/x.txt", None),
         ("history.jsonl", None),
     ],
 )

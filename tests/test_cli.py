@@ -49,9 +49,13 @@ def test_ingest_default_locations_json_and_rerun(tmp_path):
 
 
 def test_env_var_selects_database(tmp_path):
+    # issue 22: only ingest creates an archive; status reads the one $SESH_ARCHIVE_DB names
     db = tmp_path / "env.db"
-    run("status", env={"SESH_ARCHIVE_DB": str(db)})
+    run("status", env={"SESH_ARCHIVE_DB": str(db)}, ok=False)
+    assert not db.exists()
+    run("ingest", "--json", env={"SESH_ARCHIVE_DB": str(db)})
     assert db.exists()
+    assert json.loads(run("status", "--json", env={"SESH_ARCHIVE_DB": str(db)}).stdout)["database"] == str(db)
 
 
 def test_usage_error_exit_code(tmp_path):

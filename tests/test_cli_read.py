@@ -156,7 +156,8 @@ def test_search_bad_query_is_an_error_or_literal(archive: Path) -> None:
 
 
 def test_search_bad_date_is_a_usage_error(archive: Path) -> None:
-    assert "not an ISO date" in run(archive, "search", "hoge", "--since", "yesterday", code=2)
+    # "yesterday" became a valid bound in issue 22; "last tuesday" is not one
+    assert "is not a date" in run(archive, "search", "hoge", "--since", "last tuesday", code=2)
 
 
 def test_read_commands_need_an_archive(tmp_path: Path) -> None:
@@ -178,7 +179,7 @@ def test_threads_order_and_shape(archive: Path) -> None:
     r = by_id[T_AGTRACE]
     assert list(r) == ["id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at",
                        "first_ts", "last_ts", "messages", "children", "input_tokens", "output_tokens",
-                       "cache_read_tokens", "cache_write_tokens", "total_tokens"]  # fmt: skip
+                       "cache_read_tokens", "cache_write_tokens", "total_tokens", "cost_usd", "unpriced_models"]  # fmt: skip
     assert r["provider"] == "codex" and r["project"] == "/Users/test_user/agent-sample" and r["children"] == 0
     assert r["messages"] == 21 and r["label"].startswith("add myapp directory")
 
@@ -193,12 +194,14 @@ def test_threads_filters_and_text(archive: Path) -> None:
     assert ids("--until", "2025-12-31") == [T_AGTRACE]
     assert ids("--limit", "1") == [T_171]
     out, err = run_split(archive, "threads")
-    assert out.splitlines()[0].split()[:3] == ["LAST", "ACTIVITY", "PROVIDER"]
-    assert T_CLAUDE in out and "30,570" in out and err == "3 threads\n"
+    # issue 22: short ids, local time named in the header, tokens as 31k, cost
+    assert out.splitlines()[0].split()[:4] == ["ID", "LAST", "(UTC)", "PROVIDER"]
+    assert T_CLAUDE[:8] + " " in out and T_CLAUDE not in out and "31k" in out and "$0.02" in out
+    assert err.startswith("3 threads;")
 
 
 def test_threads_children(side_archive: Path) -> None:
-    rows = {r["id"]: r for r in jrun(side_archive, "threads")}
+    rows = {r["id"]: r for r in jrun(side_archive, "threads", "--all")}
     assert rows[T_SIDE]["children"] == 2
     kids = [r for r in rows.values() if r["parent_thread_id"] == T_SIDE]
     assert len(kids) == 2 and all(k["project"] == rows[T_SIDE]["project"] for k in kids)
@@ -266,9 +269,11 @@ def test_stats_by_model_hand_totals(archive: Path) -> None:
     assert _only(rows["gpt-5.1-codex-max"], AGTRACE_TOTALS) == AGTRACE_TOTALS
     assert _only(rows["gpt-5.1-codex"], C171_TOTALS) == C171_TOTALS
     assert rows["gpt-5.1-codex-max"]["reasoning_tokens"] == 128  # part of output, not added again
-    # claude-opus-4-8 is in no price table: cost null, listed
-    assert rows["claude-opus-4-8"]["cost_usd"] is None and rows["claude-opus-4-8"]["priced_as"] is None
-    assert rep["unpriced_models"] == [{"provider": "claude-code", "model": "claude-opus-4-8", "responses": 3}]
+    # issue 22: claude-opus-4-8 is priced by genai-prices ($5 input, $25 output, $0.50 cache
+    # read, $6.25 cache write): 330*5 + 90*25 + 30000*0.5 + 150*6.25 = 19837.5
+    assert rows["claude-opus-4-8"]["priced_as"] == "genai-prices:anthropic/claude-opus-4-8"
+    assert rows["claude-opus-4-8"]["cost_usd"] == pytest.approx(19837.5 / 1e6)
+    assert rep["unpriced_models"] == []
     # gpt-5.1-codex-max at $1.25 input, $0.125 cached, $10 output per million: the cached
     # 22912 are charged only at the cached rate: 3828*1.25 + 22912*0.125 + 408*10 = 11729
     assert rows["gpt-5.1-codex-max"]["cost_usd"] == pytest.approx(11729 / 1e6)
@@ -280,9 +285,10 @@ def test_stats_by_model_hand_totals(archive: Path) -> None:
     assert total["output_tokens"] == 90 + 408 + 27
     assert total["cache_read_tokens"] == 30000 + 22912
     assert total["cache_write_tokens"] == 150
-    assert total["cost_usd"] == pytest.approx((11729 + 345) / 1e6)
-    assert total["unpriced_models"] == ["claude-opus-4-8"]
+    assert total["cost_usd"] == pytest.approx((11729 + 345 + 19837.5) / 1e6)
+    assert total["unpriced_models"] == []
     assert rep["prices"]["as_of"] and rep["prices"]["source"] and rep["prices"]["overrides"] is None
+    assert rep["prices"]["database"]["name"] == "genai-prices" and rep["prices"]["database"]["as_of"]
 
 
 def test_stats_by_day_week_month_provider_project(archive: Path) -> None:
@@ -294,8 +300,8 @@ def test_stats_by_day_week_month_provider_project(archive: Path) -> None:
     assert both == {"responses": 6, "input_tokens": 390, "output_tokens": 117, "cache_read_tokens": 30000,
                     "cache_write_tokens": 150, "total_tokens": 30657}  # fmt: skip
     assert _only(days["2026-11-30"], both) == both
-    assert days["2026-11-30"]["unpriced_models"] == ["claude-opus-4-8"]
-    assert days["2026-11-30"]["cost_usd"] == pytest.approx(345 / 1e6)  # the priced part only
+    assert days["2026-11-30"]["unpriced_models"] == []
+    assert days["2026-11-30"]["cost_usd"] == pytest.approx((345 + 19837.5) / 1e6)
     assert [r["key"] for r in jrun(archive, "stats", "--by", "week")["rows"]] == ["2025-W50", "2026-W49"]
     assert [r["key"] for r in jrun(archive, "stats", "--by", "month")["rows"]] == ["2025-12", "2026-11"]
     prov = {r["key"]: r for r in jrun(archive, "stats", "--by", "provider")["rows"]}
@@ -384,28 +390,36 @@ def test_stats_text_and_csv(archive: Path) -> None:
     lines = out.splitlines()
     assert lines[0].split()[:2] == ["MODEL", "RESPONSES"] and lines[-1].startswith("TOTAL")
     assert "$0.0117" in out
-    assert "no price for claude-code model claude-opus-4-8" in err and "as of" in err
+    assert "genai-prices" in err and "as of" in err
     out, _ = run_split(archive, "stats", "--by", "day", "--csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["key"] for r in rows] == ["2025-12-09", "2026-11-30"]
-    assert rows[1]["input_tokens"] == "390" and rows[1]["unpriced_models"] == "claude-opus-4-8"
+    assert rows[1]["input_tokens"] == "390" and rows[1]["unpriced_models"] == ""
     assert rows[0]["cost_usd"] == "0.011729"
     run(archive, "stats", "--json", "--csv", code=2)
 
 
 def test_stats_by_tool(archive: Path) -> None:
-    rep = jrun(archive, "stats", "--by", "tool")
+    # issue 22: --by tool groups the vendors' names under neutral kinds; --by vendor-tool keeps them
+    rep = jrun(archive, "stats", "--by", "vendor-tool")
     rows = {r["key"]: r for r in rep["rows"]}
     # agtrace: 4 shell_command calls, 2 of them exit non-zero; 1 apply_patch; Claude: 1 Bash;
     # Codex 0.171.0: 1 exec_command
-    assert rows["shell_command"] == {"key": "shell_command", "calls": 4, "errors": 2, "no_result": 0, "error_rate": 0.5}
+    assert rows["shell_command"] == {"key": "shell_command", "calls": 4, "errors": 2, "no_result": 0, "error_rate": 0.5,
+                                     "providers": ["codex"]}  # fmt: skip
     assert {k: r["calls"] for k, r in rows.items()} == {"shell_command": 4, "apply_patch": 1, "Bash": 1, "exec_command": 1}
     assert rep["total"] == {"calls": 7, "errors": 2, "no_result": 0, "error_rate": round(2 / 7, 4)}
     assert "prices" not in rep
-    out, _ = run_split(archive, "stats", "--by", "tool")
+    kinds = {r["key"]: r for r in jrun(archive, "stats", "--by", "tool")["rows"]}
+    assert {k: r["calls"] for k, r in kinds.items()} == {"shell": 6, "edit": 1}
+    assert kinds["shell"]["errors"] == 2 and kinds["shell"]["vendor_tools"] == [
+        "claude-code:Bash", "codex:exec_command", "codex:shell_command"]
+    out, _ = run_split(archive, "stats", "--by", "vendor-tool")
     assert out.splitlines()[0].split()[:3] == ["TOOL", "CALLS", "ERRORS"] and "0.5000" in out
-    assert jrun(archive, "stats", "--by", "tool", "--since", "2026-01-01")["total"]["calls"] == 2
-    assert {r["key"] for r in jrun(archive, "stats", "--by", "tool", "--provider", "claude-code")["rows"]} == {"Bash"}
+    out, _ = run_split(archive, "stats", "--by", "tool")
+    assert out.splitlines()[1].split()[:3] == ["shell", "6", "2"] and "Bash" in out
+    assert jrun(archive, "stats", "--by", "vendor-tool", "--since", "2026-01-01", "--utc")["total"]["calls"] == 2
+    assert {r["key"] for r in jrun(archive, "stats", "--by", "vendor-tool", "--provider", "claude-code")["rows"]} == {"Bash"}
 
 
 def test_show_lists_children_whose_ids_do_not_extend_the_parents(tmp_path: Path) -> None:

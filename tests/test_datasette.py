@@ -293,6 +293,7 @@ def test_serve_command_defaults_to_loopback(tmp_path: Path, monkeypatch: pytest.
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(serve_mod, "run_server", lambda db_path, **kw: calls.append({"db": db_path, **kw}))
     db = tmp_path / "a.db"
+    open_db(db).conn.close()  # serve reads an existing archive; it no longer creates one (issue 22)
     result = CliRunner().invoke(cli, ["--db", str(db), "serve"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert calls == [{"db": db, "host": "127.0.0.1", "port": 8001, "open_browser": False, "allow_hosts": ()}]

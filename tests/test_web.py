@@ -164,9 +164,11 @@ def test_serve_warns_when_it_listens_beyond_loopback(tmp_path: Path, monkeypatch
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(serve_mod, "run_server", lambda db_path, **kw: calls.append(kw))
     db = str(tmp_path / "a.db")
-    quiet = CliRunner().invoke(cli, ["--db", db, "serve"], catch_exceptions=False)
+    open_db(db).conn.close()  # serve reads an existing archive; only ingest creates one
+    quiet = CliRunner().invoke(cli, ["--db", db, "serve", "--port", "0"], catch_exceptions=False)
     assert "warning" not in quiet.output
-    loud = CliRunner().invoke(cli, ["--db", db, "serve", "--host", "0.0.0.0", "--allow-host", "box.lan"], catch_exceptions=False)
+    loud = CliRunner().invoke(cli, ["--db", db, "serve", "--port", "0", "--host", "0.0.0.0", "--allow-host", "box.lan"],
+                              catch_exceptions=False)
     assert loud.exit_code == 0 and "warning" in loud.output and "no authentication" in loud.output
     assert calls[-1]["allow_hosts"] == ("box.lan",)
     assert load_metadata("x", ["localhost"])["plugins"]["sesh-archive"] == {"database": "x", "allowed_hosts": ["localhost"]}

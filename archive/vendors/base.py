@@ -175,6 +175,9 @@ class Adapter:
     #: sessions are filed under their project folder: an emit without a cwd on record or
     #: given uses the current folder (and says so)
     needs_cwd: bool = False
+    #: vendor tool name -> neutral kind (shell, edit, read, search, web, agent, plan, ...),
+    #: so statistics can group the same action across vendors; unmapped names stay as they are
+    tool_kinds: Mapping[str, str] = {}
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []

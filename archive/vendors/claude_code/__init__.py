@@ -36,6 +36,10 @@ class ClaudeCodeAdapter(Adapter):
     emits = True
     revision = 2  # 2: a thread's cwd is where it started (later ones: metadata.lastCwd)
     needs_cwd = True  # sessions are filed under the project folder's slug
+    tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
+                  "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",
+                  "Grep": "search", "LS": "search", "WebFetch": "web", "WebSearch": "web", "Task": "agent",
+                  "Agent": "agent", "TodoWrite": "plan", "ExitPlanMode": "plan"}  # fmt: skip
     env_vars = ("CLAUDE_CONFIG_DIR",)
     # the structured tool result repeats the tool output (and Edit's whole original file):
     # ~17% of a corpus, so the archive reads it back from the line instead of a second copy

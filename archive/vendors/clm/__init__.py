@@ -31,6 +31,7 @@ from .parse import BLOB_RE, ClmParser, ID_RE, NAME, ROLES, SPOOL_RE, _load
 class ClmAdapter(Adapter):
     name = NAME
     emits = True
+    tool_kinds = {"shell_exec": "shell"}  # the one tool seen in clm logs so far
     env_vars = ("XDG_STATE_HOME",)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

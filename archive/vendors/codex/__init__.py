@@ -37,6 +37,10 @@ class CodexAdapter(Adapter):
     # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd)
     revision = 2
     env_vars = ("CODEX_HOME",)
+    tool_kinds = {"shell": "shell", "shell_command": "shell", "local_shell": "shell", "exec_command": "shell",
+                  "write_stdin": "shell", "unified_exec": "shell", "apply_patch": "edit", "view_image": "read",
+                  "read_file": "read", "list_dir": "search", "grep_files": "search", "tool_search": "search",
+                  "web_search": "web", "update_plan": "plan", "spawn_agent": "agent"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "CODEX_HOME") or home / ".codex"
