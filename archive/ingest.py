@@ -44,7 +44,7 @@ from sqlite_utils import Database
 
 from .db import ArchiveError
 from .lines import Codec, iter_stored_lines
-from .projection import Projector, dumps, fold_thread, index_text, resolve_origins
+from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
@@ -57,6 +57,7 @@ from .vendors.base import (
     Report,
     Row,
     SourceInfo,
+    loads_line,
     stable_id,
 )
 
@@ -410,7 +411,7 @@ class _LineReader:
 
 def _parses(line: bytes) -> bool:
     try:
-        orjson.loads(line)
+        loads_line(line)
         return True
     except orjson.JSONDecodeError:
         return False
@@ -725,6 +726,8 @@ class Engine:
                 rows = [Report(ADAPTER_ERROR, type(e).__name__, tb)]
             if not rows:
                 rows = [Report(UNEXPLAINED, "parser yielded nothing for this line")]
+            elif needs_taming(line, rows):
+                rows = tame_rows(rows)  # a value the database cannot hold costs its line only
         reports = self.summary.reports
         for r in rows:
             if isinstance(r, Report):

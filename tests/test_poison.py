@@ -1,0 +1,167 @@
+"""Bad values never stop the archive (issue 16): a line holding a value the database cannot
+hold, or a lone surrogate escape, costs at most that line's projection. The line is kept
+byte for byte and reported; its neighbours, the rest of its file and every other file are
+archived in the same run; the rerun is a no-op."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from archive.cli import cli
+from archive.db import dump_tables, open_db
+from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
+from tests.poison import CLAUDE, CLAUDE_EMOJI, CODEX, KINDS, fresh_ids, poison_line
+from tests.vendor_home import build_home, vendor_env
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ingest(db_path: Path, home: Path, order: list[str] | None = None):
+    db = open_db(db_path)
+    progress = (lambda path, _n: order.append(path)) if order is not None else None
+    return db, ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9, progress=progress))
+
+
+def _messages(db) -> set[str]:
+    return {r[0] for r in db.execute("SELECT id FROM messages")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_poison_line_in_the_first_file_costs_only_that_line(tmp_path, kind):
+    clean_lines = fresh_ids(CLAUDE.read_bytes(), "poison").splitlines()
+    lines, bad = poison_line(clean_lines, kind)
+    # the clean copy alone: what the poisoned file's neighbours must give
+    alone = tmp_path / "alone" / "s.jsonl"
+    alone.parent.mkdir()
+    alone.write_bytes(b"\n".join(clean_lines) + b"\n")
+    clean_db = open_db(tmp_path / "clean.db")
+    ingest_paths(clean_db, [alone], IngestOptions(idle_seconds=10**9))
+    clean_ids = _messages(clean_db)
+
+    ref_home = tmp_path / "ref"
+    build_home(ref_home)
+    ref, rs = _ingest(tmp_path / "ref.db", ref_home)
+    assert rs.failed == 0
+
+    home = tmp_path / "home"
+    build_home(home)
+    data = b"\n".join(lines) + b"\n"
+    sid = orjson.loads(lines[1])["sessionId"]
+    poisoned = home / ".claude" / "projects" / "-0-poison" / f"{sid}.jsonl"
+    poisoned.parent.mkdir(parents=True)
+    poisoned.write_bytes(data)
+    order: list[str] = []
+    db, s = _ingest(tmp_path / "x.db", home, order)
+    assert order[0] == str(poisoned), "the poisoned file must be the first one read"
+    assert s.failed == 0 and not s.problems, s.problems
+    assert len(order) == rs.files_changed + 1
+
+    # every other file archived in the same run, and the poisoned file's lines too
+    assert _messages(db) == _messages(ref) | clean_ids
+    assert {r[0] for r in db.execute("SELECT uid FROM sources")} >= {r[0] for r in ref.execute("SELECT uid FROM sources")}
+    offset = sum(len(line) + 1 for line in lines[:bad])
+    reports = db.execute(
+        "SELECT r.kind, r.reason, r.detail FROM reports r JOIN sources s ON s.id = r.source_id "
+        "WHERE s.last_path = ? AND r.offset = ? AND r.kind IN ('invalid', 'warning', 'parse_error', 'adapter_error')",
+        (str(poisoned), offset),
+    ).fetchall()
+    expected = {"usage 2**63": ("invalid", "integer out of range"), "deep 320": ("invalid", "nested too deep"),
+                "lone surrogate": ("warning", "lone surrogate")}[kind]  # fmt: skip
+    assert [r[:2] for r in reports] == [expected], reports
+
+    if kind == "usage 2**63":
+        (tokens,) = db.execute("SELECT output_tokens FROM usage WHERE output_tokens > 1e18").fetchone()
+        assert tokens == 9223372036854775808  # as close as SQLite's REAL holds it
+        result = CliRunner().invoke(cli, ["--db", str(tmp_path / "x.db"), "stats"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    if kind == "deep 320":
+        (text,) = db.execute("SELECT input FROM blocks WHERE input LIKE '%poisoned%'").fetchone()
+        value = orjson.loads(text)
+        assert value["command"] == "poisoned" and isinstance(value["deep"]["a"], dict)
+        assert '\\"leaf\\"' in text and text.count('{\\"a\\":') > 100  # the deep part, kept as JSON text
+    if kind == "lone surrogate":
+        (text,) = db.execute("SELECT b.text FROM blocks b WHERE b.text LIKE '% \ufffd'").fetchone()
+        assert text.startswith("mix phx.server")
+
+    # lossless and idempotent
+    (out,) = restore(db, tmp_path / "out", source=str(poisoned))
+    assert out.sha256 == sha(data)
+    before = dump_tables(db)
+    db, s2 = _ingest(tmp_path / "x.db", home)
+    assert s2.files_changed == 0 and s2.lines == 0
+    assert dump_tables(db) == before
+    rebuild(db)
+    assert dump_tables(db) == before
+
+
+def _cut_emoji(line: bytes, text: bytes) -> bytes:
+    """``text`` in the line cut after the first half of an emoji, as Node writes it."""
+    assert text in line
+    return line.replace(text, text + b" \\ud83d", 1)
+
+
+@pytest.mark.parametrize("vendor", ["claude-code", "codex"])
+def test_lone_surrogate_is_parsed_with_a_warning(tmp_path, vendor):
+    if vendor == "claude-code":
+        lines = CLAUDE_EMOJI.read_bytes().splitlines()
+        i = 3
+        # the real line holds "# 🚨 SESSION CLOSE PROTOCOL 🚨"; the client cut the first emoji
+        lines[i] = lines[i].replace("🚨".encode(), b"\\ud83d", 1)
+        needle = "\ufffd SESSION CLOSE PROTOCOL"
+        path = tmp_path / "in" / "agent-acompact-e1f845.jsonl"
+    else:
+        lines = CODEX.read_bytes().splitlines()
+        i = next(n for n, line in enumerate(lines) if b'"text":"say hi and run echo"' in line)
+        lines[i] = _cut_emoji(lines[i], b"say hi and run echo")
+        needle = "say hi and run echo \ufffd"
+        path = tmp_path / "in" / "rollout-2026-11-30T00-31-20-01a229dd-03c9-7373-8563-568dd22f194d.jsonl"
+    assert b"\\ud83d" in lines[i]
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(lines[i])
+    path.parent.mkdir()
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(data)
+    db = open_db(tmp_path / "x.db")
+    s = ingest_paths(db, [path], IngestOptions(idle_seconds=10**9))
+    assert s.reports["parse_error"] == 0 and s.reports["warning"] >= 1
+    offset = sum(len(line) + 1 for line in lines[:i])
+    assert db.execute("SELECT kind, reason FROM reports WHERE offset = ? AND kind = 'warning'", (offset,)).fetchall() == [
+        ("warning", "lone surrogate")
+    ]
+    # the message is there: in search, show and a rebuilt emit
+    (mid,) = db.execute("SELECT DISTINCT message_id FROM blocks WHERE text LIKE ?", (f"%{needle}%",)).fetchone()
+    (tid,) = db.execute("SELECT thread_id FROM messages WHERE id = ?", (mid,)).fetchone()
+    run = CliRunner()
+    found = run.invoke(cli, ["--db", str(tmp_path / "x.db"), "search", "--json", "SESSION" if vendor == "claude-code" else "echo"],
+                       catch_exceptions=False)  # fmt: skip
+    assert found.exit_code == 0 and mid in found.output
+    shown = run.invoke(cli, ["--db", str(tmp_path / "x.db"), "show", tid], catch_exceptions=False)
+    assert shown.exit_code == 0 and "\ufffd" in shown.output
+    other = "codex" if vendor == "claude-code" else "claude-code"
+    emitted = run.invoke(cli, ["--db", str(tmp_path / "x.db"), "emit", tid, "--to", other, "-o", str(tmp_path / "emit")],
+                         catch_exceptions=False)  # fmt: skip
+    assert emitted.exit_code == 0, emitted.output
+    assert any(needle.encode() in f.read_bytes() or "\\ufffd".encode() in f.read_bytes()
+               for f in (tmp_path / "emit").rglob("*.jsonl"))  # fmt: skip
+    (out,) = restore(db, tmp_path / "out")
+    assert out.sha256 == sha(data)
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+
+
+def test_escaped_backslash_before_u_is_text_not_a_surrogate():
+    from archive.vendors.base import loads_line
+
+    assert loads_line(b'{"t":"C:\\\\ud83d"}') == ({"t": "C:\\ud83d"}, None)
+    value, warning = loads_line(b'{"t":"\\\\\\ud83d \\ud83d\\ude00"}')
+    assert value == {"t": "\\\ufffd \U0001f600"} and warning is not None and warning.detail.startswith("1 ")
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_line(b'{"t":"\\ud83d')  # torn: still not JSON
