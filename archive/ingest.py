@@ -29,6 +29,7 @@ import fcntl
 import hashlib
 import io
 import os
+import sqlite3
 import time
 import traceback
 from collections import Counter
@@ -93,6 +94,17 @@ HEAD_BYTES = 64 << 10
 
 class IngestLocked(ArchiveError):
     """Another ingest holds the lock."""
+
+
+class ArchiveWriteError(ArchiveError):
+    """SQLite could not write (disk full, I/O error): the run is marked failed; what was
+    committed before stays, and the next run continues from there."""
+
+
+# problems that make the run fail (exit 1): something on disk was not archived
+UNREADABLE = "unreadable"
+UNREADABLE_FOLDER = "unreadable folder"
+VANISHED = "vanished during ingest"
 
 
 # ---------------------------------------------------------------- options and summary
@@ -194,17 +206,18 @@ def _walk(root: Path, problems: list[dict[str, str]]) -> Iterator[str]:
         d = stack.pop()
         try:
             st = os.stat(d)
-        except OSError as e:
-            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
-            continue
-        if (st.st_dev, st.st_ino) in seen_dirs:
-            problems.append({"path": d, "problem": "link loop"})
-            continue
-        seen_dirs.add((st.st_dev, st.st_ino))
-        try:
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                problems.append({"path": d, "problem": "link loop"})
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except FileNotFoundError:
+            # removed since its parent was listed (a vendor's cleanup): not a failure
+            problems.append({"path": d, "problem": VANISHED})
+            continue
         except OSError as e:
-            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
+            # the files below it are not archived: a failure, as for an unreadable file
+            problems.append({"path": d, "problem": UNREADABLE_FOLDER, "detail": str(e)})
             continue
         subdirs = []
         for e in entries:
@@ -473,9 +486,38 @@ class Engine:
             ),
         )  # fmt: skip
 
+    @contextmanager
+    def guard(self, started: float) -> Iterator[None]:
+        """SQLite failing to write (``database or disk is full``, an I/O error) ends the
+        command with one clear error and the run marked failed, not a traceback and a run
+        left ``running``."""
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            self._rollback()
+            run = self.summary.run_id
+            try:
+                self.conn.execute(
+                    "UPDATE ingest_runs SET status = 'failed', finished_at = ?, elapsed_seconds = ?, problems = ? "
+                    "WHERE id = ?",
+                    (datetime.now(timezone.utc).isoformat(timespec="seconds"), round(time.monotonic() - started, 3),
+                     dumps({"problems": [*self.summary.problems, {"path": "", "problem": "database write failed",
+                                                                  "detail": str(e)}]}), run),
+                )  # fmt: skip
+                marked = f"run {run} marked failed" if run is not None else "no run recorded"
+            except sqlite3.Error:
+                marked = f"run {run} left running; the next run marks it interrupted"
+            raise ArchiveWriteError(
+                f"cannot write the archive: {e} ({marked}; what was committed before is kept, the next run continues)"
+            ) from None
+
     # -- public
     def ingest(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> Summary:
         started = time.monotonic()
+        with self.guard(started):
+            return self._ingest(paths, started)
+
+    def _ingest(self, paths: Iterable[str | os.PathLike[str]] | None, started: float) -> Summary:
         env = self.options.env if self.options.env is not None else os.environ
         adapters = _adapters(self.options.providers)
         self._start_run()
@@ -508,10 +550,10 @@ class Engine:
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
                 # cleanup, Codex archiving): not a failure, the next run sees where it went
-                self.summary.problems.append({"path": str(cand.path), "problem": "vanished during ingest"})
+                self.summary.problems.append({"path": str(cand.path), "problem": VANISHED})
             except OSError as e:
                 self.summary.failed += 1
-                self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
+                self.summary.problems.append({"path": str(cand.path), "problem": UNREADABLE, "detail": str(e)})
             except BaseException:
                 # interrupted between batches: what is written is consistent, keep it
                 try:
@@ -520,6 +562,7 @@ class Engine:
                     self._rollback()
                 raise
         self._commit_tx()
+        self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
             self._mark_missing(seen_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
@@ -966,59 +1009,60 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
     """Re-derive the projection of the chosen sources from their stored lines alone."""
     engine = Engine(db, command="rebuild")
     started = time.monotonic()
-    engine._start_run()
-    conn = engine.conn
-    sources = _source_rows(db, provider, source)
-    if (provider or source) and not sources:
-        raise ArchiveError("no source matches")
-    ids = [s[0] for s in sources]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        marks = ", ".join("?" * len(ids))
-        threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
-        threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
-        conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
-        for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
-            conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
-        for sid, uid, prov, kind in sources:
-            adapter = get_adapter(prov)
-            gens = conn.execute(
-                "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
-            ).fetchall()
-            # parsers may read ids from the file name (Claude's agent meta.json, a session's
-            # leading summary): they see the first path, as at ingest (Engine._parser_path)
-            first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
-            for (g,) in gens:
-                parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
-                for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
-                    engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
-                    if n % BATCH_LINES == 0:
-                        engine.projector.flush()  # memory stays bounded whatever the archive's size
-                engine.projector.flush()
-                conn.execute(
-                    "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
-                    (dumps(parser.state()), sid, g),
-                )
-            engine.summary.files_seen += 1
-        engine.projector.flush()
-        for tid in sorted(threads | engine.projector.dirty_threads):
-            exists = conn.execute(
-                "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
-                (tid, tid),
-            ).fetchone()
-            if exists:
-                fold_thread(conn, tid)
-            else:
-                conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
-        engine.projector.dirty_threads.clear()
-        resolve_origins(conn)
-        index_text(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        engine._rollback()
-        raise
-    engine.summary.messages_added = engine.projector.messages_added
-    engine._finish_run(started)
+    with engine.guard(started):
+        engine._start_run()
+        conn = engine.conn
+        sources = _source_rows(db, provider, source)
+        if (provider or source) and not sources:
+            raise ArchiveError("no source matches")
+        ids = [s[0] for s in sources]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ", ".join("?" * len(ids))
+            threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
+            threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
+            conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
+            for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
+                conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+            for sid, uid, prov, kind in sources:
+                adapter = get_adapter(prov)
+                gens = conn.execute(
+                    "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
+                ).fetchall()
+                # parsers may read ids from the file name (Claude's agent meta.json, a session's
+                # leading summary): they see the first path, as at ingest (Engine._parser_path)
+                first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
+                for (g,) in gens:
+                    parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
+                    for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
+                        engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
+                        if n % BATCH_LINES == 0:
+                            engine.projector.flush()  # memory stays bounded whatever the archive's size
+                    engine.projector.flush()
+                    conn.execute(
+                        "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
+                        (dumps(parser.state()), sid, g),
+                    )
+                engine.summary.files_seen += 1
+            engine.projector.flush()
+            for tid in sorted(threads | engine.projector.dirty_threads):
+                exists = conn.execute(
+                    "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
+                    (tid, tid),
+                ).fetchone()
+                if exists:
+                    fold_thread(conn, tid)
+                else:
+                    conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
+            engine.projector.dirty_threads.clear()
+            resolve_origins(conn)
+            index_text(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            engine._rollback()
+            raise
+        engine.summary.messages_added = engine.projector.messages_added
+        engine._finish_run(started)
     return engine.summary
 
 
@@ -1060,19 +1104,38 @@ def restore(
             h = hashlib.sha256()
             size = 0
             expected = 0
-            tmp = target.with_name(f".{target.name}.restoring")
-            with open(tmp, "wb") as f:
-                for offset, length, term, line in iter_stored_lines(db.conn, sid, g):
-                    if offset != expected:
-                        raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
-                    chunk = line + (b"\n" if term else b"")
-                    f.write(chunk)
-                    h.update(chunk)
-                    size += len(chunk)
-                    expected = offset + length + term
-            os.replace(tmp, target)
+            tmp, fd = _private_temp(target)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    for offset, length, term, line in iter_stored_lines(db.conn, sid, g):
+                        if offset != expected:
+                            raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
+                        chunk = line + (b"\n" if term else b"")
+                        f.write(chunk)
+                        h.update(chunk)
+                        size += len(chunk)
+                        expected = offset + length + term
+                os.replace(tmp, target)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             out.append(RestoredFile(uid, g, target, h.hexdigest(), size))
     return out
+
+
+def _private_temp(target: Path) -> tuple[Path, int]:
+    """A new file beside ``target`` (so the final rename stays on one file system), mode
+    0600, opened with ``O_EXCL | O_NOFOLLOW``: a link or file someone planted at the name is
+    never followed or truncated; the next name is tried instead."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(100):
+        suffix = ".restoring" if attempt == 0 else f".{os.urandom(6).hex()}.restoring"
+        tmp = target.with_name(f".{target.name}{suffix}")
+        try:
+            return tmp, os.open(tmp, flags, 0o600)
+        except FileExistsError:
+            continue
+    raise ArchiveError(f"cannot create a temporary file beside {target}")
 
 
 def stored_file_bytes(db: Database, source_id: int, generation: int) -> bytes:
