@@ -15,9 +15,14 @@ Invariants (DESIGN.md; each has a test in tests/test_ingest*.py):
   ``source_lines``; ``restore`` writes any generation back. A file whose committed bytes
   no longer match (shorter, last committed line changed, or a new first line at a known
   path) becomes a new generation read from 0; older generations stay.
-* **Identity by content.** A source is ``provider + sha256(first line)`` (snapshots: the
-  adapter's path key), never its path: a moved or copied file continues where it was,
-  and a file that continues an *older* generation (clm's ``.bak``) extends that one.
+* **Identity by content, session and path history.** A line file continues a source
+  whose first line it shares (``provider + sha256(first line)``; snapshots: the adapter's
+  path key) when its bytes continue one of that source's generations and it is the same
+  file: read at the same path, or the source's other paths are gone (moved, archived), or
+  one has the same session key (``Adapter.session_key``), or it repeats every committed
+  byte past the first line (a copy). A file that continues an *older* generation (clm's
+  ``.bak``) extends that one. Two files that exist at once and only share a first line are
+  two sources (``Engine._choose_generation``).
 * **Nothing silent.** A line that yields no row gets an ``unexplained`` report; a blank
   line a ``skipped`` one; a parser exception an ``adapter_error``; unreadable files,
   broken links and link loops are listed in the run's problems.
@@ -379,6 +384,18 @@ def plain_name(path: str) -> str:
     return path[: -len(".zst")] if path.endswith(".zst") else path
 
 
+def _read_exactly(f: BinaryIO, n: int) -> bytes:
+    """``n`` bytes, or fewer at the end (a decompressing reader may return short reads)."""
+    parts = []
+    while n > 0:
+        got = f.read(min(n, CHUNK))
+        if not got:
+            break
+        parts.append(got)
+        n -= len(got)
+    return b"".join(parts)
+
+
 def _read_range(path: Path, start: int, end: int) -> bytes:
     with _open_stream(path) as f:
         _seek(f, start)
@@ -623,7 +640,7 @@ class Engine:
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
         return self.conn.execute(
             "SELECT s.id, s.uid, s.kind FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
-            "WHERE f.provider = ? AND f.fingerprint = ?",
+            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id LIMIT 1",
             (provider, fingerprint),
         ).fetchone()
 
@@ -642,37 +659,99 @@ class Engine:
             return None  # no complete first line yet: nothing is recorded, the next run retries
         first_line = first[0]
         fingerprint = hashlib.sha256(first_line).hexdigest()
-        gen = self._choose_generation(adapter.name, fingerprint, path, st)
+        gen = self._choose_generation(adapter, fingerprint, path, st)
         return self._read_lines(cand, st, gen, idle)
 
-    def _choose_generation(self, provider: str, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
-        """The generation a line file's bytes continue, or a new one (a rewrite)."""
-        kind = LINES
-        found = self._lookup_source(provider, fingerprint)
-        new_fingerprint = found is None
-        if found is None:
-            found = self._source_for_path(path)  # same path, new first line: a rewrite
-        if found is None:
-            uid = stable_id(provider, fingerprint)
-            return _Gen(None, uid, provider, kind, 1, 0, 0, None, fingerprint)
-        source_id, uid, _ = found
-        gens = self.conn.execute(
+    def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
+        """The source and generation a line file's bytes continue, or a new generation (a
+        file rewritten in place), or a new source.
+
+        A first line alone does not make two files one source: two sessions can open with
+        the same line (a leading summary record, a common context line). A file read at a
+        path the source was not read at continues it only when the bytes continue one of
+        its generations *and* it is the same file: the source's other paths are gone (moved,
+        renamed, archived), or one of them has the same session key (a rollout being
+        archived, a log beside its ``.bak``), or the file repeats every committed byte of
+        more than the first line (a copy)."""
+        provider = adapter.name
+        candidates = self.conn.execute(
+            "SELECT s.id, s.uid FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id",
+            (provider, fingerprint),
+        ).fetchall()
+        at_path = self._source_for_path(path)
+        if at_path is not None and any(c[0] == at_path[0] for c in candidates):
+            # the source last read here: its bytes continue, or it was rewritten in place
+            return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
+                at_path[0], at_path[1], provider, fingerprint, register=False
+            )
+        for source_id, uid in candidates:
+            gen = self._continued(source_id, uid, provider, fingerprint, path, st)
+            if gen is not None and self._same_file(gen, adapter, path):
+                return gen
+        if at_path is not None:  # a known path with a new first line: rewritten in place
+            return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
+        uid = self._new_uid(provider, fingerprint, adapter.session_key(path), path)
+        return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint)
+
+    def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
+                   st: os.stat_result) -> _Gen | None:  # fmt: skip
+        """The generation of the source whose last committed line the file repeats at the
+        same offset (newest first), or None."""
+        compressed = path.name.endswith(".zst")
+        for g, end, count, last_off, last_sha, state in self.conn.execute(
             "SELECT generation, end_offset, line_count, last_line_offset, last_line_sha, parser_state "
             "FROM generations WHERE source_id = ? ORDER BY generation DESC",
             (source_id,),
-        ).fetchall()
-        if not new_fingerprint:
-            compressed = path.name.endswith(".zst")
-            for g, end, count, last_off, last_sha, state in gens:
-                if not compressed and st.st_size < end:
-                    continue
-                if last_off is None:
-                    continue
-                if hashlib.sha256(_read_range(path, last_off, end)).hexdigest() == last_sha:
-                    return _Gen(source_id, uid, provider, kind, g, end, count,
-                                orjson.loads(state) if state else None, fingerprint)  # fmt: skip
-        top = gens[0][0] if gens else 0
-        return _Gen(source_id, uid, provider, kind, top + 1, 0, 0, None, fingerprint, new_fingerprint)
+        ).fetchall():
+            if (not compressed and st.st_size < end) or last_off is None:
+                continue
+            if hashlib.sha256(_read_range(path, last_off, end)).hexdigest() == last_sha:
+                return _Gen(source_id, uid, provider, LINES, g, end, count,
+                            orjson.loads(state) if state else None, fingerprint)  # fmt: skip
+        return None
+
+    def _next_generation(self, source_id: int, uid: str, provider: str, fingerprint: str, register: bool) -> _Gen:
+        top = self.conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0]
+        return _Gen(source_id, uid, provider, LINES, (top or 0) + 1, 0, 0, None, fingerprint, register)
+
+    def _same_file(self, gen: _Gen, adapter: Adapter, path: Path) -> bool:
+        """Is the file at ``path``, whose bytes continue ``gen``, the file ``gen`` was read
+        from (moved, archived, copied), rather than another that shares its beginning?"""
+        others = [r[0] for r in self.conn.execute(
+            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (gen.source_id, str(path))
+        )]  # fmt: skip
+        live = [p for p in others if os.path.exists(p)]
+        if not live:
+            return True  # moved, renamed, archived: the old path is gone
+        key = adapter.session_key(path)
+        if key is not None and any(adapter.session_key(Path(p)) == key for p in live):
+            return True  # one session in two places
+        # two files at once: the same only as a copy of more than the shared first line
+        return gen.line_count > 1 and self._repeats_generation(gen, path)
+
+    def _repeats_generation(self, gen: _Gen, path: Path) -> bool:
+        assert gen.source_id is not None
+        with _open_stream(path) as f:
+            for _offset, _length, term, line in iter_stored_lines(self.conn, gen.source_id, gen.generation):
+                want = line + (b"\n" if term else b"")
+                if _read_exactly(f, len(want)) != want:
+                    return False
+        return True
+
+    def _new_uid(self, provider: str, fingerprint: str, key: str | None, path: Path) -> str:
+        """``provider + fingerprint`` as always; a second source opening with the same line
+        adds its session key (or path) so that the uid stays unique."""
+        tries = [(provider, fingerprint)]
+        if key is not None:
+            tries.append((provider, fingerprint, key))
+        tries.append((provider, fingerprint, str(path)))
+        tries += [(provider, fingerprint, str(path), n) for n in range(2, 100)]
+        for parts in tries:
+            uid = stable_id(*parts)
+            if self.conn.execute("SELECT 1 FROM sources WHERE uid = ?", (uid,)).fetchone() is None:
+                return uid
+        raise ArchiveError(f"{path}: no free source id")
 
     def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
         path, adapter = cand.path, cand.adapter

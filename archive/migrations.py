@@ -545,3 +545,22 @@ def m007_drop_blocks_call_id(db: Database) -> None:
     """``blocks_call_type`` (call_id, type) answers every ``call_id = ?`` lookup that
     ``blocks_call_id`` did; one index less to keep up on each block written."""
     db.executescript("DROP INDEX blocks_call_id;")
+
+
+@migrations()
+def m020_16_shared_first_lines(db: Database) -> None:
+    """Two files can share a first line (a leading summary record, a common context line)
+    and still be two sources (issue 16): a fingerprint may now name several sources."""
+    db.executescript(
+        """
+ALTER TABLE source_fingerprints RENAME TO source_fingerprints_old;
+CREATE TABLE source_fingerprints (
+    provider TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,          -- sha256 of the first line (snapshots: of the path key)
+    source_id INTEGER NOT NULL REFERENCES sources(id),
+    PRIMARY KEY (provider, fingerprint, source_id)
+);
+INSERT INTO source_fingerprints SELECT provider, fingerprint, source_id FROM source_fingerprints_old;
+DROP TABLE source_fingerprints_old;
+"""
+    )

@@ -166,6 +166,15 @@ class Adapter:
         last three path components, which survive a vendor moving a session folder."""
         return "/".join(path.parts[-3:])
 
+    def session_key(self, path: Path) -> str | None:
+        """Which session a line file holds, from its path alone: two files at different
+        paths with the same key are one session (a rollout being archived, a log and its
+        ``.bak``), two with different keys are two sessions even if their first lines are
+        the same. By default the file name without its extensions (``<sessionId>.jsonl``,
+        ``rollout-<time>-<id>.jsonl.zst``, ``<id>.jsonl.bak``); an adapter that knows
+        better overrides it."""
+        return path.name.split(".", 1)[0] or None
+
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
 
