@@ -33,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
+import itertools
 import os
 import sqlite3
 import time
@@ -49,13 +50,14 @@ import orjson
 from sqlite_utils import Database
 
 from .db import ArchiveError
-from .lines import Codec, iter_stored_lines
+from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
     ADAPTER_ERROR,
     LINES,
+    REFUSED,
     SKIPPED,
     SNAPSHOT,
     UNEXPLAINED,
@@ -95,6 +97,17 @@ _INGEST_PRAGMAS = (
 )
 DEFAULT_IDLE_SECONDS = 3600
 HEAD_BYTES = 64 << 10
+# Lines longer than this are refused: stored raw in pieces (never whole in memory) and
+# reported, not parsed. A 200 MB line took 1.6 GB of RSS to parse; a 13 KB .jsonl.zst that
+# inflates to 400 MB without a newline took 857 MB, paid again every run (issue 16).
+DEFAULT_MAX_LINE = 64 << 20
+MAX_LINE_ENV = "SESH_ARCHIVE_MAX_LINE"
+MIN_MAX_LINE = 1024
+# A line growing past SPILL bytes is scanned to its end without keeping its bytes, then
+# read again whole if it is within the limit after all (lines that long are rare; holding
+# up to the limit would cost its 64 MB in every run that meets one).
+SPILL = 8 << 20
+PIECE = 4 << 20  # a refused line is stored in chunks of this size (at least two)
 
 
 class IngestLocked(ArchiveError):
@@ -128,6 +141,31 @@ class IngestOptions:
     # seconds per phase (read, parse, compress, insert, fts, commit), added to when given;
     # None (the default) costs nothing. scripts/bench.py reads it.
     timings: dict[str, float] | None = None
+    # lines longer than this many bytes are stored raw and reported ``refused``, not parsed;
+    # None: $SESH_ARCHIVE_MAX_LINE (bytes, or with a K/M/G suffix), else DEFAULT_MAX_LINE
+    max_line_bytes: int | None = None
+
+
+def parse_size(text: str) -> int:
+    """``"67108864"``, ``"64M"``, ``"64MB"``, ``"1G"`` -> bytes (binary multiples)."""
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if mult > 1 else t) * mult)
+    except ValueError:
+        raise ArchiveError(f"not a size: {text!r} (bytes, or with a K, M or G suffix)") from None
+
+
+def max_line_bytes(options: IngestOptions, env: Mapping[str, str]) -> int:
+    if options.max_line_bytes is not None:
+        n = options.max_line_bytes
+    elif env.get(MAX_LINE_ENV):
+        n = parse_size(env[MAX_LINE_ENV])
+    else:
+        n = DEFAULT_MAX_LINE
+    if n < MIN_MAX_LINE:
+        raise ArchiveError(f"line limit {n} is below the minimum of {MIN_MAX_LINE} bytes")
+    return n
 
 
 PHASES = ("read", "parse", "compress", "insert", "fts", "commit")
@@ -396,47 +434,110 @@ def _read_exactly(f: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
+def _sha_range(path: Path, start: int, end: int) -> str:
+    """sha256 of the bytes in [start, end), read a chunk at a time (a refused line may be
+    hundreds of MB)."""
+    h = hashlib.sha256()
+    with _open_stream(path) as f:
+        _seek(f, start)
+        remaining = end - start
+        while remaining > 0:
+            got = f.read(min(CHUNK, remaining))
+            if not got:
+                break
+            h.update(got)
+            remaining -= len(got)
+    return h.hexdigest()
+
+
 def _read_range(path: Path, start: int, end: int) -> bytes:
     with _open_stream(path) as f:
         _seek(f, start)
         return f.read(end - start)
 
 
-class _LineReader:
-    """Complete lines from the current position; ``tail`` holds the bytes after the last newline."""
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than the limit, found by scanning: its bytes are not held."""
 
-    def __init__(self, f: BinaryIO, offset: int) -> None:
+    length: int
+    terminated: bool
+
+
+class _LineReader:
+    """Complete lines from the current position; ``tail`` holds the bytes after the last
+    newline. With ``max_line``, a line longer than that comes as a ``LongLine`` (and a tail
+    that long as one), found without holding its bytes: memory stays within SPILL."""
+
+    def __init__(self, f: BinaryIO, offset: int, path: Path | None = None, max_line: int | None = None) -> None:
         self.f = f
         self.offset = offset
-        self.tail = b""
+        self.tail: bytes | LongLine = b""
         self.bytes_read = 0
+        self.path = path
+        self.max_line = max_line
+        self.spill = min(SPILL, max_line) if max_line is not None else None
 
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+    def __iter__(self) -> Iterator[tuple[int, bytes | LongLine]]:
         pending: list[bytes] = []
+        pending_len = 0
         pos = self.offset
+        carry = b""
+        while True:
+            if carry:
+                chunk, carry = carry, b""
+            else:
+                chunk = self.f.read(CHUNK)
+                if not chunk:
+                    break
+                self.bytes_read += len(chunk)
+            parts = chunk.split(b"\n")
+            if len(parts) > 1:
+                first = parts[0]
+                if pending:
+                    pending.append(first)
+                    first = b"".join(pending)
+                    pending, pending_len = [], 0
+                yield pos, first
+                pos += len(first) + 1
+                for line in parts[1:-1]:
+                    yield pos, line
+                    pos += len(line) + 1
+            last = parts[-1]
+            if not last:
+                continue
+            pending.append(last)
+            pending_len += len(last)
+            if self.spill is None or pending_len <= self.spill:
+                continue
+            # a long line: find its end without keeping its bytes
+            pending = []
+            length, terminated, carry = self._scan(pending_len)
+            pending_len = 0
+            assert self.max_line is not None and self.path is not None
+            item: bytes | LongLine = (
+                _read_range(self.path, pos, pos + length) if length <= self.max_line else LongLine(length, terminated)
+            )
+            if not terminated:
+                self.tail, self.offset = item, pos
+                return
+            yield pos, item
+            pos += length + 1
+        self.tail = b"".join(pending)
+        self.offset = pos
+
+    def _scan(self, length: int) -> tuple[int, bool, bytes]:
+        """Read on to the end of the current line: its length, whether a newline ended it,
+        and the bytes read after that newline."""
         while True:
             chunk = self.f.read(CHUNK)
             if not chunk:
-                break
+                return length, False, b""
             self.bytes_read += len(chunk)
-            parts = chunk.split(b"\n")
-            if len(parts) == 1:
-                pending.append(chunk)
-                continue
-            first = parts[0]
-            if pending:
-                pending.append(first)
-                first = b"".join(pending)
-                pending = []
-            yield pos, first
-            pos += len(first) + 1
-            for line in parts[1:-1]:
-                yield pos, line
-                pos += len(line) + 1
-            if parts[-1]:
-                pending.append(parts[-1])
-        self.tail = b"".join(pending)
-        self.offset = pos
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                return length + nl, True, chunk[nl + 1 :]
+            length += len(chunk)
 
 
 def _parses(line: bytes) -> bool:
@@ -475,6 +576,7 @@ class Engine:
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
         for pragma in _INGEST_PRAGMAS:
@@ -537,6 +639,7 @@ class Engine:
     def _ingest(self, paths: Iterable[str | os.PathLike[str]] | None, started: float) -> Summary:
         env = self.options.env if self.options.env is not None else os.environ
         adapters = _adapters(self.options.providers)
+        self.max_line = max_line_bytes(self.options, env)
         self._start_run()
         self.path_stats = {
             r[0]: tuple(r[1:]) for r in self.conn.execute(
@@ -654,11 +757,12 @@ class Engine:
         path, adapter = cand.path, cand.adapter
         idle = (time.time() - st.st_mtime) >= self.options.idle_seconds
         with _open_stream(path) as f:
-            first = _first_line(f)
-        if first is None or (not first[1] and not (idle and _parses(first[0]))):
+            first = _first_line(f, self.max_line)
+        if first is None:
+            return None
+        fingerprint, terminated, line = first
+        if not terminated and not (idle and (line is None or _parses(line))):
             return None  # no complete first line yet: nothing is recorded, the next run retries
-        first_line = first[0]
-        fingerprint = hashlib.sha256(first_line).hexdigest()
         gen = self._choose_generation(adapter, fingerprint, path, st)
         return self._read_lines(cand, st, gen, idle)
 
@@ -706,7 +810,7 @@ class Engine:
         ).fetchall():
             if (not compressed and st.st_size < end) or last_off is None:
                 continue
-            if hashlib.sha256(_read_range(path, last_off, end)).hexdigest() == last_sha:
+            if _sha_range(path, last_off, end) == last_sha:
                 return _Gen(source_id, uid, provider, LINES, g, end, count,
                             orjson.loads(state) if state else None, fingerprint)  # fmt: skip
         return None
@@ -763,8 +867,16 @@ class Engine:
         changed = self._terminate_idle_tail(gen, path)
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
-            reader = _LineReader(f, gen.end_offset)
+            reader = _LineReader(f, gen.end_offset, path, self.max_line)
             for offset, line in reader if tm is None else _timed_lines(reader, tm):
+                if type(line) is LongLine:
+                    if batch:
+                        self._write(gen, parser, batch, path, st, final=False)
+                        batch, batch_bytes = [], 0
+                    self._write_long(gen, parser, path, offset, line)
+                    changed = True
+                    continue
+                assert type(line) is bytes
                 batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
@@ -773,10 +885,21 @@ class Engine:
                     batch, batch_bytes = [], 0
             tail = reader.tail
             self.summary.bytes_read += reader.bytes_read
-        pending = len(tail)
-        if tail and idle and _parses(tail):
-            batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
-            pending = 0
+        if type(tail) is LongLine:
+            pending = tail.length
+            if idle:  # refused as any long line, kept without its (absent) newline
+                if batch:
+                    self._write(gen, parser, batch, path, st, final=False)
+                    batch, batch_bytes = [], 0
+                self._write_long(gen, parser, path, reader.offset, tail)
+                changed = True
+                pending = 0
+        else:
+            assert type(tail) is bytes
+            pending = len(tail)
+            if tail and idle and _parses(tail):
+                batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
+                pending = 0
         if batch or gen.source_id is None or changed:
             self._write(gen, parser, batch, path, st, final=True, pending=pending)
             changed = True
@@ -821,8 +944,7 @@ class Engine:
             gen.end_offset = offset + length + 1
             self.conn.execute(
                 "UPDATE generations SET end_offset = ?, last_line_sha = ? WHERE source_id = ? AND generation = ?",
-                (gen.end_offset, hashlib.sha256(_read_range(path, offset, gen.end_offset)).hexdigest(),
-                 gen.source_id, gen.generation),
+                (gen.end_offset, _sha_range(path, offset, gen.end_offset), gen.source_id, gen.generation),
             )  # fmt: skip
         except BaseException:
             self._rollback()
@@ -951,6 +1073,77 @@ class Engine:
         if not final:
             self._maybe_commit()  # a long file commits as it goes
 
+    def _write_long(self, gen: _Gen, parser: Any, path: Path, offset: int, long: LongLine) -> None:
+        """Store a line over the limit raw, in pieces of its own (read again from the file, a
+        piece at a time: never whole in memory), with a ``refused`` report and the new offset,
+        in the open transaction. The parser never sees it; its state is unchanged."""
+        n, term = long.length, int(long.terminated)
+        piece = min(PIECE, (n + 1) // 2)  # two chunks at least: lines.py tells a refused line so
+        tm = self.options.timings
+        t = time.perf_counter()
+        self._begin()
+        try:
+            self._ensure_source(gen, path)
+            assert gen.source_id is not None
+            sid, g = gen.source_id, gen.generation
+            h = hashlib.sha256()
+            first_chunk = None
+            with _open_stream(path) as f:
+                _seek(f, offset)
+                done = 0
+                while done < n:
+                    data = _read_exactly(f, min(piece, n - done))
+                    last = done + len(data) == n
+                    if not data or b"\n" in data or (last and term and _read_exactly(f, 1) != b"\n"):
+                        raise OSError(f"{path} changed while a long line was read; it is read again next run")
+                    if last and term:
+                        data += b"\n"
+                    h.update(data)
+                    codec, packed = self.codec.pack(data)
+                    cid = self.conn.execute(
+                        "INSERT INTO source_chunks (source_id, generation, first_offset, end_offset, codec, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (sid, g, offset + done, offset + done + len(data), codec, packed),
+                    ).lastrowid
+                    del packed
+                    first_chunk = first_chunk or cid
+                    done = min(done + len(data), n)
+            self.conn.execute(
+                "INSERT INTO source_lines (source_id, generation, offset, length, terminated, chunk_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, g, offset, n, term, first_chunk),
+            )
+            if tm is not None:
+                t = _lap(tm, "compress", t)
+            self.projector.apply(gen.provider, (sid, g, offset), self._refused(n))
+            gen.end_offset = offset + n + term
+            gen.line_count += 1
+            self.conn.execute(
+                "INSERT INTO generations (source_id, generation, end_offset, line_count, last_line_offset, "
+                "last_line_sha, content_sha256, parser_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(source_id, generation) DO UPDATE SET end_offset = excluded.end_offset, "
+                "line_count = excluded.line_count, last_line_offset = excluded.last_line_offset, "
+                "last_line_sha = excluded.last_line_sha, parser_state = excluded.parser_state",
+                (sid, g, gen.end_offset, gen.line_count, offset, h.hexdigest(), gen.content_sha, dumps(parser.state())),
+            )
+            self.conn.execute(
+                "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
+                (g, str(path), sid),
+            )
+            self._tx_bytes += n + term
+            if tm is not None:
+                _lap(tm, "insert", t)
+        except BaseException:
+            self._rollback()
+            raise
+        self._maybe_commit()
+
+    def _refused(self, length: int) -> list[Row]:
+        """The rows of a line over the limit, at ingest and rebuild alike (from its length)."""
+        self.summary.lines += 1
+        self.summary.reports[REFUSED] += 1
+        return [Report(REFUSED, "line too long", f"{length:,} bytes; kept raw in the source layer, not parsed")]
+
     def _record_path(self, gen: _Gen, path: Path, st: os.stat_result, pending: int) -> None:
         if gen.source_id is None:
             return  # nothing committed yet: the file is retried next run
@@ -1020,20 +1213,29 @@ class Engine:
                 self.summary.warnings.append(f"{row[0]}: no messages in this source")
 
 
-def _first_line(f: BinaryIO) -> tuple[bytes, bool] | None:
-    """The first line and whether it ended in a newline; None for an empty file."""
+def _first_line(f: BinaryIO, max_line: int) -> tuple[str, bool, bytes | None] | None:
+    """sha256 of the first line, whether a newline ended it, and the line itself unless it
+    is longer than ``max_line`` (hashed as it is read, never held); None for an empty file."""
     parts: list[bytes] = []
+    held = 0
+    h = hashlib.sha256()
     while True:
         chunk = f.read(CHUNK)
         if not chunk:
             break
         nl = chunk.find(b"\n")
+        piece = chunk if nl < 0 else chunk[:nl]
+        h.update(piece)
+        if parts is not None:
+            parts.append(piece)
+            held += len(piece)
+            if held > max_line:
+                parts = None  # type: ignore[assignment]
         if nl >= 0:
-            parts.append(chunk[:nl])
-            return b"".join(parts), True
-        parts.append(chunk)
-    data = b"".join(parts)
-    return (data, False) if data else None
+            return h.hexdigest(), True, b"".join(parts) if parts is not None else None
+    if parts is not None and not held:
+        return None
+    return h.hexdigest(), False, b"".join(parts) if parts is not None else None
 
 
 # ---------------------------------------------------------------- locking
@@ -1113,8 +1315,9 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
                 first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
                 for (g,) in gens:
                     parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
-                    for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
-                        engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
+                    for n, (offset, length, _term, line) in enumerate(iter_stored_spans(conn, sid, g), 1):
+                        rows = engine._refused(length) if isinstance(line, Pieces) else engine._feed(parser, offset, line)
+                        engine.projector.apply(prov, (sid, g, offset), rows)
                         if n % BATCH_LINES == 0:
                             engine.projector.flush()  # memory stays bounded whatever the archive's size
                     engine.projector.flush()
@@ -1186,13 +1389,14 @@ def restore(
             tmp, fd = _private_temp(target)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    for offset, length, term, line in iter_stored_lines(db.conn, sid, g):
+                    for offset, length, term, line in iter_stored_spans(db.conn, sid, g):
                         if offset != expected:
                             raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
-                        chunk = line + (b"\n" if term else b"")
-                        f.write(chunk)
-                        h.update(chunk)
-                        size += len(chunk)
+                        pieces = (line,) if isinstance(line, bytes) else line  # a refused line: chunk by chunk
+                        for piece in itertools.chain(pieces, (b"\n",) if term else ()):
+                            f.write(piece)
+                            h.update(piece)
+                            size += len(piece)
                         expected = offset + length + term
                 os.replace(tmp, target)
             except BaseException:

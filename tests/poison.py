@@ -14,7 +14,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code" / "marot__spotter__short.jsonl"
 CLAUDE_EMOJI = FIXTURES / "claude-code" / "marot__spotter__agent-acompact-e1f845.jsonl"
 CODEX = FIXTURES / "codex" / "recorded" / "codex-0.171.0-exec-resume.jsonl"
-KINDS = ("usage 2**63", "deep 320", "lone surrogate")
+KINDS = ("usage 2**63", "deep 320", "lone surrogate", "long line")
+LONG = 3 << 20  # the tests' "long line" (their line limit is 1 MiB); the benchmark plants 100 MB
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _API_ID = re.compile(rb"\b(msg|req|toolu)_([0-9A-Za-z]{20,})")
 
@@ -61,6 +62,9 @@ def poison_line(lines: list[bytes], kind: str) -> tuple[list[bytes], int]:
                     b["input"] = {"deep": x, "command": "poisoned"}
                     out[i] = _json(d)
                     return out, i
+        if kind == "long line" and msg.get("role") == "user" and isinstance(content, str):
+            out[i] = line.replace(b'"content":"', b'"content":"' + b"z" * LONG, 1)
+            return out, i
         if kind == "lone surrogate" and msg.get("role") == "user" and isinstance(content, str):
             # Node's JSON.stringify of a string cut after the first half of an emoji
             out[i] = line.replace(content[-12:].encode() + b'"', content[-12:].encode() + b' \\ud83d"', 1)

@@ -6,6 +6,7 @@ archived in the same run; the rerun is a no-op."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import orjson
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from archive.cli import cli
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
+from tests.ingest_helpers import canonical_lines, portable_dump, write_lines
 from tests.poison import CLAUDE, CLAUDE_EMOJI, CODEX, KINDS, fresh_ids, poison_line
 from tests.vendor_home import build_home, vendor_env
 
@@ -23,10 +25,14 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+LIMIT = 1 << 20  # lines longer than this are refused (the default is 64 MiB)
+
+
 def _ingest(db_path: Path, home: Path, order: list[str] | None = None):
     db = open_db(db_path)
     progress = (lambda path, _n: order.append(path)) if order is not None else None
-    return db, ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9, progress=progress))
+    options = IngestOptions(env=vendor_env(home), idle_seconds=10**9, progress=progress, max_line_bytes=LIMIT)
+    return db, ingest_paths(db, None, options)
 
 
 def _messages(db) -> set[str]:
@@ -44,6 +50,10 @@ def test_poison_line_in_the_first_file_costs_only_that_line(tmp_path, kind):
     clean_db = open_db(tmp_path / "clean.db")
     ingest_paths(clean_db, [alone], IngestOptions(idle_seconds=10**9))
     clean_ids = _messages(clean_db)
+    offset = sum(len(line) + 1 for line in lines[:bad])
+    if kind == "long line":  # refused: its message is not projected, its neighbours are
+        (lost,) = clean_db.execute("SELECT message_id FROM message_occurrences WHERE offset = ?", (offset,)).fetchone()
+        clean_ids.remove(lost)
 
     ref_home = tmp_path / "ref"
     build_home(ref_home)
@@ -66,14 +76,13 @@ def test_poison_line_in_the_first_file_costs_only_that_line(tmp_path, kind):
     # every other file archived in the same run, and the poisoned file's lines too
     assert _messages(db) == _messages(ref) | clean_ids
     assert {r[0] for r in db.execute("SELECT uid FROM sources")} >= {r[0] for r in ref.execute("SELECT uid FROM sources")}
-    offset = sum(len(line) + 1 for line in lines[:bad])
     reports = db.execute(
         "SELECT r.kind, r.reason, r.detail FROM reports r JOIN sources s ON s.id = r.source_id "
-        "WHERE s.last_path = ? AND r.offset = ? AND r.kind IN ('invalid', 'warning', 'parse_error', 'adapter_error')",
+        "WHERE s.last_path = ? AND r.offset = ? AND r.kind IN ('invalid', 'warning', 'parse_error', 'adapter_error', 'refused')",
         (str(poisoned), offset),
     ).fetchall()
     expected = {"usage 2**63": ("invalid", "integer out of range"), "deep 320": ("invalid", "nested too deep"),
-                "lone surrogate": ("warning", "lone surrogate")}[kind]  # fmt: skip
+                "lone surrogate": ("warning", "lone surrogate"), "long line": ("refused", "line too long")}[kind]  # fmt: skip
     assert [r[:2] for r in reports] == [expected], reports
 
     if kind == "usage 2**63":
@@ -86,6 +95,10 @@ def test_poison_line_in_the_first_file_costs_only_that_line(tmp_path, kind):
         value = orjson.loads(text)
         assert value["command"] == "poisoned" and isinstance(value["deep"]["a"], dict)
         assert '\\"leaf\\"' in text and text.count('{\\"a\\":') > 100  # the deep part, kept as JSON text
+    if kind == "long line":
+        assert reports[0][2].startswith(f"{len(lines[bad]):,} bytes")
+        assert db.execute("SELECT count(*) FROM source_chunks WHERE first_offset >= ? AND end_offset <= ?",
+                          (offset, offset + len(lines[bad]) + 1)).fetchone()[0] >= 2  # fmt: skip
     if kind == "lone surrogate":
         (text,) = db.execute("SELECT b.text FROM blocks b WHERE b.text LIKE '% \ufffd'").fetchone()
         assert text.startswith("mix phx.server")
@@ -165,3 +178,119 @@ def test_escaped_backslash_before_u_is_text_not_a_surrogate():
     assert value == {"t": "\\\ufffd \U0001f600"} and warning is not None and warning.detail.startswith("1 ")
     with pytest.raises(orjson.JSONDecodeError):
         loads_line(b'{"t":"\\ud83d')  # torn: still not JSON
+
+
+# ---------------------------------------------------------------- long lines (item 6)
+
+
+def _long_corpus(n_long: int = 3 << 20) -> list[bytes]:
+    lines = canonical_lines("t", 9)
+    lines.insert(5, orjson.dumps({"v": 1, "id": "huge", "threadId": "t", "role": "user", "ts": None,
+                                  "content": [{"type": "text", "text": "q" * n_long}]}))  # fmt: skip
+    return lines
+
+
+def test_long_line_is_refused_in_pieces_and_everything_else_holds(tmp_path):
+    a = tmp_path / "in" / "a.jsonl"
+    lines = _long_corpus()
+    data = write_lines(a, lines)
+    options = IngestOptions(idle_seconds=10**9, env={"SESH_ARCHIVE_MAX_LINE": "1M"})
+    db = open_db(tmp_path / "x.db")
+    s = ingest_paths(db, [a], options)
+    assert s.reports["refused"] == 1 and s.messages_added == 9
+    offset = sum(len(line) + 1 for line in lines[:5])
+    assert db.execute("SELECT kind, detail FROM reports WHERE offset = ?", (offset,)).fetchall() == [
+        ("refused", f"{len(lines[5]):,} bytes; kept raw in the source layer, not parsed")
+    ]
+    (out,) = restore(db, tmp_path / "out")
+    assert out.sha256 == sha(data) and out.path.read_bytes() == data
+    before = dump_tables(db)
+    s2 = ingest_paths(db, [a], options)
+    assert s2.bytes_read == 0 and dump_tables(db) == before
+    os.utime(a, None)  # touched: the last line is checked, nothing is read again
+    s3 = ingest_paths(db, [a], options)
+    assert s3.lines == 0 and s3.reports["refused"] == 0
+    after = dump_tables(db)
+    assert {k: v for k, v in after.items() if k != "source_paths"} == {k: v for k, v in before.items() if k != "source_paths"}
+    before = after
+    rebuild(db)  # rebuild refuses the same line, whatever the limit now
+    assert dump_tables(db) == before
+
+
+def test_long_line_written_in_pieces_equals_whole(tmp_path):
+    lines = _long_corpus()
+    data = b"".join(line + b"\n" for line in lines)
+    options = IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20, batch_lines=2)
+    whole = tmp_path / "whole" / "s.jsonl"
+    write_lines(whole, lines)
+    db_whole = open_db(tmp_path / "whole.db")
+    ingest_paths(db_whole, [whole], options)
+    grow = tmp_path / "grow" / "s.jsonl"
+    grow.parent.mkdir()
+    start = sum(len(line) + 1 for line in lines[:5])
+    db = open_db(tmp_path / "grow.db")
+    written = 0
+    for cut in (start - 7, start + 100, start + (2 << 20), start + len(lines[5]), len(data)):
+        with open(grow, "ab") as f:
+            f.write(data[written:cut])
+        written = cut
+        s = ingest_paths(db, [grow], options)
+        if cut in (start + (2 << 20), start + len(lines[5])):
+            assert s.reports["refused"] == 0  # a long line still being written waits, unstored
+    assert portable_dump(db) == portable_dump(db_whole)
+
+
+def test_compressed_file_inflating_to_one_long_line_costs_one_read(tmp_path):
+    import zstandard
+
+    raw = b'{"v":1,"id":"t","createdAt":"2026-01-01T00:00:00Z","title":"t"}\n' + b"y" * (5 << 20)  # no newline
+    z = tmp_path / "in" / "s.jsonl.zst"
+    z.parent.mkdir()
+    z.write_bytes(zstandard.ZstdCompressor(level=19).compress(raw))
+    assert z.stat().st_size < 2000
+    db = open_db(tmp_path / "x.db")
+    busy = IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20)
+    s = ingest_paths(db, [z], busy)
+    assert s.reports["refused"] == 0  # not idle: the unterminated line waits
+    idle = IngestOptions(idle_seconds=0, max_line_bytes=1 << 20)
+    s = ingest_paths(db, [z], idle)
+    assert s.reports["refused"] == 1
+    (out,) = restore(db, tmp_path / "out")
+    assert out.path.name == "s.jsonl" and out.path.read_bytes() == raw
+    before = dump_tables(db)
+    s = ingest_paths(db, [z], idle)
+    assert s.bytes_read == 0 and dump_tables(db) == before  # the rerun does not pay it again
+    os.utime(z, None)  # touched: the long last line is hashed a chunk at a time, not stored again
+    s = ingest_paths(db, [z], idle)
+    assert s.lines == 0 and s.files_changed == 0
+    assert dump_tables(db)["source_lines"] == before["source_lines"]
+
+
+def test_line_past_the_spill_size_but_within_the_limit_is_parsed(tmp_path, monkeypatch):
+    import archive.ingest
+
+    a = tmp_path / "a.jsonl"
+    lines = _long_corpus(500_000)
+    write_lines(a, lines)
+    ref = open_db(tmp_path / "ref.db")
+    ingest_paths(ref, [a], IngestOptions(idle_seconds=10**9))
+    monkeypatch.setattr(archive.ingest, "SPILL", 64 << 10)  # scanned, then read again whole
+    db = open_db(tmp_path / "x.db")
+    s = ingest_paths(db, [a], IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20))
+    assert s.reports["refused"] == 0 and s.messages_added == 10
+    assert portable_dump(db) == portable_dump(ref)
+
+
+def test_line_limit_settings():
+    from archive.db import ArchiveError
+    from archive.ingest import DEFAULT_MAX_LINE, max_line_bytes, parse_size
+
+    assert parse_size("64M") == parse_size("64MB") == 64 << 20 and parse_size("1g") == 1 << 30
+    assert parse_size("4096") == 4096
+    assert max_line_bytes(IngestOptions(), {}) == DEFAULT_MAX_LINE == 64 << 20
+    assert max_line_bytes(IngestOptions(), {"SESH_ARCHIVE_MAX_LINE": "2M"}) == 2 << 20
+    assert max_line_bytes(IngestOptions(max_line_bytes=5000), {"SESH_ARCHIVE_MAX_LINE": "2M"}) == 5000
+    with pytest.raises(ArchiveError):
+        max_line_bytes(IngestOptions(), {"SESH_ARCHIVE_MAX_LINE": "lots"})
+    with pytest.raises(ArchiveError):
+        max_line_bytes(IngestOptions(max_line_bytes=10), {})
