@@ -36,6 +36,7 @@ import io
 import itertools
 import os
 import sqlite3
+import sys
 import time
 import traceback
 from collections import Counter
@@ -483,6 +484,7 @@ class _LineReader:
         pending_len = 0
         pos = self.offset
         carry = b""
+        limit = self.max_line if self.max_line is not None else sys.maxsize
         while True:
             if carry:
                 chunk, carry = carry, b""
@@ -498,10 +500,11 @@ class _LineReader:
                     pending.append(first)
                     first = b"".join(pending)
                     pending, pending_len = [], 0
-                yield pos, first
+                # a line read whole is still refused when over the limit (under SPILL + CHUNK)
+                yield pos, first if len(first) <= limit else LongLine(len(first), True)
                 pos += len(first) + 1
                 for line in parts[1:-1]:
-                    yield pos, line
+                    yield pos, line if len(line) <= limit else LongLine(len(line), True)
                     pos += len(line) + 1
             last = parts[-1]
             if not last:

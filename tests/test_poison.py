@@ -294,3 +294,18 @@ def test_line_limit_settings():
         max_line_bytes(IngestOptions(), {"SESH_ARCHIVE_MAX_LINE": "lots"})
     with pytest.raises(ArchiveError):
         max_line_bytes(IngestOptions(max_line_bytes=10), {})
+
+
+@pytest.mark.parametrize("size", [5_000, 1_500_000])  # inside one read chunk; across two
+def test_line_over_the_limit_is_refused_however_it_was_read(tmp_path, size):
+    a = tmp_path / "a.jsonl"
+    lines = _long_corpus(size)
+    data = write_lines(a, lines)
+    db = open_db(tmp_path / "x.db")
+    s = ingest_paths(db, [a], IngestOptions(idle_seconds=10**9, max_line_bytes=min(size // 2, 1 << 20)))
+    assert s.reports["refused"] == 1 and s.messages_added == 9
+    (out,) = restore(db, tmp_path / "out")
+    assert out.path.read_bytes() == data
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
