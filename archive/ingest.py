@@ -120,10 +120,14 @@ class ArchiveWriteError(ArchiveError):
     committed before stays, and the next run continues from there."""
 
 
-# problems that make the run fail (exit 1): something on disk was not archived
+# problems listed after a run; the unreadable ones fail it (exit 1): something on disk was
+# not archived
 UNREADABLE = "unreadable"
 UNREADABLE_FOLDER = "unreadable folder"
 VANISHED = "vanished during ingest"
+# SQLite result codes (primary, the low byte) that mean the database could not be written:
+# BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL, NOTADB
+_WRITE_FAILURES = {5, 6, 8, 10, 11, 13, 14, 15, 26}
 
 
 # ---------------------------------------------------------------- options and summary
@@ -615,7 +619,10 @@ class Engine:
         left ``running``."""
         try:
             yield
-        except sqlite3.OperationalError as e:
+        except sqlite3.DatabaseError as e:
+            code = getattr(e, "sqlite_errorcode", None)
+            if code is None or code & 0xFF not in _WRITE_FAILURES:
+                raise  # a bug, not the disk: keep the traceback
             self._rollback()
             run = self.summary.run_id
             try:
@@ -1219,8 +1226,8 @@ class Engine:
 def _first_line(f: BinaryIO, max_line: int) -> tuple[str, bool, bytes | None] | None:
     """sha256 of the first line, whether a newline ended it, and the line itself unless it
     is longer than ``max_line`` (hashed as it is read, never held); None for an empty file."""
-    parts: list[bytes] = []
-    held = 0
+    held: list[bytes] | None = []
+    size = 0
     h = hashlib.sha256()
     while True:
         chunk = f.read(CHUNK)
@@ -1229,16 +1236,16 @@ def _first_line(f: BinaryIO, max_line: int) -> tuple[str, bool, bytes | None] | 
         nl = chunk.find(b"\n")
         piece = chunk if nl < 0 else chunk[:nl]
         h.update(piece)
-        if parts is not None:
-            parts.append(piece)
-            held += len(piece)
-            if held > max_line:
-                parts = None  # type: ignore[assignment]
+        size += len(piece)
+        if held is not None and size <= max_line:
+            held.append(piece)
+        else:
+            held = None  # over the limit: hashed, not held
         if nl >= 0:
-            return h.hexdigest(), True, b"".join(parts) if parts is not None else None
-    if parts is not None and not held:
+            return h.hexdigest(), True, None if held is None else b"".join(held)
+    if not size:
         return None
-    return h.hexdigest(), False, b"".join(parts) if parts is not None else None
+    return h.hexdigest(), False, None if held is None else b"".join(held)
 
 
 # ---------------------------------------------------------------- locking

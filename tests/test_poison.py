@@ -309,3 +309,27 @@ def test_line_over_the_limit_is_refused_however_it_was_read(tmp_path, size):
     before = dump_tables(db)
     rebuild(db)
     assert dump_tables(db) == before
+
+
+def test_projection_writes_any_json_value_exactly():
+    """The fallback encoder behind ``dumps``: any depth, integers of any size, exact JSON."""
+    import json
+
+    from archive.projection import dumps, json_text, tame_rows
+    from archive.model import Message, Text, Usage
+    from archive.vendors.base import MessageRow, UsageRow
+
+    deep: object = [1, {"k": "v\u00e9\\"}]
+    for _ in range(600):
+        deep = {"a": deep, "n": 2**70}
+    text = dumps(deep)  # orjson refuses both; no exception
+    assert text == json_text(deep) == json.dumps(deep, separators=(",", ":"), ensure_ascii=False)
+    assert json.loads(text) == deep
+    rows = tame_rows([
+        UsageRow("k", "t", Usage(input_tokens=2**63, output_tokens=5)),
+        MessageRow(Message(id="m", thread_id="t", role="user", ts=None, content=(Text("x"),), raw={"d": deep})),
+    ])  # fmt: skip
+    assert rows[0].usage.input_tokens == str(2**63) and rows[0].usage.output_tokens == 5
+    assert isinstance(rows[1].message.raw["d"]["a"], dict)  # kept as values down to the limit
+    reasons = [(r.kind, r.reason) for r in rows[2:]]
+    assert reasons == [("invalid", "integer out of range"), ("invalid", "nested too deep")]
