@@ -161,7 +161,7 @@ def test_lone_surrogate_is_parsed_with_a_warning(tmp_path, vendor):
     emitted = run.invoke(cli, ["--db", str(tmp_path / "x.db"), "emit", tid, "--to", other, "-o", str(tmp_path / "emit")],
                          catch_exceptions=False)  # fmt: skip
     assert emitted.exit_code == 0, emitted.output
-    assert any(needle.encode() in f.read_bytes() or "\\ufffd".encode() in f.read_bytes()
+    assert any(needle.encode() in f.read_bytes() or b"\\ufffd" in f.read_bytes()
                for f in (tmp_path / "emit").rglob("*.jsonl"))  # fmt: skip
     (out,) = restore(db, tmp_path / "out")
     assert out.sha256 == sha(data)
@@ -315,8 +315,8 @@ def test_projection_writes_any_json_value_exactly():
     """The fallback encoder behind ``dumps``: any depth, integers of any size, exact JSON."""
     import json
 
-    from archive.projection import dumps, json_text, tame_rows
     from archive.model import Message, Text, Usage
+    from archive.projection import dumps, json_text, tame_rows
     from archive.vendors.base import MessageRow, UsageRow
 
     deep: object = [1, {"k": "v\u00e9\\"}]
@@ -333,3 +333,34 @@ def test_projection_writes_any_json_value_exactly():
     assert isinstance(rows[1].message.raw["d"]["a"], dict)  # kept as values down to the limit
     reasons = [(r.kind, r.reason) for r in rows[2:]]
     assert reasons == [("invalid", "integer out of range"), ("invalid", "nested too deep")]
+
+
+def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path, monkeypatch):
+    import archive.ingest
+    from archive.lines import Codec
+
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    write_lines(files[0], canonical_lines("a", 20))
+    write_lines(files[1], _long_corpus())
+    options = IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20, batch_lines=3)
+    whole = open_db(tmp_path / "whole.db")
+    ingest_paths(whole, files, options)
+    monkeypatch.setattr(archive.ingest, "PIECE", 256 << 10)  # many pieces
+    real_pack = Codec.pack
+    pieces = []
+
+    def pack(self, data):
+        if data.startswith(b"q" * 1000):
+            pieces.append(len(data))
+            if len(pieces) == 5:
+                raise KeyboardInterrupt  # as a kill between two pieces would
+        return real_pack(self, data)
+
+    monkeypatch.setattr(Codec, "pack", pack)
+    db = open_db(tmp_path / "x.db")
+    with pytest.raises(KeyboardInterrupt):
+        ingest_paths(db, files, options)
+    assert len(pieces) == 5 and not db.conn.in_transaction
+    monkeypatch.undo()
+    ingest_paths(db, files, options)
+    assert portable_dump(db) == portable_dump(whole)
