@@ -26,6 +26,11 @@ Invariants (DESIGN.md; each has a test in tests/test_ingest*.py):
 * **Nothing silent.** A line that yields no row gets an ``unexplained`` report; a blank
   line a ``skipped`` one; a parser exception an ``adapter_error``; unreadable files,
   broken links and link loops are listed in the run's problems.
+* **A bad line costs only itself.** Values the database cannot hold are tamed in the
+  line's rows (``projection.tame_rows``, an ``invalid`` report); a line longer than the
+  limit is stored raw in pieces and reported ``refused``, never held whole in memory
+  (``LongLine``); an unreadable file or folder fails the run (exit 1) but not the others;
+  SQLite failing to write ends the run as ``failed`` with one message (``Engine.guard``).
 """
 
 from __future__ import annotations
