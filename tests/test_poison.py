@@ -364,3 +364,26 @@ def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path,
     monkeypatch.undo()
     ingest_paths(db, files, options)
     assert portable_dump(db) == portable_dump(whole)
+
+
+def test_long_last_line_taken_when_idle_then_terminated_equals_whole(tmp_path):
+    lines = _long_corpus()[:6]  # the long line last
+    data = b"".join(line + b"\n" for line in lines) + b'{"v":1,"id":"after","threadId":"t","role":"user","ts":null,"content":[]}\n'
+    whole = tmp_path / "whole" / "s.jsonl"
+    whole.parent.mkdir()
+    whole.write_bytes(data)
+    db_whole = open_db(tmp_path / "whole.db")
+    ingest_paths(db_whole, [whole], IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20))
+    grow = tmp_path / "grow" / "s.jsonl"
+    grow.parent.mkdir()
+    cut = sum(len(line) + 1 for line in lines) - 1  # the long line without its newline
+    grow.write_bytes(data[:cut])
+    db = open_db(tmp_path / "grow.db")
+    s = ingest_paths(db, [grow], IngestOptions(idle_seconds=0, max_line_bytes=1 << 20))
+    assert s.reports["refused"] == 1  # idle: taken unterminated
+    grow.write_bytes(data)
+    s = ingest_paths(db, [grow], IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20))
+    assert s.reports["refused"] == 0 and s.messages_added == 1
+    assert portable_dump(db) == portable_dump(db_whole)
+    (out,) = restore(db, tmp_path / "out")
+    assert out.path.read_bytes() == data
