@@ -16,7 +16,7 @@ import click
 import orjson
 
 from . import __version__
-from .db import ArchiveError, default_db_path, open_db
+from .db import ArchiveError, default_db_path, open_db, private_dir
 from .emit import TARGETS
 from .ingest import IngestLocked, IngestOptions, ingest_lock, ingest_paths, rebuild, restore
 from .pricing import ENV_VAR as PRICES_ENV_VAR
@@ -128,7 +128,7 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 
 
 def _lock(db_path: Path, wait: float, no_wait: bool) -> Any:
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(db_path.parent)  # the lock is the first file written there
     return ingest_lock(db_path, None if no_wait else wait)
 
 

@@ -2,8 +2,9 @@
 
 Invariants:
 
-* The file is created with mode 0600 before SQLite writes a byte: it holds whatever
-  secrets users pasted into their agents. WAL and SHM side files get the same mode.
+* The file is created with mode 0600, in a folder created 0700, before SQLite writes a
+  byte: it holds whatever secrets users pasted into their agents. WAL and SHM side files
+  (and the ingest lock) get the same mode.
 * Every open applies pending migrations (``archive.migrations``), so a database is always
   at the current schema, and re-derives the rows of any provider whose adapter revision is
   newer than the rows' (``ingest.upgrade``: the archive then reads as a fresh ingest of
@@ -38,8 +39,18 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(data_home) / "sesh-archive" / "archive.db"
 
 
+def private_dir(folder: Path) -> None:
+    """Create ``folder`` (and missing parents) mode 0700, before anything is written in it;
+    an existing folder keeps the mode its owner gave it."""
+    old_umask = os.umask(0o077)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    finally:
+        os.umask(old_umask)
+
+
 def _create_private(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
 

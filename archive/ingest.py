@@ -15,12 +15,22 @@ Invariants (DESIGN.md; each has a test in tests/test_ingest*.py):
   ``source_lines``; ``restore`` writes any generation back. A file whose committed bytes
   no longer match (shorter, last committed line changed, or a new first line at a known
   path) becomes a new generation read from 0; older generations stay.
-* **Identity by content.** A source is ``provider + sha256(first line)`` (snapshots: the
-  adapter's path key), never its path: a moved or copied file continues where it was,
-  and a file that continues an *older* generation (clm's ``.bak``) extends that one.
+* **Identity by content, session and path history.** A line file continues a source
+  whose first line it shares (``provider + sha256(first line)``; snapshots: the adapter's
+  path key) when its bytes continue one of that source's generations and it is the same
+  file: read at the same path, or the source's other paths are gone (moved, archived), or
+  one has the same session key (``Adapter.session_key``), or it repeats every committed
+  byte past the first line (a copy). A file that continues an *older* generation (clm's
+  ``.bak``) extends that one. Two files that exist at once and only share a first line are
+  two sources (``Engine._choose_generation``).
 * **Nothing silent.** A line that yields no row gets an ``unexplained`` report; a blank
   line a ``skipped`` one; a parser exception an ``adapter_error``; unreadable files,
   broken links and link loops are listed in the run's problems.
+* **A bad line costs only itself.** Values the database cannot hold are tamed in the
+  line's rows (``projection.tame_rows``, an ``invalid`` report); a line longer than the
+  limit is stored raw in pieces and reported ``refused``, never held whole in memory
+  (``LongLine``); an unreadable file or folder fails the run (exit 1) but not the others;
+  SQLite failing to write ends the run as ``failed`` with one message (``Engine.guard``).
 """
 
 from __future__ import annotations
@@ -28,7 +38,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
+import itertools
 import os
+import sqlite3
+import sys
 import time
 import traceback
 from collections import Counter
@@ -43,13 +56,14 @@ import orjson
 from sqlite_utils import Database
 
 from .db import ArchiveError
-from .lines import Codec, iter_stored_lines
-from .projection import Projector, dumps, fold_thread, index_text, resolve_origins
+from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
+from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
     ADAPTER_ERROR,
     LINES,
+    REFUSED,
     SKIPPED,
     SNAPSHOT,
     UNEXPLAINED,
@@ -57,6 +71,7 @@ from .vendors.base import (
     Report,
     Row,
     SourceInfo,
+    loads_line,
     stable_id,
 )
 
@@ -88,10 +103,36 @@ _INGEST_PRAGMAS = (
 )
 DEFAULT_IDLE_SECONDS = 3600
 HEAD_BYTES = 64 << 10
+# Lines longer than this are refused: stored raw in pieces (never whole in memory) and
+# reported, not parsed. A 200 MB line took 1.6 GB of RSS to parse; a 13 KB .jsonl.zst that
+# inflates to 400 MB without a newline took 857 MB, paid again every run (issue 16).
+DEFAULT_MAX_LINE = 64 << 20
+MAX_LINE_ENV = "SESH_ARCHIVE_MAX_LINE"
+MIN_MAX_LINE = 1024
+# A line growing past SPILL bytes is scanned to its end without keeping its bytes, then
+# read again whole if it is within the limit after all (lines that long are rare; holding
+# up to the limit would cost its 64 MB in every run that meets one).
+SPILL = 8 << 20
+PIECE = 4 << 20  # a refused line is stored in chunks of this size (at least two)
 
 
 class IngestLocked(ArchiveError):
     """Another ingest holds the lock."""
+
+
+class ArchiveWriteError(ArchiveError):
+    """SQLite could not write (disk full, I/O error): the run is marked failed; what was
+    committed before stays, and the next run continues from there."""
+
+
+# problems listed after a run; the unreadable ones fail it (exit 1): something on disk was
+# not archived
+UNREADABLE = "unreadable"
+UNREADABLE_FOLDER = "unreadable folder"
+VANISHED = "vanished during ingest"
+# SQLite result codes (primary, the low byte) that mean the database could not be written:
+# BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL, NOTADB
+_WRITE_FAILURES = {5, 6, 8, 10, 11, 13, 14, 15, 26}
 
 
 # ---------------------------------------------------------------- options and summary
@@ -110,6 +151,31 @@ class IngestOptions:
     # seconds per phase (read, parse, compress, insert, fts, commit), added to when given;
     # None (the default) costs nothing. scripts/bench.py reads it.
     timings: dict[str, float] | None = None
+    # lines longer than this many bytes are stored raw and reported ``refused``, not parsed;
+    # None: $SESH_ARCHIVE_MAX_LINE (bytes, or with a K/M/G suffix), else DEFAULT_MAX_LINE
+    max_line_bytes: int | None = None
+
+
+def parse_size(text: str) -> int:
+    """``"67108864"``, ``"64M"``, ``"64MB"``, ``"1G"`` -> bytes (binary multiples)."""
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if mult > 1 else t) * mult)
+    except ValueError:
+        raise ArchiveError(f"not a size: {text!r} (bytes, or with a K, M or G suffix)") from None
+
+
+def max_line_bytes(options: IngestOptions, env: Mapping[str, str]) -> int:
+    if options.max_line_bytes is not None:
+        n = options.max_line_bytes
+    elif env.get(MAX_LINE_ENV):
+        n = parse_size(env[MAX_LINE_ENV])
+    else:
+        n = DEFAULT_MAX_LINE
+    if n < MIN_MAX_LINE:
+        raise ArchiveError(f"line limit {n} is below the minimum of {MIN_MAX_LINE} bytes")
+    return n
 
 
 PHASES = ("read", "parse", "compress", "insert", "fts", "commit")
@@ -193,17 +259,18 @@ def _walk(root: Path, problems: list[dict[str, str]]) -> Iterator[str]:
         d = stack.pop()
         try:
             st = os.stat(d)
-        except OSError as e:
-            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
-            continue
-        if (st.st_dev, st.st_ino) in seen_dirs:
-            problems.append({"path": d, "problem": "link loop"})
-            continue
-        seen_dirs.add((st.st_dev, st.st_ino))
-        try:
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                problems.append({"path": d, "problem": "link loop"})
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except FileNotFoundError:
+            # removed since its parent was listed (a vendor's cleanup): not a failure
+            problems.append({"path": d, "problem": VANISHED})
+            continue
         except OSError as e:
-            problems.append({"path": d, "problem": "unreadable folder", "detail": str(e)})
+            # the files below it are not archived: a failure, as for an unreadable file
+            problems.append({"path": d, "problem": UNREADABLE_FOLDER, "detail": str(e)})
             continue
         subdirs = []
         for e in entries:
@@ -365,52 +432,129 @@ def plain_name(path: str) -> str:
     return path[: -len(".zst")] if path.endswith(".zst") else path
 
 
+def _read_exactly(f: BinaryIO, n: int) -> bytes:
+    """``n`` bytes, or fewer at the end (a decompressing reader may return short reads)."""
+    parts = []
+    while n > 0:
+        got = f.read(min(n, CHUNK))
+        if not got:
+            break
+        parts.append(got)
+        n -= len(got)
+    return b"".join(parts)
+
+
+def _sha_range(path: Path, start: int, end: int) -> str:
+    """sha256 of the bytes in [start, end), read a chunk at a time (a refused line may be
+    hundreds of MB)."""
+    h = hashlib.sha256()
+    with _open_stream(path) as f:
+        _seek(f, start)
+        remaining = end - start
+        while remaining > 0:
+            got = f.read(min(CHUNK, remaining))
+            if not got:
+                break
+            h.update(got)
+            remaining -= len(got)
+    return h.hexdigest()
+
+
 def _read_range(path: Path, start: int, end: int) -> bytes:
     with _open_stream(path) as f:
         _seek(f, start)
         return f.read(end - start)
 
 
-class _LineReader:
-    """Complete lines from the current position; ``tail`` holds the bytes after the last newline."""
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than the limit, found by scanning: its bytes are not held."""
 
-    def __init__(self, f: BinaryIO, offset: int) -> None:
+    length: int
+    terminated: bool
+
+
+class _LineReader:
+    """Complete lines from the current position; ``tail`` holds the bytes after the last
+    newline. With ``max_line``, a line longer than that comes as a ``LongLine`` (and a tail
+    that long as one), found without holding its bytes: memory stays within SPILL."""
+
+    def __init__(self, f: BinaryIO, offset: int, path: Path | None = None, max_line: int | None = None) -> None:
         self.f = f
         self.offset = offset
-        self.tail = b""
+        self.tail: bytes | LongLine = b""
         self.bytes_read = 0
+        self.path = path
+        self.max_line = max_line
+        self.spill = min(SPILL, max_line) if max_line is not None else None
 
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+    def __iter__(self) -> Iterator[tuple[int, bytes | LongLine]]:
         pending: list[bytes] = []
+        pending_len = 0
         pos = self.offset
+        carry = b""
+        limit = self.max_line if self.max_line is not None else sys.maxsize
+        while True:
+            if carry:
+                chunk, carry = carry, b""
+            else:
+                chunk = self.f.read(CHUNK)
+                if not chunk:
+                    break
+                self.bytes_read += len(chunk)
+            parts = chunk.split(b"\n")
+            if len(parts) > 1:
+                first = parts[0]
+                if pending:
+                    pending.append(first)
+                    first = b"".join(pending)
+                    pending, pending_len = [], 0
+                # a line read whole is still refused when over the limit (under SPILL + CHUNK)
+                yield pos, first if len(first) <= limit else LongLine(len(first), True)
+                pos += len(first) + 1
+                for line in parts[1:-1]:
+                    yield pos, line if len(line) <= limit else LongLine(len(line), True)
+                    pos += len(line) + 1
+            last = parts[-1]
+            if not last:
+                continue
+            pending.append(last)
+            pending_len += len(last)
+            if self.spill is None or pending_len <= self.spill:
+                continue
+            # a long line: find its end without keeping its bytes
+            pending = []
+            length, terminated, carry = self._scan(pending_len)
+            pending_len = 0
+            assert self.max_line is not None and self.path is not None
+            item: bytes | LongLine = (
+                _read_range(self.path, pos, pos + length) if length <= self.max_line else LongLine(length, terminated)
+            )
+            if not terminated:
+                self.tail, self.offset = item, pos
+                return
+            yield pos, item
+            pos += length + 1
+        self.tail = b"".join(pending)
+        self.offset = pos
+
+    def _scan(self, length: int) -> tuple[int, bool, bytes]:
+        """Read on to the end of the current line: its length, whether a newline ended it,
+        and the bytes read after that newline."""
         while True:
             chunk = self.f.read(CHUNK)
             if not chunk:
-                break
+                return length, False, b""
             self.bytes_read += len(chunk)
-            parts = chunk.split(b"\n")
-            if len(parts) == 1:
-                pending.append(chunk)
-                continue
-            first = parts[0]
-            if pending:
-                pending.append(first)
-                first = b"".join(pending)
-                pending = []
-            yield pos, first
-            pos += len(first) + 1
-            for line in parts[1:-1]:
-                yield pos, line
-                pos += len(line) + 1
-            if parts[-1]:
-                pending.append(parts[-1])
-        self.tail = b"".join(pending)
-        self.offset = pos
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                return length + nl, True, chunk[nl + 1 :]
+            length += len(chunk)
 
 
 def _parses(line: bytes) -> bool:
     try:
-        orjson.loads(line)
+        loads_line(line)
         return True
     except orjson.JSONDecodeError:
         return False
@@ -444,6 +588,7 @@ class Engine:
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
         for pragma in _INGEST_PRAGMAS:
@@ -472,11 +617,44 @@ class Engine:
             ),
         )  # fmt: skip
 
+    @contextmanager
+    def guard(self, started: float) -> Iterator[None]:
+        """SQLite failing to write (``database or disk is full``, an I/O error) ends the
+        command with one clear error and the run marked failed, not a traceback and a run
+        left ``running``."""
+        try:
+            yield
+        except sqlite3.DatabaseError as e:
+            code = getattr(e, "sqlite_errorcode", None)
+            if code is None or code & 0xFF not in _WRITE_FAILURES:
+                raise  # a bug, not the disk: keep the traceback
+            self._rollback()
+            run = self.summary.run_id
+            try:
+                self.conn.execute(
+                    "UPDATE ingest_runs SET status = 'failed', finished_at = ?, elapsed_seconds = ?, problems = ? "
+                    "WHERE id = ?",
+                    (datetime.now(timezone.utc).isoformat(timespec="seconds"), round(time.monotonic() - started, 3),
+                     dumps({"problems": [*self.summary.problems, {"path": "", "problem": "database write failed",
+                                                                  "detail": str(e)}]}), run),
+                )  # fmt: skip
+                marked = f"run {run} marked failed" if run is not None else "no run recorded"
+            except sqlite3.Error:
+                marked = f"run {run} left running; the next run marks it interrupted"
+            raise ArchiveWriteError(
+                f"cannot write the archive: {e} ({marked}; what was committed before is kept, the next run continues)"
+            ) from None
+
     # -- public
     def ingest(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> Summary:
         started = time.monotonic()
+        with self.guard(started):
+            return self._ingest(paths, started)
+
+    def _ingest(self, paths: Iterable[str | os.PathLike[str]] | None, started: float) -> Summary:
         env = self.options.env if self.options.env is not None else os.environ
         adapters = _adapters(self.options.providers)
+        self.max_line = max_line_bytes(self.options, env)
         self._start_run()
         self.path_stats = {
             r[0]: tuple(r[1:]) for r in self.conn.execute(
@@ -507,10 +685,10 @@ class Engine:
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
                 # cleanup, Codex archiving): not a failure, the next run sees where it went
-                self.summary.problems.append({"path": str(cand.path), "problem": "vanished during ingest"})
+                self.summary.problems.append({"path": str(cand.path), "problem": VANISHED})
             except OSError as e:
                 self.summary.failed += 1
-                self.summary.problems.append({"path": str(cand.path), "problem": "unreadable", "detail": str(e)})
+                self.summary.problems.append({"path": str(cand.path), "problem": UNREADABLE, "detail": str(e)})
             except BaseException:
                 # interrupted between batches: what is written is consistent, keep it
                 try:
@@ -519,6 +697,7 @@ class Engine:
                     self._rollback()
                 raise
         self._commit_tx()
+        self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
             self._mark_missing(seen_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
@@ -579,7 +758,7 @@ class Engine:
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
         return self.conn.execute(
             "SELECT s.id, s.uid, s.kind FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
-            "WHERE f.provider = ? AND f.fingerprint = ?",
+            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id LIMIT 1",
             (provider, fingerprint),
         ).fetchone()
 
@@ -593,42 +772,105 @@ class Engine:
         path, adapter = cand.path, cand.adapter
         idle = (time.time() - st.st_mtime) >= self.options.idle_seconds
         with _open_stream(path) as f:
-            first = _first_line(f)
-        if first is None or (not first[1] and not (idle and _parses(first[0]))):
+            first = _first_line(f, self.max_line)
+        if first is None:
+            return None
+        fingerprint, terminated, line = first
+        if not terminated and not (idle and (line is None or _parses(line))):
             return None  # no complete first line yet: nothing is recorded, the next run retries
-        first_line = first[0]
-        fingerprint = hashlib.sha256(first_line).hexdigest()
-        gen = self._choose_generation(adapter.name, fingerprint, path, st)
+        gen = self._choose_generation(adapter, fingerprint, path, st)
         return self._read_lines(cand, st, gen, idle)
 
-    def _choose_generation(self, provider: str, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
-        """The generation a line file's bytes continue, or a new one (a rewrite)."""
-        kind = LINES
-        found = self._lookup_source(provider, fingerprint)
-        new_fingerprint = found is None
-        if found is None:
-            found = self._source_for_path(path)  # same path, new first line: a rewrite
-        if found is None:
-            uid = stable_id(provider, fingerprint)
-            return _Gen(None, uid, provider, kind, 1, 0, 0, None, fingerprint)
-        source_id, uid, _ = found
-        gens = self.conn.execute(
+    def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
+        """The source and generation a line file's bytes continue, or a new generation (a
+        file rewritten in place), or a new source.
+
+        A first line alone does not make two files one source: two sessions can open with
+        the same line (a leading summary record, a common context line). A file read at a
+        path the source was not read at continues it only when the bytes continue one of
+        its generations *and* it is the same file: the source's other paths are gone (moved,
+        renamed, archived), or one of them has the same session key (a rollout being
+        archived, a log beside its ``.bak``), or the file repeats every committed byte of
+        more than the first line (a copy)."""
+        provider = adapter.name
+        candidates = self.conn.execute(
+            "SELECT s.id, s.uid FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id",
+            (provider, fingerprint),
+        ).fetchall()
+        at_path = self._source_for_path(path)
+        if at_path is not None and any(c[0] == at_path[0] for c in candidates):
+            # the source last read here: its bytes continue, or it was rewritten in place
+            return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
+                at_path[0], at_path[1], provider, fingerprint, register=False
+            )
+        for source_id, uid in candidates:
+            gen = self._continued(source_id, uid, provider, fingerprint, path, st)
+            if gen is not None and self._same_file(gen, adapter, path):
+                return gen
+        if at_path is not None:  # a known path with a new first line: rewritten in place
+            return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
+        uid = self._new_uid(provider, fingerprint, adapter.session_key(path), path)
+        return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint)
+
+    def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
+                   st: os.stat_result) -> _Gen | None:  # fmt: skip
+        """The generation of the source whose last committed line the file repeats at the
+        same offset (newest first), or None."""
+        compressed = path.name.endswith(".zst")
+        for g, end, count, last_off, last_sha, state in self.conn.execute(
             "SELECT generation, end_offset, line_count, last_line_offset, last_line_sha, parser_state "
             "FROM generations WHERE source_id = ? ORDER BY generation DESC",
             (source_id,),
-        ).fetchall()
-        if not new_fingerprint:
-            compressed = path.name.endswith(".zst")
-            for g, end, count, last_off, last_sha, state in gens:
-                if not compressed and st.st_size < end:
-                    continue
-                if last_off is None:
-                    continue
-                if hashlib.sha256(_read_range(path, last_off, end)).hexdigest() == last_sha:
-                    return _Gen(source_id, uid, provider, kind, g, end, count,
-                                orjson.loads(state) if state else None, fingerprint)  # fmt: skip
-        top = gens[0][0] if gens else 0
-        return _Gen(source_id, uid, provider, kind, top + 1, 0, 0, None, fingerprint, new_fingerprint)
+        ).fetchall():
+            if (not compressed and st.st_size < end) or last_off is None:
+                continue
+            if _sha_range(path, last_off, end) == last_sha:
+                return _Gen(source_id, uid, provider, LINES, g, end, count,
+                            orjson.loads(state) if state else None, fingerprint)  # fmt: skip
+        return None
+
+    def _next_generation(self, source_id: int, uid: str, provider: str, fingerprint: str, register: bool) -> _Gen:
+        top = self.conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0]
+        return _Gen(source_id, uid, provider, LINES, (top or 0) + 1, 0, 0, None, fingerprint, register)
+
+    def _same_file(self, gen: _Gen, adapter: Adapter, path: Path) -> bool:
+        """Is the file at ``path``, whose bytes continue ``gen``, the file ``gen`` was read
+        from (moved, archived, copied), rather than another that shares its beginning?"""
+        others = [r[0] for r in self.conn.execute(
+            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (gen.source_id, str(path))
+        )]  # fmt: skip
+        live = [p for p in others if os.path.exists(p)]
+        if not live:
+            return True  # moved, renamed, archived: the old path is gone
+        key = adapter.session_key(path)
+        if key is not None and any(adapter.session_key(Path(p)) == key for p in live):
+            return True  # one session in two places
+        # two files at once: the same only as a copy of more than the shared first line
+        return gen.line_count > 1 and self._repeats_generation(gen, path)
+
+    def _repeats_generation(self, gen: _Gen, path: Path) -> bool:
+        assert gen.source_id is not None
+        with _open_stream(path) as f:
+            for _offset, _length, term, line in iter_stored_lines(self.conn, gen.source_id, gen.generation):
+                want = line + (b"\n" if term else b"")
+                if _read_exactly(f, len(want)) != want:
+                    return False
+        return True
+
+    def _new_uid(self, provider: str, fingerprint: str, key: str | None, path: Path) -> str:
+        """``provider + fingerprint`` as always; a second source opening with the same line
+        adds its session key (or path) so that the uid stays unique."""
+        tries = [(provider, fingerprint)]
+        if key is not None:
+            tries.append((provider, fingerprint, key))
+        tries.append((provider, fingerprint, str(path)))
+        tries += [(provider, fingerprint, str(path), n) for n in range(2, 100)]
+        for parts in tries:
+            uid = stable_id(*parts)
+            if self.conn.execute("SELECT 1 FROM sources WHERE uid = ?", (uid,)).fetchone() is None:
+                return uid
+        raise ArchiveError(f"{path}: no free source id")
 
     def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
         path, adapter = cand.path, cand.adapter
@@ -640,8 +882,16 @@ class Engine:
         changed = self._terminate_idle_tail(gen, path)
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
-            reader = _LineReader(f, gen.end_offset)
+            reader = _LineReader(f, gen.end_offset, path, self.max_line)
             for offset, line in reader if tm is None else _timed_lines(reader, tm):
+                if type(line) is LongLine:
+                    if batch:
+                        self._write(gen, parser, batch, path, st, final=False)
+                        batch, batch_bytes = [], 0
+                    self._write_long(gen, parser, path, offset, line)
+                    changed = True
+                    continue
+                assert type(line) is bytes
                 batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
@@ -650,10 +900,21 @@ class Engine:
                     batch, batch_bytes = [], 0
             tail = reader.tail
             self.summary.bytes_read += reader.bytes_read
-        pending = len(tail)
-        if tail and idle and _parses(tail):
-            batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
-            pending = 0
+        if type(tail) is LongLine:
+            pending = tail.length
+            if idle:  # refused as any long line, kept without its (absent) newline
+                if batch:
+                    self._write(gen, parser, batch, path, st, final=False)
+                    batch, batch_bytes = [], 0
+                self._write_long(gen, parser, path, reader.offset, tail)
+                changed = True
+                pending = 0
+        else:
+            assert type(tail) is bytes
+            pending = len(tail)
+            if tail and idle and _parses(tail):
+                batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
+                pending = 0
         if batch or gen.source_id is None or changed:
             self._write(gen, parser, batch, path, st, final=True, pending=pending)
             changed = True
@@ -698,8 +959,7 @@ class Engine:
             gen.end_offset = offset + length + 1
             self.conn.execute(
                 "UPDATE generations SET end_offset = ?, last_line_sha = ? WHERE source_id = ? AND generation = ?",
-                (gen.end_offset, hashlib.sha256(_read_range(path, offset, gen.end_offset)).hexdigest(),
-                 gen.source_id, gen.generation),
+                (gen.end_offset, _sha_range(path, offset, gen.end_offset), gen.source_id, gen.generation),
             )  # fmt: skip
         except BaseException:
             self._rollback()
@@ -725,6 +985,8 @@ class Engine:
                 rows = [Report(ADAPTER_ERROR, type(e).__name__, tb)]
             if not rows:
                 rows = [Report(UNEXPLAINED, "parser yielded nothing for this line")]
+            elif needs_taming(line, rows):
+                rows = tame_rows(rows)  # a value the database cannot hold costs its line only
         reports = self.summary.reports
         for r in rows:
             if isinstance(r, Report):
@@ -826,6 +1088,77 @@ class Engine:
         if not final:
             self._maybe_commit()  # a long file commits as it goes
 
+    def _write_long(self, gen: _Gen, parser: Any, path: Path, offset: int, long: LongLine) -> None:
+        """Store a line over the limit raw, in pieces of its own (read again from the file, a
+        piece at a time: never whole in memory), with a ``refused`` report and the new offset,
+        in the open transaction. The parser never sees it; its state is unchanged."""
+        n, term = long.length, int(long.terminated)
+        piece = min(PIECE, (n + 1) // 2)  # two chunks at least: lines.py tells a refused line so
+        tm = self.options.timings
+        t = time.perf_counter()
+        self._begin()
+        try:
+            self._ensure_source(gen, path)
+            assert gen.source_id is not None
+            sid, g = gen.source_id, gen.generation
+            h = hashlib.sha256()
+            first_chunk = None
+            with _open_stream(path) as f:
+                _seek(f, offset)
+                done = 0
+                while done < n:
+                    data = _read_exactly(f, min(piece, n - done))
+                    last = done + len(data) == n
+                    if not data or b"\n" in data or (last and term and _read_exactly(f, 1) != b"\n"):
+                        raise OSError(f"{path} changed while a long line was read; it is read again next run")
+                    if last and term:
+                        data += b"\n"
+                    h.update(data)
+                    codec, packed = self.codec.pack(data)
+                    cid = self.conn.execute(
+                        "INSERT INTO source_chunks (source_id, generation, first_offset, end_offset, codec, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (sid, g, offset + done, offset + done + len(data), codec, packed),
+                    ).lastrowid
+                    del packed
+                    first_chunk = first_chunk or cid
+                    done = min(done + len(data), n)
+            self.conn.execute(
+                "INSERT INTO source_lines (source_id, generation, offset, length, terminated, chunk_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, g, offset, n, term, first_chunk),
+            )
+            if tm is not None:
+                t = _lap(tm, "compress", t)
+            self.projector.apply(gen.provider, (sid, g, offset), self._refused(n))
+            gen.end_offset = offset + n + term
+            gen.line_count += 1
+            self.conn.execute(
+                "INSERT INTO generations (source_id, generation, end_offset, line_count, last_line_offset, "
+                "last_line_sha, content_sha256, parser_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(source_id, generation) DO UPDATE SET end_offset = excluded.end_offset, "
+                "line_count = excluded.line_count, last_line_offset = excluded.last_line_offset, "
+                "last_line_sha = excluded.last_line_sha, parser_state = excluded.parser_state",
+                (sid, g, gen.end_offset, gen.line_count, offset, h.hexdigest(), gen.content_sha, dumps(parser.state())),
+            )
+            self.conn.execute(
+                "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
+                (g, str(path), sid),
+            )
+            self._tx_bytes += n + term
+            if tm is not None:
+                _lap(tm, "insert", t)
+        except BaseException:
+            self._rollback()
+            raise
+        self._maybe_commit()
+
+    def _refused(self, length: int) -> list[Row]:
+        """The rows of a line over the limit, at ingest and rebuild alike (from its length)."""
+        self.summary.lines += 1
+        self.summary.reports[REFUSED] += 1
+        return [Report(REFUSED, "line too long", f"{length:,} bytes; kept raw in the source layer, not parsed")]
+
     def _record_path(self, gen: _Gen, path: Path, st: os.stat_result, pending: int) -> None:
         if gen.source_id is None:
             return  # nothing committed yet: the file is retried next run
@@ -895,20 +1228,29 @@ class Engine:
                 self.summary.warnings.append(f"{row[0]}: no messages in this source")
 
 
-def _first_line(f: BinaryIO) -> tuple[bytes, bool] | None:
-    """The first line and whether it ended in a newline; None for an empty file."""
-    parts: list[bytes] = []
+def _first_line(f: BinaryIO, max_line: int) -> tuple[str, bool, bytes | None] | None:
+    """sha256 of the first line, whether a newline ended it, and the line itself unless it
+    is longer than ``max_line`` (hashed as it is read, never held); None for an empty file."""
+    held: list[bytes] | None = []
+    size = 0
+    h = hashlib.sha256()
     while True:
         chunk = f.read(CHUNK)
         if not chunk:
             break
         nl = chunk.find(b"\n")
+        piece = chunk if nl < 0 else chunk[:nl]
+        h.update(piece)
+        size += len(piece)
+        if held is not None and size <= max_line:
+            held.append(piece)
+        else:
+            held = None  # over the limit: hashed, not held
         if nl >= 0:
-            parts.append(chunk[:nl])
-            return b"".join(parts), True
-        parts.append(chunk)
-    data = b"".join(parts)
-    return (data, False) if data else None
+            return h.hexdigest(), True, None if held is None else b"".join(held)
+    if not size:
+        return None
+    return h.hexdigest(), False, None if held is None else b"".join(held)
 
 
 # ---------------------------------------------------------------- locking
@@ -963,59 +1305,61 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
     """Re-derive the projection of the chosen sources from their stored lines alone."""
     engine = Engine(db, command="rebuild")
     started = time.monotonic()
-    engine._start_run()
-    conn = engine.conn
-    sources = _source_rows(db, provider, source)
-    if (provider or source) and not sources:
-        raise ArchiveError("no source matches")
-    ids = [s[0] for s in sources]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        marks = ", ".join("?" * len(ids))
-        threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
-        threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
-        conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
-        for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
-            conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
-        for sid, uid, prov, kind in sources:
-            adapter = get_adapter(prov)
-            gens = conn.execute(
-                "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
-            ).fetchall()
-            # parsers may read ids from the file name (Claude's agent meta.json, a session's
-            # leading summary): they see the first path, as at ingest (Engine._parser_path)
-            first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
-            for (g,) in gens:
-                parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
-                for n, (offset, _length, _term, line) in enumerate(iter_stored_lines(conn, sid, g), 1):
-                    engine.projector.apply(prov, (sid, g, offset), engine._feed(parser, offset, line))
-                    if n % BATCH_LINES == 0:
-                        engine.projector.flush()  # memory stays bounded whatever the archive's size
-                engine.projector.flush()
-                conn.execute(
-                    "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
-                    (dumps(parser.state()), sid, g),
-                )
-            engine.summary.files_seen += 1
-        engine.projector.flush()
-        for tid in sorted(threads | engine.projector.dirty_threads):
-            exists = conn.execute(
-                "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
-                (tid, tid),
-            ).fetchone()
-            if exists:
-                fold_thread(conn, tid)
-            else:
-                conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
-        engine.projector.dirty_threads.clear()
-        resolve_origins(conn)
-        index_text(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        engine._rollback()
-        raise
-    engine.summary.messages_added = engine.projector.messages_added
-    engine._finish_run(started)
+    with engine.guard(started):
+        engine._start_run()
+        conn = engine.conn
+        sources = _source_rows(db, provider, source)
+        if (provider or source) and not sources:
+            raise ArchiveError("no source matches")
+        ids = [s[0] for s in sources]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ", ".join("?" * len(ids))
+            threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
+            threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
+            conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
+            for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
+                conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+            for sid, uid, prov, kind in sources:
+                adapter = get_adapter(prov)
+                gens = conn.execute(
+                    "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
+                ).fetchall()
+                # parsers may read ids from the file name (Claude's agent meta.json, a session's
+                # leading summary): they see the first path, as at ingest (Engine._parser_path)
+                first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
+                for (g,) in gens:
+                    parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
+                    for n, (offset, length, _term, line) in enumerate(iter_stored_spans(conn, sid, g), 1):
+                        rows = engine._refused(length) if isinstance(line, Pieces) else engine._feed(parser, offset, line)
+                        engine.projector.apply(prov, (sid, g, offset), rows)
+                        if n % BATCH_LINES == 0:
+                            engine.projector.flush()  # memory stays bounded whatever the archive's size
+                    engine.projector.flush()
+                    conn.execute(
+                        "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
+                        (dumps(parser.state()), sid, g),
+                    )
+                engine.summary.files_seen += 1
+            engine.projector.flush()
+            for tid in sorted(threads | engine.projector.dirty_threads):
+                exists = conn.execute(
+                    "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
+                    (tid, tid),
+                ).fetchone()
+                if exists:
+                    fold_thread(conn, tid)
+                else:
+                    conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
+            engine.projector.dirty_threads.clear()
+            resolve_origins(conn)
+            index_text(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            engine._rollback()
+            raise
+        engine.summary.messages_added = engine.projector.messages_added
+        engine._finish_run(started)
     return engine.summary
 
 
@@ -1079,19 +1423,39 @@ def restore(
             h = hashlib.sha256()
             size = 0
             expected = 0
-            tmp = target.with_name(f".{target.name}.restoring")
-            with open(tmp, "wb") as f:
-                for offset, length, term, line in iter_stored_lines(db.conn, sid, g):
-                    if offset != expected:
-                        raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
-                    chunk = line + (b"\n" if term else b"")
-                    f.write(chunk)
-                    h.update(chunk)
-                    size += len(chunk)
-                    expected = offset + length + term
-            os.replace(tmp, target)
+            tmp, fd = _private_temp(target)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    for offset, length, term, line in iter_stored_spans(db.conn, sid, g):
+                        if offset != expected:
+                            raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
+                        pieces = (line,) if isinstance(line, bytes) else line  # a refused line: chunk by chunk
+                        for piece in itertools.chain(pieces, (b"\n",) if term else ()):
+                            f.write(piece)
+                            h.update(piece)
+                            size += len(piece)
+                        expected = offset + length + term
+                os.replace(tmp, target)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             out.append(RestoredFile(uid, g, target, h.hexdigest(), size))
     return out
+
+
+def _private_temp(target: Path) -> tuple[Path, int]:
+    """A new file beside ``target`` (so the final rename stays on one file system), mode
+    0600, opened with ``O_EXCL | O_NOFOLLOW``: a link or file someone planted at the name is
+    never followed or truncated; the next name is tried instead."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(100):
+        suffix = ".restoring" if attempt == 0 else f".{os.urandom(6).hex()}.restoring"
+        tmp = target.with_name(f".{target.name}{suffix}")
+        try:
+            return tmp, os.open(tmp, flags, 0o600)
+        except FileExistsError:
+            continue
+    raise ArchiveError(f"cannot create a temporary file beside {target}")
 
 
 def stored_file_bytes(db: Database, source_id: int, generation: int) -> bytes:

@@ -657,3 +657,22 @@ def m009_usage_message(db: Database) -> None:
     """Usage by the message that carries it: ``Message.usage`` is read through it, and a
     response's usage follows its message's thread when ownership of the message moves."""
     db.executescript("CREATE INDEX usage_message ON usage(message_id) WHERE message_id IS NOT NULL;")
+
+
+@migrations()
+def m020_16_shared_first_lines(db: Database) -> None:
+    """Two files can share a first line (a leading summary record, a common context line)
+    and still be two sources (issue 16): a fingerprint may now name several sources."""
+    db.executescript(
+        """
+ALTER TABLE source_fingerprints RENAME TO source_fingerprints_old;
+CREATE TABLE source_fingerprints (
+    provider TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,          -- sha256 of the first line (snapshots: of the path key)
+    source_id INTEGER NOT NULL REFERENCES sources(id),
+    PRIMARY KEY (provider, fingerprint, source_id)
+);
+INSERT INTO source_fingerprints SELECT provider, fingerprint, source_id FROM source_fingerprints_old;
+DROP TABLE source_fingerprints_old;
+"""
+    )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import sqlite3
 from typing import Any
@@ -46,6 +47,7 @@ from .model import (
 )
 from .vendors import get as get_adapter
 from .vendors.base import (
+    INVALID,
     PARSE_ERROR,
     RESPONSE_KEY,
     RESPONSE_MODEL,
@@ -69,7 +71,170 @@ def one_line(text: str | None, width: int) -> str:
 
 
 def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # a value orjson cannot write (deeper than its 254 levels, an integer past 64 bits)
+        # that reached here untamed (Engine._feed tames the rows of the lines that can
+        # hold one): written exactly by the slow encoder rather than stopping the run
+        return json_text(value)
+
+
+# ---------------------------------------------------------------- values the database cannot hold
+#
+# A line can hold values that orjson reads but SQLite or orjson cannot write back: an
+# integer past SQLite's signed 64 bits (a usage count of 2**63: OverflowError on insert),
+# nesting deeper than orjson writes (254 levels: "Recursion limit reached"). One such line
+# must cost at most its own projection, never the run. The line itself is kept byte for
+# byte in the source layer; its rows are tamed: such an integer becomes its decimal text,
+# a container deeper than TAME_DEPTH becomes its exact JSON text, and the line gets an
+# ``invalid`` report naming each value.
+
+TAME_DEPTH = 200  # well under orjson's 254, leaving room for the levels projection adds
+SQL_INT_MIN, SQL_INT_MAX = -(1 << 63), (1 << 63) - 1
+JSON_INT_MAX = (1 << 64) - 1  # orjson writes integers up to 64 bits unsigned
+REASON_INT = "integer out of range"
+REASON_DEEP = "nested too deep"
+TAMED_REASONS = (REASON_INT, REASON_DEEP)
+_REPORTED_PATHS = 5
+
+
+class _Token(str):
+    """Literal JSON punctuation on json_text's stack (not a value to encode)."""
+
+
+def _scalar_text(v: Any) -> str:
+    if type(v) is int:
+        return str(v)  # any size: JSON numbers have no limit
+    try:
+        return orjson.dumps(v).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        import json
+
+        return json.dumps(v if isinstance(v, (str, float, bool)) or v is None else str(v))
+
+
+def json_text(value: Any) -> str:
+    """Exact JSON text of any JSON value, iteratively (any depth, integers of any size)."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is _Token:
+            out.append(v)
+        elif isinstance(v, dict):
+            if not v:
+                out.append("{}")
+                continue
+            stack.append(_Token("}"))
+            items = list(v.items())
+            for i in range(len(items) - 1, -1, -1):
+                k, x = items[i]
+                stack.append(x)
+                stack.append(_Token(("{" if i == 0 else ",") + _scalar_text(str(k)) + ":"))
+        elif isinstance(v, (list, tuple)):
+            if not v:
+                out.append("[]")
+                continue
+            stack.append(_Token("]"))
+            for i in range(len(v) - 1, -1, -1):
+                stack.append(v[i])
+                stack.append(_Token("[" if i == 0 else ","))
+        else:
+            out.append(_scalar_text(v))
+    return "".join(out)
+
+
+class _Tamer:
+    def __init__(self) -> None:
+        self.problems: dict[str, list[str]] = {REASON_INT: [], REASON_DEEP: []}
+
+    def note(self, reason: str, path: str) -> None:
+        self.problems[reason].append(path if len(path) <= 120 else f"{path[:50]}…{path[-60:]}")
+
+    def value(self, v: Any, depth: int, path: str, int_max: int) -> Any:
+        """``v`` tamed; the same object when nothing in it needed taming."""
+        t = type(v)
+        if t is int:
+            if SQL_INT_MIN <= v <= int_max:
+                return v
+            self.note(REASON_INT, f"{path} = {v}")
+            return str(v)
+        if t is dict or t is list or t is tuple:
+            if depth >= TAME_DEPTH:
+                self.note(REASON_DEEP, path)
+                return json_text(v)
+            changed = False
+            if t is dict:
+                d = {}
+                for k, x in v.items():
+                    y = self.value(x, depth + 1, f"{path}.{k}", JSON_INT_MAX)
+                    changed |= y is not x
+                    d[k] = y
+                return d if changed else v
+            items = []
+            for i, x in enumerate(v):
+                y = self.value(x, depth + 1, f"{path}[{i}]", JSON_INT_MAX)
+                changed |= y is not x
+                items.append(y)
+            return t(items) if changed else v
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return self.record(v, depth, path)
+        return v
+
+    def record(self, v: Any, depth: int, path: str) -> Any:
+        """A row or model value: its scalar fields are SQLite columns (64-bit signed); its
+        dicts and lists are JSON text. Dataclass levels do not count towards the depth."""
+        changes = {}
+        for f in dataclasses.fields(v):
+            x = getattr(v, f.name)
+            if type(x) is tuple and f.name == "content":  # a message's blocks: not JSON itself
+                blocks = [self.value(b, depth, f"{path}.content[{i}]", SQL_INT_MAX) for i, b in enumerate(x)]
+                y: Any = tuple(blocks) if any(b is not a for b, a in zip(blocks, x)) else x
+            else:
+                y = self.value(x, depth, f"{path}.{f.name}", SQL_INT_MAX)
+            if y is not x:
+                changes[f.name] = y
+        return dataclasses.replace(v, **changes) if changes else v
+
+
+def needs_taming(line: bytes, rows: list[Row]) -> bool:
+    """Cheap test (C-speed counts, a few attribute reads) whether ``tame_rows`` may find
+    anything: deep nesting needs that many opening brackets in the line; integers that
+    SQLite cannot hold (orjson reads up to 2**64-1) matter in the usage and message
+    columns, which are checked directly."""
+    if line.count(b"{") + line.count(b"[") >= TAME_DEPTH:
+        return True
+    for r in rows:
+        if type(r) is UsageRow:
+            u = r.usage
+            for x in (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.reasoning_tokens):
+                if type(x) is int and not SQL_INT_MIN <= x <= SQL_INT_MAX:
+                    return True
+        elif type(r) is MessageRow:
+            m = r.message
+            for x in (m.id, m.thread_id, m.role, m.ts, m.turn_id, m.parent_id, m.run_id):
+                if type(x) is not str and x is not None:
+                    return True
+            u = m.usage
+            if u is not None:
+                for x in (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.reasoning_tokens):
+                    if type(x) is int and not SQL_INT_MIN <= x <= JSON_INT_MAX:
+                        return True
+    return False
+
+
+def tame_rows(rows: list[Row]) -> list[Row]:
+    """``rows`` with every value the database cannot hold tamed, plus one ``invalid``
+    report per kind of problem found (naming the first few values)."""
+    tamer = _Tamer()
+    out: list[Row] = [r if isinstance(r, Report) else tamer.record(r, 0, type(r).__name__) for r in rows]
+    for reason, paths in tamer.problems.items():
+        if paths:
+            shown = "; ".join(paths[:_REPORTED_PATHS]) + (f"; and {len(paths) - _REPORTED_PATHS} more" if len(paths) > _REPORTED_PATHS else "")
+            how = "kept as text" if reason == REASON_INT else f"kept as JSON text below {TAME_DEPTH} levels"
+            out.append(Report(INVALID, reason, f"{how}: {shown}"))
+    return out
 
 
 def loads(text: str | None) -> Any:
@@ -323,7 +488,10 @@ class Projector:
         msg_sub = fact_sub = report_seq = 0
         # a line the adapter had to repair (NUL bytes, bad UTF-8, glued records) is not read
         # back by a plain JSON parse, so its fields stay in the projection
-        repaired = any(isinstance(r, Report) and r.kind in (PARSE_ERROR, WARNING) for r in rows)
+        repaired = any(
+            isinstance(r, Report) and (r.kind in (PARSE_ERROR, WARNING) or (r.kind == INVALID and r.reason in TAMED_REASONS))
+            for r in rows
+        )
         line_backed = () if repaired else get_adapter(provider).line_backed_extra
         for row in rows:
             if isinstance(row, MessageRow):

@@ -11,7 +11,9 @@ the corpus manifest; the latency of 30-day usage statistics; the web pages (issu
 serve`` in a child process: the conversation page of the largest thread (first page, and the
 last page reached through a block link), the sessions home, usage and search, with the
 server's peak RSS (``VmHWM``). ``--web-only DB`` measures only the pages, on an existing
-archive. ``--peers`` runs agentsview and
+archive. Peak RSS of an ingest whose first file holds each bad value of issue 16 (a usage
+count of 2**63, nesting 320 deep, a lone surrogate, a 100 MB line: ``--poison-mb``) and the
+rerun after it. ``--peers`` runs agentsview and
 claude-code-to-sqlite (each in its own venv under /tmp) over the same corpus and reports
 their MB/s, or why they could not run.
 
@@ -294,6 +296,88 @@ def append_and_rerun(db: Path, home: Path, mb: float, files: int) -> dict[str, A
     }  # fmt: skip
 
 
+# ---------------------------------------------------------------- poison values (issue 16)
+
+
+def _claude_record(sid: str, n: int, role: str, content: Any, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": role, "content": content}
+    if role == "assistant":
+        msg.update(model="claude-opus-4-6", id=f"msg_bench{n:04d}", type="message",
+                   usage=usage or {"input_tokens": 3, "output_tokens": 10})  # fmt: skip
+    return {"parentUuid": f"00000000-0000-4000-8000-{n - 1:012d}" if n else None, "isSidechain": False,
+            "userType": "external", "cwd": "/home/dev/poison", "sessionId": sid, "version": "2.1.38",
+            "type": role, "message": msg, "uuid": f"00000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-11-30T10:00:{n:02d}.000Z"}  # fmt: skip
+
+
+def poison_session(path: Path, long_mb: float) -> dict[str, int]:
+    """A Claude Code session holding each bad value of issue 16, one per line, between good
+    lines: a usage count of 2**63, a tool input nested 320 deep, a lone surrogate escape,
+    and a user message of ``long_mb`` MB on one line. Written a piece at a time."""
+    sid = "00000000-0000-4000-8000-5e5510000000"
+    deep: Any = "leaf"
+    for _ in range(320):
+        deep = {"a": deep}
+    recs = [
+        _claude_record(sid, 0, "user", "start"),
+        _claude_record(sid, 1, "assistant", [{"type": "text", "text": "ok"}],
+                       {"input_tokens": 3, "output_tokens": 2**63}),
+        _claude_record(sid, 2, "assistant", [{"type": "tool_use", "id": "toolu_bench_deep", "name": "Bash",
+                                              "input": {"deep": deep}}]),
+        _claude_record(sid, 3, "user", "cut emoji CUT"),
+        _claude_record(sid, 4, "user", "LONG"),
+        _claude_record(sid, 5, "assistant", [{"type": "text", "text": "still here"}]),
+    ]  # fmt: skip
+    long_bytes = int(long_mb * MB)
+    with open(path, "wb") as f:
+        for r in recs:
+            line = json.dumps(r, separators=(",", ":")).encode()  # orjson refuses 320 levels
+            line = line.replace(b"CUT", b"\\ud83d")
+            if b'"LONG"' in line:
+                head, tail = line.split(b"LONG", 1)
+                f.write(head)
+                block = b"x" * (1 << 20)
+                for _ in range(long_bytes // len(block)):
+                    f.write(block)
+                f.write(b"x" * (long_bytes % len(block)))
+                line = tail
+            f.write(line + b"\n")
+    return {"bytes": path.stat().st_size, "lines": len(recs)}
+
+
+def poison_run(work: Path, home: Path, long_mb: float, files: int) -> dict[str, Any]:
+    """Peak RSS of an ingest whose first file holds every bad value (poison_session), with
+    ``files`` corpus files after it (hard links into the corpus copy), then the rerun."""
+    phome = work / "poison-home"
+    shutil.rmtree(phome, ignore_errors=True)
+    first = phome / ".claude" / "projects" / "-0-poison" / "00000000-0000-4000-8000-5e5510000000.jsonl"
+    first.parent.mkdir(parents=True)
+    planted = poison_session(first, long_mb)
+    others = [p for p in corpus_files(home) if "/.claude/" in str(p)][:files]
+    for src in others:
+        dst = phome / src.relative_to(home)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
+    db = work / "poison.db"
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    r = run_ingest(db, phome)
+    again = run_ingest(db, phome)
+    conn = open_readonly(db).conn
+    archived = conn.execute("SELECT count(*) FROM source_paths").fetchone()[0]
+    conn.close()
+    shutil.rmtree(phome, ignore_errors=True)
+    return {
+        "long_line_mb": long_mb, "poison_file_bytes": planted["bytes"], "files": len(others) + 1,
+        "files_archived": archived, "seconds": r["wall_seconds"], "peak_rss_mb": r["peak_rss_mb"],
+        "reports": r["reports"], "failed": r["failed"],
+        "rerun_bytes_read": again["bytes_read"], "rerun_peak_rss_mb": again["peak_rss_mb"],
+    }  # fmt: skip
+
+
 # ---------------------------------------------------------------- peers
 
 
@@ -365,6 +449,12 @@ def fmt_report(r: dict[str, Any]) -> str:
                  f"by project {u['project']['p50_ms']:.1f} ms")  # fmt: skip
     if "web" in r:
         lines += fmt_web(r["web"])
+    if "poison" in r:
+        p = r["poison"]
+        lines.append(f"poison values in the first of {p['files']} files (with a {p['long_line_mb']:.0f} MB line): "
+                     f"peak RSS {p['peak_rss_mb']:.0f} MB, {p['files_archived']} files archived, "
+                     f"{p['seconds']:.1f} s; reports " + ", ".join(f"{k} {v}" for k, v in sorted(p["reports"].items()))
+                     + f"; rerun read {p['rerun_bytes_read']} bytes")  # fmt: skip
     for name, p in r.get("peers", {}).items():
         if p["ok"]:
             lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")
@@ -387,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-place", action="store_true", help="append to the corpus itself instead of a copy")
     ap.add_argument("--workdir", type=Path, help="where the database and corpus copy go (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    ap.add_argument("--poison-mb", type=float, default=100,
+                    help="size of the long line in the poison run (default 100; 0 skips the run)")
+    ap.add_argument("--poison-files", type=int, default=200, help="corpus files ingested after the poisoned one")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -444,6 +537,9 @@ def main(argv: list[str] | None = None) -> int:
         report["usage_30d"] = usage_latency(db, manifest)
         say("web pages")
         report["web"] = web_pages(db)
+        if args.poison_mb > 0:
+            say(f"poison values, with a {args.poison_mb:g} MB line")
+            report["poison"] = poison_run(work, home, args.poison_mb, args.poison_files)
         if args.peers:
             report["peers"] = {}
             for name in ("agentsview", "claude-code-to-sqlite"):

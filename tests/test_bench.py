@@ -4,6 +4,7 @@ the generator planted are found by full-text search."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ def test_bench_smoke(tmp_path):
     corpus = tmp_path / "corpus"
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
-         "--workdir", str(tmp_path / "work")],
+         "--workdir", str(tmp_path / "work"), "--poison-mb", "2", "--poison-files", "5"],
         capture_output=True, check=True, timeout=120,
+        env={**os.environ, "SESH_ARCHIVE_MAX_LINE": "1M"},  # the 2 MB line of the poison run is over it
     )  # fmt: skip
     r = json.loads(out.stdout)
     first = r["first_ingest"]
@@ -35,6 +37,11 @@ def test_bench_smoke(tmp_path):
     assert all(m["ok"] for m in r["fts"]["markers"].values()), r["fts"]["markers"]
     assert r["fts"]["p50_ms"] >= 0 and r["usage_30d"]["day"]["rows"] > 0
     assert "peers" not in r
+    # bad values in the first file cost only their lines (issue 16)
+    p = r["poison"]
+    assert p["failed"] == 0 and p["files_archived"] == p["files"] == 6
+    assert p["reports"]["refused"] == 1 and p["reports"]["invalid"] == 2 and p["reports"]["warning"] >= 1
+    assert p["rerun_bytes_read"] == 0 and 0 < p["peak_rss_mb"] < 1000
     # the corpus itself was copied, not grown
     manifest = json.loads((corpus / "corpus-manifest.json").read_text())
     assert manifest["appends"] == []

@@ -113,7 +113,7 @@ CREATE TABLE source_fingerprints (
     provider TEXT NOT NULL,
     fingerprint TEXT NOT NULL,          -- sha256 of the first line (snapshots: of the path key)
     source_id INTEGER NOT NULL REFERENCES sources(id),
-    PRIMARY KEY (provider, fingerprint)
+    PRIMARY KEY (provider, fingerprint, source_id)
 );
 CREATE TABLE source_lines (
     id INTEGER PRIMARY KEY,

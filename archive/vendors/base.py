@@ -39,11 +39,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
+
+import orjson
 
 from ..model import JsonObject, Message, Usage
 
@@ -196,6 +199,15 @@ class Adapter:
         last three path components, which survive a vendor moving a session folder."""
         return "/".join(path.parts[-3:])
 
+    def session_key(self, path: Path) -> str | None:
+        """Which session a line file holds, from its path alone: two files at different
+        paths with the same key are one session (a rollout being archived, a log and its
+        ``.bak``), two with different keys are two sessions even if their first lines are
+        the same. By default the file name without its extensions (``<sessionId>.jsonl``,
+        ``rollout-<time>-<id>.jsonl.zst``, ``<id>.jsonl.bak``); an adapter that knows
+        better overrides it."""
+        return path.name.split(".", 1)[0] or None
+
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
 
@@ -287,3 +299,41 @@ def env_path(env: Mapping[str, str], name: str) -> Path | None:
     value = env.get(name)
     return Path(os.path.expanduser(value)) if value else None
 
+
+# A JSON string escape: an escaped backslash (consumed, so the "u" after it is text), a
+# high surrogate with the low one that completes it, or a surrogate standing alone.
+_SURROGATE_ESCAPE = re.compile(
+    rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+_LONE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def loads_line(line: bytes) -> tuple[Any, Report | None]:
+    """One JSON line, and a warning when it had to be repaired. orjson first; only when it
+    refuses and the line holds a surrogate escape, each lone surrogate escape (Node's
+    ``JSON.stringify`` writes ``"\\ud83d"`` for a string cut through an emoji; orjson,
+    like the JSON spec, refuses it) becomes U+FFFD and the line is parsed again. Raises
+    ``orjson.JSONDecodeError`` (the first error) when that does not make it JSON."""
+    try:
+        return orjson.loads(line), None
+    except orjson.JSONDecodeError as e:
+        if not _LONE.search(line):
+            raise
+        first = e
+    lone = 0
+
+    def fix(m: re.Match[bytes]) -> bytes:
+        nonlocal lone
+        if m.group(1) or m.group(3):
+            return m.group(0)  # an escaped backslash, or a complete pair
+        lone += 1
+        return b"\\ufffd"
+
+    fixed = _SURROGATE_ESCAPE.sub(fix, line)
+    if not lone:
+        raise first
+    try:
+        value = orjson.loads(fixed)
+    except orjson.JSONDecodeError:
+        raise first from None
+    return value, Report(WARNING, "lone surrogate", f"{lone} lone surrogate escape(s) replaced by U+FFFD; exact bytes are in the source layer")

@@ -59,6 +59,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
+from ..base import loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     BlobRow,
@@ -184,7 +185,8 @@ def _loads(line: bytes) -> tuple[list[Any], list[Report]]:
         if not line.strip():
             return [], reports
     try:
-        return [orjson.loads(line)], reports
+        value, warning = loads_line(line)  # a lone surrogate escape: U+FFFD and a warning
+        return [value], reports + ([warning] if warning else [])
     except orjson.JSONDecodeError:
         pass
     try:

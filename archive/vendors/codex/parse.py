@@ -85,6 +85,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
+from ..base import loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     DUPLICATE,
@@ -431,13 +432,13 @@ class CodexParser:
         if not line.strip():
             return iter(())
         try:
-            d = orjson.loads(line)
+            d, warning = loads_line(line)  # a lone surrogate escape: U+FFFD and a warning
         except orjson.JSONDecodeError as e:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
         # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
-        return iter(list(self._dispatch(d)))
+        return iter(([warning] if warning else []) + list(self._dispatch(d)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         if isinstance(d.get("session"), dict) and isinstance(d.get("items"), list):
