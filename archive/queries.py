@@ -18,22 +18,15 @@ Filters (``Filters``), shared by the commands that accept them:
   date-time ``until`` is exclusive. Rows without a timestamp (clm) never match a time
   filter.
 
-Token accounting (``stats``, ``threads``). The vendors count input differently, and the
-archive stores what they wrote:
-
-* Claude Code (and every provider other than Codex): ``input_tokens`` EXCLUDES cache reads
-  and cache writes; the prompt was ``input + cache_read + cache_write``.
-* Codex: ``input_tokens`` INCLUDES the cached input (``cache_read_tokens`` is the cached
-  part) and, since ``total_tokens = input + output`` in Codex's protocol, any
-  ``cache_write_tokens`` (G3) too. ``output_tokens`` includes ``reasoning_tokens``.
-
-Every number reported here is *normalised* so each token is in exactly one bucket:
-``input_tokens`` is input neither read from nor written to the cache (Codex:
-``max(input - cache_read - cache_write, 0)``), then ``cache_read_tokens``,
-``cache_write_tokens``, ``output_tokens`` (reasoning included; ``reasoning_tokens`` is
-shown for information and never added again). ``total_tokens`` is the sum of the four.
-Cost prices each bucket once (``archive.pricing``), so cached Codex tokens are never
-charged twice. The ``usage`` table has one row per model response (ingest keeps one row
+Token accounting (``stats``, ``threads``). Every usage row is already in the neutral
+buckets, each token in exactly one: ``input_tokens`` is input neither read from nor written
+to the cache, then ``cache_read_tokens``, ``cache_write_tokens``, ``output_tokens``
+(reasoning included; ``reasoning_tokens`` is shown for information and never added again).
+Each vendor adapter normalises its own figures when it reads them (a vendor that counts
+cached input inside its input has it taken out there) and keeps the vendor's numbers in
+``usage.extra``; nothing here asks which provider a row came from. ``total_tokens`` is the
+sum of the four. Cost prices each bucket once (``archive.pricing``), so cached tokens are
+never charged twice. The ``usage`` table has one row per model response (ingest keeps one row
 per response key), so sums over it count each response once.
 """
 
