@@ -6,16 +6,16 @@ values (dicts of JSON types, or canonical model objects), whose shapes are the c
 
 Filters (``Filters``), shared by the commands that accept them:
 
-* ``provider``: exact provider name (``claude-code``, ``codex``, ``clm``, ...).
+* ``provider``: exact provider name (an adapter's name: ``archive.vendors.names()``).
 * ``role``: message role (``search`` only).
-* ``thread``: a thread id or a prefix of one (Claude subagent threads ``<session>/agent-…``
+* ``thread``: a thread id or a prefix of one (child threads such as ``<session>/agent-…``
   match their parent's prefix too).
 * ``project``: the thread's working directory, or its parent thread's when the thread has
   none (subagents). An absolute path matches that directory and everything below it; any
   other text matches as a substring.
 * ``since`` / ``until``: ISO dates or date-times, compared with the recorded timestamps
   (UTC ``…Z`` for every current vendor). A date-only ``until`` includes that whole day; a
-  date-time ``until`` is exclusive. Rows without a timestamp (clm) never match a time
+  date-time ``until`` is exclusive. Rows without a timestamp (some vendors write none) never match a time
   filter.
 
 Token accounting (``stats``, ``threads``). Every usage row is already in the neutral
@@ -338,8 +338,7 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
 # ---------------------------------------------------------------- threads
 
 def _norm_sums() -> str:
-    """Sums over usage_responses, which already holds the four disjoint buckets (Codex
-    input less its cached part)."""
+    """Sums over usage_responses, whose rows are already in the four disjoint buckets."""
     return (
         "count(*) AS responses, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, "
         "sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens, "
@@ -484,7 +483,7 @@ def resolve_thread(db: Database, ref: str) -> str:
             "SELECT 1 FROM threads WHERE id LIKE ? ESCAPE '\\' AND id != ? AND NOT id LIKE ? ESCAPE '\\' LIMIT 1",
             (_like_prefix(ref), roots[0], _like_prefix(roots[0] + "/"))).fetchone():  # fmt: skip
             return roots[0]
-    # Claude child threads are ``<parent>/agent-…``: a prefix of the parent also prefixes them,
+    # child threads named ``<parent>/…``: a prefix of the parent also prefixes them,
     # and then means the parent.
     roots = [i for i in ids if all(j == i or j.startswith(i + "/") for j in ids)]
     if len(ids) > 1 and len(ids) <= 20 and len(roots) == 1:
