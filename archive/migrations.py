@@ -164,7 +164,7 @@ def m001_initial(db: Database) -> None:
             patch TEXT,
             media_type TEXT,
             uri TEXT,
-            blob_sha256 TEXT,                   -- blobs.sha256; the blob may arrive later (clm image files)
+            blob_sha256 TEXT,                   -- blobs.sha256; the blob may arrive later (image files beside a log)
             redacted INTEGER,
             extra TEXT                          -- JSON: the rest of the block (raw, results, signature)
         );
@@ -346,8 +346,8 @@ def m003_datasette(db: Database) -> None:
                count(DISTINCT thread_id) AS threads
         FROM tool_calls GROUP BY tool_name;
 
-        -- One row per file change: the adapters' file_change blocks, plus Claude Code edit tool
-        -- calls whose call has no file_change block (older transcripts lack toolUseResult).
+        -- One row per file change: the adapters' file_change blocks, plus edit tool calls whose
+        -- call has no file_change block (older transcripts lack the structured result).
         CREATE VIEW file_changes AS
         SELECT b.id AS block_id, m.thread_id, m.id AS message_id, m.ts, t.cwd AS project, b.path,
                coalesce(json_extract(b.extra, '$.kind'), json_extract(b.extra, '$.op')) AS kind,

@@ -30,7 +30,7 @@ CREATE TABLE blocks (
     patch TEXT,
     media_type TEXT,
     uri TEXT,
-    blob_sha256 TEXT,                   -- blobs.sha256; the blob may arrive later (clm image files)
+    blob_sha256 TEXT,                   -- blobs.sha256; the blob may arrive later (image files beside a log)
     redacted INTEGER,
     extra TEXT                          -- JSON: the rest of the block (raw, results, signature)
 );
