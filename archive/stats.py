@@ -32,7 +32,9 @@ def check_archive(path: Path) -> None:
             conn.close()
     except sqlite3.DatabaseError as e:
         raise ArchiveError(f"{path} is not a sesh-archive database ({e})") from None
-    if not _ARCHIVE_TABLES <= names:
+    # no table at all: an archive whose first ingest was stopped before its first migration
+    # committed (SIGKILL, disk full); the next ingest creates it, as it would a new file
+    if names and not _ARCHIVE_TABLES <= names:
         raise ArchiveError(f"{path} is not a sesh-archive database (an SQLite file without the archive's tables)")
 
 

@@ -133,6 +133,20 @@ def test_a_file_that_is_not_an_archive_is_one_line(tmp_path: Path) -> None:
         assert path.read_bytes() == before  # nothing migrated into someone else's file
 
 
+def test_an_archive_stopped_before_its_first_migration_is_ingested_into(tmp_path: Path) -> None:
+    """SIGKILL right after the file was created (WAL set, no table yet) leaves an SQLite file
+    with no tables: the next ingest carries on (the crash loop met this)."""
+    import sqlite3
+
+    db = tmp_path / "a.db"
+    c = sqlite3.connect(db)
+    c.execute("PRAGMA journal_mode = WAL")
+    c.close()
+    assert db.stat().st_size > 0
+    invoke("--db", str(db), "ingest", str(CLAUDE))
+    assert json.loads(invoke("--db", str(db), "threads", "--json")[0])
+
+
 # ---------------------------------------------------------------- 3. serve
 
 
