@@ -364,13 +364,16 @@ def _check_port(host: str, port: int) -> None:
 @click.option("--rebuild-format", is_flag=True,
               help="Build the target format from the canonical model even when a byte-exact copy exists.")
 @click.option("--cwd", help="Project folder for the target session (where its client files and resumes it).")
+@click.option("--model-provider", help="The model provider the target session names (default: the target "
+              "client's own configuration, e.g. model_provider in $CODEX_HOME/config.toml).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
 @_db_after
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
-             cwd: str | None, json_report: bool) -> None:  # fmt: skip
+             cwd: str | None, model_provider: str | None, json_report: bool) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
-    from .emit import INSTALLABLE, emit_thread, install_base, write_file, write_files
+    from .emit import INSTALLABLE, MARKDOWN, emit_thread, install_base, write_file, write_files
+    from .vendors import get as get_adapter
     from .vendors.base import EmitOptions
 
     if install and output:
@@ -379,7 +382,10 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         raise click.UsageError(f"--install is for vendor formats ({', '.join(INSTALLABLE)})")
     db = _open_read(ctx)
     try:
-        outcome = emit_thread(db, thread, target, exact=not rebuild_format, options=EmitOptions(cwd=cwd))
+        home = Path(os.path.expanduser("~"))
+        configured = get_adapter(target).configured_options(os.environ, home) if target != MARKDOWN else {}
+        outcome = emit_thread(db, thread, target, exact=not rebuild_format,
+                              options=EmitOptions(cwd=cwd, model_provider=model_provider), configured=configured)
         if install:
             write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
         elif output is not None:

@@ -136,18 +136,45 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
     adapter = get_adapter(target)
+    own_cwd = (thread.metadata or {}).get("cwd")
+    moved = cwd is not None and cwd != own_cwd
+    if moved and not adapter.relocates():
+        raise ArchiveError(
+            f"--cwd cannot be applied to a byte-exact {target} copy: its files name their folder inside; "
+            f"add --rebuild-format to build the session for {cwd}"
+        )
     files: dict[str, bytes] = {}
     for sid, _provider, _kind, gen, last_path in sources + _companions(db, target, thread.id):
-        rel = adapter.install_path(plain_name(last_path))
+        rel = adapter.install_path(plain_name(last_path), cwd if moved else None)
         if rel is not None:
             files[rel] = stored_file_bytes(db, sid, gen)
-    hint = adapter.resume_hint(thread.id, cwd or (thread.metadata or {}).get("cwd"))
-    return EmitOutcome(thread.id, target, True, files, resume_hint=hint, target_id=thread.id)
+    notes = [f"filed under {cwd}: the files are byte for byte as archived (they still name {own_cwd} inside)"] if moved else []
+    root = _root_thread(db, thread)
+    hint = adapter.resume_hint(root, cwd or own_cwd)
+    if root != thread.id and hint:
+        hint += f"  # {thread.id} is a subagent thread: its client reaches it through the session above"
+    return EmitOutcome(thread.id, target, True, files, notes=notes, resume_hint=hint, target_id=root)
+
+
+def _root_thread(db: Database, thread: Thread) -> str:
+    """The session a child thread belongs to: its parents followed up to the top."""
+    tid, parent, seen = thread.id, thread.parent_thread_id, set()
+    while parent and parent not in seen:
+        seen.add(parent)
+        row = db.execute("SELECT id, parent_thread_id FROM threads WHERE id = ?", (parent,)).fetchone()
+        if row is None:
+            break
+        tid, parent = row[0], row[1]
+    return tid
 
 
 def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
-                options: EmitOptions = EmitOptions()) -> EmitOutcome:
-    """Build the files for one thread (and its child threads) in the target format."""
+                options: EmitOptions = EmitOptions(), configured: Mapping[str, str] | None = None) -> EmitOutcome:
+    """Build the files for one thread (and its child threads) in the target format.
+
+    ``configured``: what the user's own configuration of the target decides
+    (``Adapter.configured_options``: Codex's model provider), used where ``options`` leave a
+    field unset; the thread's own model stays when it comes from the target vendor."""
     if target not in TARGETS:
         raise ArchiveError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
     thread_id = resolve_thread(db, ref)  # an id or an unambiguous prefix
@@ -172,6 +199,12 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         child_messages, n = with_full_outputs(db, child_messages)
         children.append((child, child_messages))
         full += n
+    applied = []
+    for key, value in (configured or {}).items():
+        own_model = key == "model" and (thread.metadata or {}).get("provider") == target and (thread.metadata or {}).get("model")
+        if getattr(options, key, "") is None and not own_model:
+            options = replace(options, **{key: value})
+            applied.append(f"{key} {value!r} from the {target} configuration")
     default_cwd = adapter.needs_cwd and not options.cwd and not (thread.metadata or {}).get("cwd")
     if default_cwd:
         options = replace(options, cwd=os.getcwd())
@@ -183,6 +216,7 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         result.count("cwd: none archived, the current folder was used")
     if full:
         result.count("tool_result: full output from its companion file, not the transcript's preview", full)
+    result.notes.extend(applied)
     root = _root_name(target, {}, Path("/")) if target in INSTALLABLE else None
     files = {}
     for rel, data in result.files.items():

@@ -28,13 +28,16 @@ def check_archive(path: Path) -> None:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ours = "_sqlite_migrations" in names and conn.execute(
+                "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'sesh-archive' LIMIT 1").fetchone() is not None
         finally:
             conn.close()
     except sqlite3.DatabaseError as e:
         raise ArchiveError(f"{path} is not a sesh-archive database ({e})") from None
-    # no table at all: an archive whose first ingest was stopped before its first migration
-    # committed (SIGKILL, disk full); the next ingest creates it, as it would a new file
-    if names and not _ARCHIVE_TABLES <= names:
+    # no table but sqlite-utils' bookkeeping, or our own migrations begun: an archive whose
+    # first ingest was stopped before its migrations committed (SIGKILL, disk full); the next
+    # ingest carries on, as it would with a new file
+    if names - {"_sqlite_migrations"} and not ours and not _ARCHIVE_TABLES <= names:
         raise ArchiveError(f"{path} is not a sesh-archive database (an SQLite file without the archive's tables)")
 
 

@@ -145,6 +145,14 @@ def test_an_archive_stopped_before_its_first_migration_is_ingested_into(tmp_path
     assert db.stat().st_size > 0
     invoke("--db", str(db), "ingest", str(CLAUDE))
     assert json.loads(invoke("--db", str(db), "threads", "--json")[0])
+    # killed a little later: sqlite-utils' migrations table exists, the first migration not
+    db2 = tmp_path / "b.db"
+    c = sqlite3.connect(db2)
+    c.execute("CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, applied_at TEXT)")
+    c.commit()
+    c.close()
+    invoke("--db", str(db2), "ingest", str(CLAUDE))
+    assert json.loads(invoke("--db", str(db2), "threads", "--json")[0])
 
 
 # ---------------------------------------------------------------- 3. serve

@@ -250,34 +250,59 @@ def archive_threads(rec: Recording, tmp_path: Path) -> tuple[Any, list[Any], lis
     return root, store.get_messages(root.id), children
 
 
-def emit_into(target: str, thread: Any, messages: list[Any], children: list[Any], home: Path, cwd: Path) -> tuple[str, Any]:
-    """Write the emitted files into the target vendor home; (the id to resume, EmitResult)."""
-    from archive import vendors
+def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path) -> tuple[str, dict[str, Any]]:
+    """``sesh-archive emit THREAD --to TARGET --install --rebuild-format --cwd CWD``, as a
+    user types it, into the target's home: (the id to resume, the JSON report). Codex is
+    configured with a provider not named openai (``mock``): the emit must carry it."""
+    from click.testing import CliRunner
 
-    adapter = vendors.get(target)
-    from archive.vendors.base import EmitOptions
+    from archive.cli import cli
 
-    options = EmitOptions(cwd=str(cwd))
     if target == "codex":
-        options = EmitOptions(cwd=str(cwd), model=runner.CODEX_MODEL, model_provider="mock")
-    result = adapter.emit(thread, messages, children, options)
-    vendor_home = home / VENDOR_HOME[target]
-    project = runner.claude_project_dir(home, cwd)
-    for rel, data in result.files.items():
-        parts = Path(rel).parts
-        if target == "claude-code" and parts[0] == "projects":
-            # The emitter keeps the thread's own cwd (the recording's); Claude Code finds a
-            # session by the project folder of the cwd it runs in, so move it to ours.
-            dest = project.joinpath(*parts[2:])
-        else:
-            dest = vendor_home / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
-    if result.thread_id:
-        return result.thread_id, result
-    if target == "claude-code":
-        return next(Path(rel).stem for rel in result.files if len(Path(rel).parts) == 3), result
-    return runner.codex_session_id(runner.codex_sessions(home)[0]), result
+        runner.write_codex_config(home, "http://127.0.0.1:9")  # the user's config; the port is set per run
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(runner.codex_home(home))}
+    res = CliRunner().invoke(cli, ["--db", str(db_path), "emit", thread_id, "--to", target, "--install",
+                                   "--rebuild-format", "--cwd", str(cwd), "--json-report"], env=env)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    return report["target_id"], report
+
+
+COMPANION_REASON = "tool_result: full output from its companion file, not the transcript's preview"
+
+
+def with_companions(rec: Recording, expected: conv.Conversation, counts: dict[str, int]) -> conv.Conversation:
+    """A hand-off reports that it sends a tool's full output (kept by the client in a
+    companion file) instead of the transcript's preview: expect the recorded file's text."""
+    if not counts.get(COMPANION_REASON):
+        return expected
+    by_name = {f.name: f.read_text() for f in rec.files() if f.parent.name == "tool-results"}
+    out = []
+    for turn in expected:
+        if turn.kind == "tool_result" and isinstance(turn.value, str) and turn.value.startswith("<persisted-output>"):
+            name = next((n for n in by_name if f"tool-results/{n}" in turn.value), None)
+            assert name is not None, f"{rec.name}: no recorded companion for {turn.value[:200]!r}"
+            turn = turn._replace(value=by_name[name])
+        out.append(turn)
+    assert out != expected, "the report names a companion output but no tool result used one"
+    return out
+
+
+CODEX_CUT = re.compile(r"…\d+ tokens truncated…")
+
+
+def client_truncation(expected: conv.Conversation, sent: conv.Conversation) -> conv.Conversation:
+    """Codex (0.171.0) sends a long tool output to the model with its middle cut out
+    (``…15224 tokens truncated…``): where the head and tail it kept are the expected
+    output's, the output was handed off whole and the client cut it."""
+    out = []
+    for e, s in zip(expected, sent):
+        if s.kind == "tool_result" and e.kind == "tool_result" and isinstance(s.value, str) and isinstance(e.value, str):
+            parts = CODEX_CUT.split(s.value)
+            if len(parts) == 2 and len(e.value) > len(s.value) and e.value.startswith(parts[0]) and e.value.endswith(parts[1]):
+                s = s._replace(value=e.value)
+        out.append(s)
+    return out + list(sent[len(expected):])
 
 
 def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, counts: dict[str, int]) -> conv.Conversation:
@@ -321,16 +346,17 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
     # the archive holds the conversation the client had sent
     conv.assert_same(rec.conversation, conv.from_canonical(messages))
     home, cwd = dirs(tmp_path)
-    resume_id, result = emit_into(target, thread, messages, children, home, cwd)
+    resume_id, report = emit_into(target, thread.id, tmp_path / "archive.db", home, cwd)
     with mock_for(target, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
         run(target, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
         first = mock.model_requests()[0]
     sent = sent_conversation(target, first.body)
-    expected = rec.conversation + [conv.Turn("user", "text", None, RESUME_PROMPT)]
+    expected = with_companions(rec, rec.conversation, report["dropped_or_transformed"]) + [
+        conv.Turn("user", "text", None, RESUME_PROMPT)]
     if target == rec.vendor:
         conv.assert_same(expected, sent)
     else:
-        sent = drop_reported_texts(expected, sent, result.counts)
+        sent = drop_reported_texts(expected, sent, report["dropped_or_transformed"])
         keep = ("text", "tool_result")
         conv.assert_same(conv.project(expected, CROSS_KINDS, names=False, values=False), conv.project(sent, CROSS_KINDS, names=False, values=False))
-        conv.assert_same(conv.project(expected, keep), conv.project(sent, keep))
+        conv.assert_same(conv.project(expected, keep), client_truncation(conv.project(expected, keep), conv.project(sent, keep)))

@@ -218,10 +218,11 @@ class Adapter:
 
     # -- laying files out in the vendor's home (``emit --install``, ``restore``)
 
-    def install_path(self, stored_path: str) -> str | None:
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
         """Where a stored source file goes, relative to the parent of the first default
         root (``projects/<slug>/<id>.jsonl`` for ``~/.claude``); None: not a file to write
-        back (an older generation's name, such as clm's ``.bak``)."""
+        back (an older generation's name, such as clm's ``.bak``). ``cwd``: file it under
+        that project folder instead (only asked when ``relocates``)."""
         root = self.default_roots({}, Path("/"))
         return str(Path(root[0].name) / Path(stored_path).name) if root else Path(stored_path).name
 
@@ -233,6 +234,17 @@ class Adapter:
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         """The shell command that resumes an installed session, every argument quoted."""
         return None
+
+    def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """``EmitOptions`` fields the user's own configuration of this vendor decides (the
+        model provider a config file names, ...); an emit applies them where the caller gave
+        none, so the emitted session is one the user's client accepts."""
+        return {}
+
+    def relocates(self) -> bool:
+        """Can a byte-exact copy be filed under another project folder (``emit --cwd``)
+        without changing its bytes? (``install_path`` then takes ``cwd``.)"""
+        return False
 
 
 def relative_to_marker(path: str, markers: Sequence[str], rename: Mapping[str, str] | None = None) -> str | None:

@@ -25,7 +25,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
-from .emit import emit_session, resume_hint
+from .emit import cwd_slug, emit_session, resume_hint
 from .parse import ToolResultsFileParser, AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
 
 # ---------------------------------------------------------------- the adapter
@@ -94,8 +94,17 @@ class ClaudeCodeAdapter(Adapter):
              options: EmitOptions = EmitOptions()) -> EmitResult:
         return emit_session(thread, messages, children, options)
 
-    def install_path(self, stored_path: str) -> str | None:
-        return relative_to_marker(stored_path, ("projects",)) or super().install_path(stored_path)
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
+        rel = relative_to_marker(stored_path, ("projects",)) or super().install_path(stored_path)
+        parts = Path(rel).parts if rel else ()
+        if cwd is not None and len(parts) > 2 and parts[0] == "projects":
+            # Claude finds a session by the slug of the folder it runs in, not by the cwd
+            # written inside the lines: the same bytes under another slug resume there
+            return str(Path("projects", cwd_slug(cwd), *parts[2:]))
+        return rel
+
+    def relocates(self) -> bool:
+        return True
 
     def companion_markers(self, thread_id: str) -> tuple[str, ...]:
         return (f"/{thread_id}/tool-results/",)

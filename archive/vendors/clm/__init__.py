@@ -71,7 +71,7 @@ class ClmAdapter(Adapter):
              options: EmitOptions = EmitOptions()) -> EmitResult:
         return emit_log(thread, messages, children, options)
 
-    def install_path(self, stored_path: str) -> str | None:
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
         if stored_path.endswith(".bak"):
             return None  # a .bak continues an older generation; only the live log is written back
         return relative_to_marker(stored_path, ("clm",)) or super().install_path(stored_path)

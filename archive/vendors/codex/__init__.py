@@ -24,7 +24,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
-from .emit import emit_rollout, resume_hint
+from .emit import configured, emit_rollout, resume_hint
 from .parse import CodexParser, NAME
 
 # ---------------------------------------------------------------- adapter
@@ -84,13 +84,19 @@ class CodexAdapter(Adapter):
              options: EmitOptions = EmitOptions()) -> EmitResult:
         return emit_rollout(thread, messages, children, options)
 
-    def install_path(self, stored_path: str) -> str | None:
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
         # a rollout Codex archived goes back where its resume looks
         found = relative_to_marker(stored_path, ("sessions", "archived_sessions"), {"archived_sessions": "sessions"})
         return found or super().install_path(stored_path)
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id)
+
+    def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """``model_provider`` and ``model`` from ``$CODEX_HOME/config.toml``, its selected
+        ``profile`` first: Codex refuses to resume a session whose provider is not the
+        configured one (0.171.0: "Cannot change this thread's model provider")."""
+        return configured(env_path(env, "CODEX_HOME") or home / ".codex")
 
 
 ADAPTER = CodexAdapter()

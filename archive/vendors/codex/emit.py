@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -435,3 +436,24 @@ def emit_rollout(thread: Thread, messages: list[Message], children: Sequence[Any
     if children:
         emitter.count("children: not emitted (emit each child thread separately)", len(children))
     return emitter.emit()
+
+
+def configured(codex_home: Path) -> dict[str, str]:
+    """The provider and model a Codex home's ``config.toml`` selects (a ``profile`` named at
+    the top level overrides the top-level keys); nothing when there is no readable config."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        doc = tomllib.loads((codex_home / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    profile = doc.get("profile")
+    chosen = doc.get("profiles", {}).get(profile, {}) if isinstance(profile, str) else {}
+    out = {}
+    for key in ("model_provider", "model"):
+        value = chosen.get(key) if isinstance(chosen, dict) and key in chosen else doc.get(key)
+        if isinstance(value, str) and value:
+            out[key] = value
+    return out
