@@ -108,9 +108,11 @@ def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str,
         f"WHERE m.thread_id IN ({marks}) UNION SELECT DISTINCT source_id FROM thread_facts WHERE thread_id IN ({marks})",
         thread_ids * 2,
     )}  # fmt: skip
+    # the current generation's own path: a log's, not the .bak of an older generation
     rows = db.execute(
-        f"SELECT id, provider, kind, current_generation, last_path FROM sources WHERE id IN ({', '.join('?' * len(ids))}) "
-        "ORDER BY id",
+        "SELECT id, provider, kind, current_generation, coalesce((SELECT p.path FROM source_paths p WHERE "
+        "p.source_id = s.id AND p.generation = s.current_generation ORDER BY p.missing, p.path LIMIT 1), last_path) "
+        f"FROM sources s WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id",
         sorted(ids),
     ).fetchall() if ids else []  # fmt: skip
     return [tuple(r) for r in rows]  # type: ignore[misc]

@@ -425,6 +425,17 @@ def _seek(f: BinaryIO, offset: int) -> None:
             remaining -= len(got)
 
 
+def generation_path(db: Database, source_id: int, generation: int) -> str | None:
+    """The path a generation was last read at: a file found (not missing) first. A log and
+    the ``.bak`` a compaction left (clm) are one source: the log holds the current
+    generation, the ``.bak`` the older one, whichever of the two was seen last."""
+    row = db.execute(
+        "SELECT path FROM source_paths WHERE source_id = ? AND generation = ? ORDER BY missing, path LIMIT 1",
+        (source_id, generation),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def plain_name(path: str) -> str:
     """Where a source's bytes are written back: the archive keeps a ``.zst`` file's lines
     decompressed (its offsets are the decompressed ones), so restore and emit write the
@@ -1402,8 +1413,9 @@ def restore(
     generation: int | None = None,
     all_generations: bool = False,
 ) -> list[RestoredFile]:
-    """Write sources back byte for byte under ``out_dir``, at their last known path relative
-    to ``/`` (generations other than the current one get a ``.gen<N>`` suffix)."""
+    """Write sources back byte for byte under ``out_dir``, each generation at the path it was
+    last read at, relative to ``/`` (a generation older than the current one that was read
+    only at the current one's path gets a ``.gen<N>`` suffix)."""
     out = []
     for sid, uid, _prov, _kind in _source_rows(db, provider, source):
         last_path, current = db.execute("SELECT last_path, current_generation FROM sources WHERE id = ?", (sid,)).fetchone()
@@ -1412,10 +1424,12 @@ def restore(
             gens = [g for g in gens if g == generation]
         elif not all_generations:
             gens = [current] if current in gens else gens[-1:]
+        current_path = generation_path(db, sid, current) or last_path
         for g in gens:
-            rel = Path(plain_name(str(last_path)).lstrip("/")) if last_path else Path(uid)
+            path = generation_path(db, sid, g) or last_path
+            rel = Path(plain_name(str(path)).lstrip("/")) if path else Path(uid)
             target = Path(out_dir) / rel
-            if g != current:
+            if g != current and path == current_path:
                 target = target.with_name(f"{target.name}.gen{g}")
             if target.exists():
                 raise ArchiveError(f"{target} exists; restore never overwrites")

@@ -571,3 +571,12 @@ def test_ingest_compaction_with_bak(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     # ingesting again changes nothing
     again = ingest_mod.ingest_paths(db, None, options)
     assert again.messages_added == 0 and again.files_changed == 0
+
+    # the .bak is the last path seen (found after the log): the log is still the session
+    conn.execute("UPDATE sources SET last_path = ?", (str(state / (log.name + ".bak")),))
+    from archive.emit import emit_thread
+
+    out = emit_thread(db, "20260901-101500-0a1b2c3d", "clm")
+    assert out.exact and {Path(rel).name: data for rel, data in out.files.items()} == {log.name: log.read_bytes()}
+    restored = {f.path.name: f.path.read_bytes() for f in ingest_mod.restore(db, tmp_path / "out", all_generations=True)}
+    assert restored == {log.name: log.read_bytes(), log.name + ".bak": (state / (log.name + ".bak")).read_bytes()}
