@@ -52,6 +52,7 @@ CONTEXT_PREFIXES = (
     "<apps_instructions>",
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
+    "<session_context>",
 )
 
 
@@ -179,6 +180,71 @@ def _responses_item(it: dict[str, Any]) -> list[Turn]:
     if t == "web_search_call":
         return [Turn("assistant", "web_search", None, (it.get("action") or {}).get("query"))]
     return [Turn("?", "unknown", str(t), None)]
+
+
+# ---------------------------------------------------------------- Gemini API (Gemini CLI)
+
+
+def from_gemini(body: dict[str, Any]) -> Conversation:
+    """The conversation in one ``generateContent`` request body (``contents``;
+    ``systemInstruction`` and the ``<session_context>`` user content are context)."""
+    out: Conversation = []
+    for c in body.get("contents") or []:
+        role = "assistant" if c.get("role") == "model" else "user"
+        for p in c.get("parts") or []:
+            if not isinstance(p, dict):
+                out.append(Turn(role, "unknown", "part", None))
+            elif isinstance(p.get("text"), str):
+                if p.get("thought"):
+                    out.append(Turn("assistant", "reasoning", None, p["text"] or None))
+                elif not is_context(p["text"]):
+                    out.append(Turn(role, "text", None, p["text"]))
+            elif isinstance(p.get("functionCall"), dict):
+                out.append(Turn("assistant", "tool_call", p["functionCall"].get("name"), p["functionCall"].get("args")))
+            elif isinstance(p.get("functionResponse"), dict):
+                resp = p["functionResponse"].get("response")
+                if isinstance(resp, dict) and set(resp) in ({"output"}, {"error"}):
+                    resp = next(iter(resp.values()))
+                out.append(Turn("tool", "tool_result", None, output_text(resp)))
+            elif isinstance(p.get("inlineData"), dict):
+                out.append(Turn(role, "image", None, p["inlineData"].get("mimeType")))
+            else:
+                out.append(Turn(role, "unknown", next(iter(p), "part"), None))
+    return out
+
+
+# ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+
+
+def from_chat(body: dict[str, Any]) -> Conversation:
+    """The conversation in one chat-completions request body (``messages``; system messages
+    are context)."""
+    out: Conversation = []
+    for m in body.get("messages") or []:
+        role = m.get("role", "?")
+        if role == "system":
+            continue
+        if role == "tool":
+            out.append(Turn("tool", "tool_result", None, output_text(m.get("content"))))
+            continue
+        if role == "assistant" and m.get("reasoning_content"):
+            out.append(Turn("assistant", "reasoning", None, m["reasoning_content"]))
+        content = m.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        for c in content or []:
+            ct = c.get("type")
+            if ct == "text":
+                if not is_context(c.get("text", "")):
+                    out.append(Turn("assistant" if role == "assistant" else "user", "text", None, c.get("text", "")))
+            elif ct == "image_url":
+                out.append(Turn(role, "image", None, _data_url_type((c.get("image_url") or {}).get("url"))))
+            else:
+                out.append(Turn(role, "unknown", str(ct), None))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            out.append(Turn("assistant", "tool_call", fn.get("name"), _maybe_json(fn.get("arguments"))))
+    return out
 
 
 # ---------------------------------------------------------------- canonical thread
