@@ -179,6 +179,9 @@ class GeminiWriter:
 
     def emit(self, cwd: str, session_id: str) -> EmitResult:
         for m in self.messages:
+            if m.usage is not None and m.role == "system":
+                self.count("usage: of background helper calls, dropped (no place for it in Gemini CLI)")
+                continue
             if m.role == "system" or (m.extra or {}).get("injected"):
                 self.count("system or injected context: left out (the client writes its own)")
                 continue

@@ -159,7 +159,11 @@ def gemini_usage(tokens: Any) -> Usage | None:
     inp, cached = n("input", "promptTokenCount"), n("cached", "cachedContentTokenCount")
     out, thoughts = n("output", "candidatesTokenCount"), n("thoughts", "thoughtsTokenCount")
     tool = n("tool", "toolUsePromptTokenCount")
-    return Usage(input_tokens=max(inp - cached, 0) + tool, output_tokens=out + thoughts, cache_read_tokens=cached,
+    total = n("total", "totalTokenCount")
+    # Gemini counts thoughts apart from the candidates (total = input + output + thoughts);
+    # a proxy with OpenAI's convention counts them inside (total = input + output)
+    output = out if thoughts and total == inp + out + tool else out + thoughts
+    return Usage(input_tokens=max(inp - cached, 0) + tool, output_tokens=output, cache_read_tokens=cached,
                  cache_write_tokens=0, reasoning_tokens=thoughts, extra={"vendor": tokens})
 
 
