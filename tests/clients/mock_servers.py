@@ -566,8 +566,11 @@ class ChatCompletionsMock(MockServer):
     reply); ``GET /v1/models``; else 404, logged. Reasoning goes in ``reasoning_content``."""
 
     def model_requests(self) -> list[LoggedRequest]:
+        """Requests of the agent loop: with tools, answering a scripted prompt. Qwen Code's
+        background helpers (the memory-extraction subagent, 0.24.4) send tools too, but
+        their prompts match no key of the script."""
         return [r for r in self.requests if r.path.endswith("/chat/completions") and isinstance(r.body, dict)
-                and r.body.get("tools")]
+                and r.body.get("tools") and self.reply_for(r.body)[0]]
 
     def reply_for(self, body: dict[str, Any]) -> tuple[str, str, int, Reply]:
         if body.get("tools"):

@@ -8,7 +8,9 @@ Format (Gemini CLI 0.61.0, ``ChatRecordingService``): JSON Lines, append-only, b
 * **message upserts** ``{id, timestamp, type, content, ...}``: the same ``id`` is written
   again when the message changes (a ``gemini`` message gains ``toolCalls`` with their
   ``result`` and ``status``); ``type`` ``user`` (``content``: Gemini parts) or ``gemini``
-  (``content``: a string, ``thoughts[]`` of ``{subject, description, timestamp}``,
+  (``content``: a string, ``thoughts[]`` of ``{subject, description, timestamp}``, one
+  per streamed chunk: a chunk without a subject continues the thought before it and is
+  joined to it (``extra["chunks"]`` counts them),
   ``tokens`` ``{input, output, cached, thoughts, tool, total}``, ``model``); ``info``,
   ``error`` and ``warning`` are UI notices the model never sees;
 * ``{"$set": {...}}`` **patches** of the session's metadata (``lastUpdated``, ``summary``,
@@ -378,10 +380,18 @@ class GeminiParser:
         thread = self._thread()
         blocks: list[Block] = []
         for t in d.get("thoughts") or []:
-            if isinstance(t, dict):
-                extra = {k: v for k, v in t.items() if k not in ("description",) and v not in ("", None)}
-                blocks.append(Reasoning(text=t.get("description") if isinstance(t.get("description"), str) else None,
-                                        extra=extra or None))
+            if not isinstance(t, dict):
+                blocks.append(Unknown(source_type="thought", raw=t))
+                continue
+            text = t.get("description") if isinstance(t.get("description"), str) else None
+            prev = blocks[-1] if blocks and isinstance(blocks[-1], Reasoning) else None
+            if prev is not None and not t.get("subject") and text is not None and prev.text is not None:
+                # a streamed chunk without a subject continues the thought before it
+                n = (prev.extra or {}).get("chunks", 1) + 1
+                blocks[-1] = Reasoning(text=prev.text + text, extra={**(prev.extra or {}), "chunks": n})
+                continue
+            extra = {k: v for k, v in t.items() if k not in ("description",) and v not in ("", None)}
+            blocks.append(Reasoning(text=text, extra=extra or None))
         content = d.get("content")
         if isinstance(content, str):
             if content:
