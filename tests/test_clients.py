@@ -221,6 +221,42 @@ def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: 
     conv.assert_same(conv.project(recorded, ("text",)), conv.project(live, ("text",)))
 
 
+# ---------------------------------------------------------------- usage: what the mock returned, once
+
+
+def _neutral(vendor: str, u: dict[str, Any]) -> tuple[int, int, int]:
+    """(uncached input, cache reads, output incl. reasoning) of one mock response."""
+    if vendor == "gemini":
+        return (u["promptTokenCount"] - u["cachedContentTokenCount"], u["cachedContentTokenCount"],
+                u["candidatesTokenCount"] + u.get("thoughtsTokenCount", 0))
+    cached = u["prompt_tokens_details"]["cached_tokens"]
+    return u["prompt_tokens"] - cached, cached, u["completion_tokens"]
+
+
+@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
+def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -> None:
+    """Every scenario run live, its session ingested: the archive's token totals equal the
+    sum of the mock's responses, each counted once (Qwen Code's background helper calls
+    included, since the session records them; Gemini CLI records the agent loop only)."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    for sc0 in scenarios(vendor, tmp_path):
+        home, cwd = dirs(tmp_path / sc0.name)
+        sc = next(s for s in scenarios(vendor, cwd) if s.name == sc0.name)
+        session: str | None = None
+        with mock_for(vendor, sc.script) as mock:
+            for prompt in sc.prompts:
+                session = session_of(vendor, run(vendor, home, cwd, mock.url, prompt, resume=session).check(), home, session)
+            answered = mock.model_requests() if vendor == "gemini" else [r for r in mock.requests if r.usage]
+            expected = [sum(x) for x in zip(*(_neutral(vendor, r.usage) for r in answered))]
+        db = open_db(tmp_path / sc.name / "a.db")
+        s = ingest_paths(db, [home / VENDOR_HOME[vendor]], IngestOptions(idle_seconds=10**9))
+        assert s.failed == 0 and not s.reports.get("unexplained") and not s.reports.get("adapter_error")
+        got = list(db.execute("SELECT sum(input_tokens), sum(cache_read_tokens), sum(output_tokens), count(*) FROM usage").fetchone())
+        assert got == expected + [len(answered)], (sc.name, got, expected)
+
+
 # ---------------------------------------------------------------- archive round trip: ingest, emit, resume
 
 

@@ -107,7 +107,8 @@ def test_install_writes_atomically_and_never_overwrites(archive, tmp_path):
     tid = next(r[0] for r in open_db(db_path).execute("SELECT id FROM threads WHERE provider = 'codex' ORDER BY id"))
     fresh = tmp_path / "fresh-home"
     env = {"HOME": str(fresh), "CODEX_HOME": str(fresh / ".codex"), "CLAUDE_CONFIG_DIR": str(fresh / ".claude"),
-           "XDG_STATE_HOME": str(fresh / ".local" / "state")}  # fmt: skip
+           "XDG_STATE_HOME": str(fresh / ".local" / "state"), "GEMINI_CLI_HOME": str(fresh),
+           "QWEN_HOME": str(fresh / ".qwen")}  # fmt: skip
     for target, expect in (("codex", ".codex/sessions"), ("claude-code", ".claude/projects"), ("clm", ".local/state/clm"),
                            ("gemini", ".gemini/tmp"), ("qwen", ".qwen/projects")):
         result = runner.invoke(cli, ["--db", str(db_path), "emit", tid[:12], "--to", target, "--install"], env=env,

@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -207,13 +208,22 @@ def from_gemini(body: dict[str, Any]) -> Conversation:
                     resp = next(iter(resp.values()))
                 out.append(Turn("tool", "tool_result", None, output_text(resp)))
             elif isinstance(p.get("inlineData"), dict):
-                out.append(Turn(role, "image", None, p["inlineData"].get("mimeType")))
+                mime = p["inlineData"].get("mimeType")
+                if out and out[-1].kind == "tool_result" and role == "user":
+                    # an image a tool returned follows its function response (Gemini CLI)
+                    prev = out.pop()
+                    out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + [f"[image {mime}]"])))
+                else:
+                    out.append(Turn(role, "image", None, mime))
             else:
                 out.append(Turn(role, "unknown", next(iter(p), "part"), None))
     return out
 
 
 # ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+
+
+_QWEN_IMAGE = re.compile(r"^\[image: ([^\]]+)\]$")
 
 
 def from_chat(body: dict[str, Any]) -> Conversation:
@@ -232,6 +242,14 @@ def from_chat(body: dict[str, Any]) -> Conversation:
         content = m.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}] if content else []
+        placeholders = [_QWEN_IMAGE.match(c.get("text", "")) for c in content or [] if isinstance(c, dict)]
+        if role == "user" and out and out[-1].kind == "tool_result" and placeholders and all(placeholders):
+            # Qwen Code 0.24.4, model without vision: a tool's image goes as "[image: <type>]"
+            # user text right after the tool message; it belongs to that result
+            prev = out.pop()
+            marks = [f"[image {p.group(1)}]" for p in placeholders if p]
+            out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + marks)))
+            continue
         for c in content or []:
             ct = c.get("type")
             if ct == "text":

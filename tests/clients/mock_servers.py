@@ -100,6 +100,7 @@ class LoggedRequest:
     query: dict[str, list[str]]
     body: Any
     t: float
+    usage: Any = None  # the usage the mock answered with (Gemini and chat-completions mocks)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -515,6 +516,7 @@ class GeminiMock(MockServer):
             else:
                 raise ValueError(f"the Gemini mock cannot send {p!r}")
         usage = self.usage(contents, parts)
+        req.usage = usage
         final = {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}],
                  "usageMetadata": usage, "modelVersion": model, "responseId": resp_id}
         if path.endswith(":generateContent"):
@@ -606,6 +608,7 @@ class ChatCompletionsMock(MockServer):
                  "total_tokens": prompt_tokens + completion,
                  "prompt_tokens_details": {"cached_tokens": prompt_tokens // 2},
                  "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+        req.usage = usage
         finish = "tool_calls" if calls else "stop"
         base = {"id": cid, "object": "chat.completion.chunk", "created": 1767225600, "model": model}
         if not body.get("stream"):

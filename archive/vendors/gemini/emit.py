@@ -57,6 +57,44 @@ def _file_stamp(ts: str | None) -> str:
     return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H-%M")
 
 
+def _data_url(url: Any) -> tuple[str, str] | None:
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+        head, data = url[5:].split(";base64,", 1)
+        return head or "application/octet-stream", data
+    return None
+
+
+def result_content(b: ToolResult, m: Message) -> tuple[Any, list[JsonObject]]:
+    """A result's output without its images, and the images as Gemini ``inlineData``
+    parts: Claude Code's ``{"type": "image", "attachment": k}`` (the k-th Attachment block
+    after the result), Codex's ``input_image`` data URLs, Anthropic base64 sources."""
+    if not isinstance(b.output, list):
+        return b.output, []
+    blocks = list(m.content)
+    at = next((i for i, x in enumerate(blocks) if x is b), len(blocks))
+    following = [x for x in blocks[at + 1:] if isinstance(x, Attachment)]
+    rest: list[Any] = []
+    images: list[JsonObject] = []
+    for item in b.output:
+        if not isinstance(item, dict):
+            rest.append(item)
+            continue
+        t = item.get("type")
+        k = item.get("attachment")
+        if t == "image" and isinstance(k, int) and k < len(following) and following[k].data:
+            images.append({"inlineData": {"mimeType": following[k].media_type or "image/png", "data": following[k].data}})
+        elif t == "image" and isinstance(item.get("source"), dict) and item["source"].get("data"):
+            images.append({"inlineData": {"mimeType": item["source"].get("media_type") or "image/png", "data": item["source"]["data"]}})
+        elif t == "input_image" and _data_url(item.get("image_url")):
+            mime, data = _data_url(item["image_url"])  # type: ignore[misc]
+            images.append({"inlineData": {"mimeType": mime, "data": data}})
+        else:
+            rest.append(item)
+    if not images:
+        return b.output, []
+    return (rest if rest else ""), images
+
+
 def output_text(output: Any) -> tuple[str | None, bool]:
     """A tool output as text, and whether it had to be transformed; None: not text."""
     if isinstance(output, str):
@@ -101,7 +139,11 @@ class GeminiWriter:
 
     def user(self, m: Message) -> None:
         parts: list[JsonObject] = []
+        in_result = False  # attachments right after a tool result are its images (result_content)
         for b in m.content:
+            if isinstance(b, Attachment) and in_result:
+                continue
+            in_result = isinstance(b, ToolResult)
             if isinstance(b, Text):
                 parts.append({"text": b.text})
             elif isinstance(b, ToolResult):
@@ -163,14 +205,17 @@ class GeminiWriter:
         if entry is None:
             self.count("tool result without its call: dropped")
             return
-        text, changed = output_text(b.output)
-        if changed:
+        output, images = result_content(b, m)
+        text, changed = output_text(output)
+        if changed and output != "":
             self.count("tool result: output turned into text")
         if text is None:
             text = ""
             self.count("tool result: non-text output dropped")
+        if images:
+            self.count("tool result: images as inlineData parts after the functionResponse", len(images))
         key = "error" if b.is_error else "output"
-        entry["result"] = [{"functionResponse": {"id": b.call_id, "name": entry["name"], "response": {key: text}}}]
+        entry["result"] = [{"functionResponse": {"id": b.call_id, "name": entry["name"], "response": {key: text}}}] + images
         if b.is_error:
             entry["status"] = "error"
         entry["timestamp"] = m.ts or entry["timestamp"]

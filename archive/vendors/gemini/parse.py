@@ -146,6 +146,33 @@ def part_blocks(part: Any, result_seen: Callable[[str], bool] | None = None) -> 
     return [Unknown(source_type=next(iter(part), "part"), raw=part)], []
 
 
+def fold_result_images(blocks: list[Block]) -> list[Block]:
+    """Inline data parts that follow a function response (an image a tool returned) belong
+    to that result: its output becomes the canonical list ``[text?, {"type": "image",
+    "attachment": k}...]`` referring to the Attachment blocks that follow it (as Claude
+    Code results are stored)."""
+    out: list[Block] = []
+    i = 0
+    while i < len(blocks):
+        b = blocks[i]
+        j = i + 1
+        while j < len(blocks) and isinstance(blocks[j], Attachment):
+            j += 1
+        if isinstance(b, ToolResult) and j > i + 1:
+            items: list[Any] = []
+            if isinstance(b.output, str) and b.output:
+                items.append({"type": "text", "text": b.output})
+            elif b.output not in (None, ""):
+                items.append({"type": "text", "text": orjson.dumps(b.output).decode()})
+            items += [{"type": "image", "attachment": k} for k in range(j - i - 1)]
+            out.append(ToolResult(call_id=b.call_id, output=items, is_error=b.is_error, extra=b.extra))
+            out.extend(blocks[i + 1:j])
+        else:
+            out.extend(blocks[i:j])
+        i = j
+    return out
+
+
 def gemini_usage(tokens: Any) -> Usage | None:
     """Gemini CLI ``tokens`` (or the API's ``usageMetadata``) in the neutral buckets."""
     if not isinstance(tokens, dict):
@@ -449,6 +476,7 @@ class GeminiParser:
         else:
             for p in result if isinstance(result, list) else [result]:
                 blocks.extend(part_blocks(p)[0])
+            blocks = fold_result_images(blocks)
         is_error = status in ("error", "cancelled") or None
         out: list[Block] = []
         for b in blocks:

@@ -23,7 +23,7 @@ import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
 from ..base import EmitError, EmitOptions, EmitResult, command
-from ..gemini.emit import output_text
+from ..gemini.emit import output_text, result_content
 
 EMIT_VERSION = "0.24.4"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -81,7 +81,11 @@ class QwenWriter:
 
     def user(self, m: Message) -> None:
         parts: list[JsonObject] = []
+        in_result = False  # attachments right after a tool result are its images (result_content)
         for b in m.content:
+            if isinstance(b, Attachment) and in_result:
+                continue
+            in_result = isinstance(b, ToolResult)
             if isinstance(b, Text):
                 parts.append({"text": b.text})
             elif isinstance(b, ToolResult):
@@ -132,16 +136,20 @@ class QwenWriter:
         if name is None:
             self.count("tool result without its call: dropped")
             return
-        text, changed = output_text(b.output)
-        if changed:
+        output, images = result_content(b, m)
+        text, changed = output_text(output)
+        if changed and output != "":
             self.count("tool result: output turned into text")
         if text is None:
             text = ""
             self.count("tool result: non-text output dropped")
+        if images:
+            self.count("tool result: images as inlineData parts after the functionResponse", len(images))
         response = {"error": text} if b.is_error else {"output": text}
         self.open = None
         rec = self.record(m, "tool_result", "tool_result", "user",
-                          [{"functionResponse": {"id": b.call_id, "name": name, "response": response}}], f"{m.id}\x1f{b.call_id}")
+                          [{"functionResponse": {"id": b.call_id, "name": name, "response": response}}] + images,
+                          f"{m.id}\x1f{b.call_id}")
         rec["toolCallResult"] = {"callId": b.call_id, "status": "error" if b.is_error else "success"}
 
     def helper_call(self, m: Message) -> None:

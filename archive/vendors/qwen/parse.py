@@ -68,7 +68,7 @@ from ..base import (
     stable_id,
 )
 from ..base import nonempty_str as _str
-from ..gemini.parse import part_blocks
+from ..gemini.parse import fold_result_images, part_blocks
 
 NAME = "qwen"
 _MAIN_PROMPT = re.compile(r"^[^#]*########\d+$")
@@ -231,7 +231,7 @@ class QwenParser:
         info = d.get("toolCallResult") if isinstance(d.get("toolCallResult"), dict) else {}
         status = info.get("status")
         blocks: list[Block] = []
-        for b in self._blocks(d):
+        for b in fold_result_images(self._blocks(d)):
             if isinstance(b, ToolResult):
                 extra = dict(b.extra or {})
                 if status:
