@@ -110,7 +110,7 @@ def _post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:
         text = r.read().decode()
-    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
 
 
 def test_anthropic_mock_streams_the_scripted_step() -> None:
@@ -146,6 +146,46 @@ def test_responses_mock_streams_the_scripted_step() -> None:
     outputs = items + [{"type": "function_call"}, {"type": "function_call_output"}, {"type": "custom_tool_call_output"},
                        {"type": "message", "role": "assistant"}, {"type": "function_call_output"}]
     assert responses_prompt_and_step(outputs) == ("[k] go", 2)
+
+
+def test_gemini_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), Text("one"), Tool("run_shell_command", {"command": "ls"})], [Text("two")]]})
+    with GeminiMock(script) as m:
+        first = [{"role": "user", "parts": [{"text": "<session_context>x</session_context>"}]},
+                 {"role": "user", "parts": [{"text": "[k] go"}]}]
+        url = m.url + "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+        ev = _post(url, {"contents": first, "tools": [{"functionDeclarations": []}]})
+        parts = [p for e in ev for c in e["candidates"] for p in c["content"]["parts"]]
+        assert "".join(p["text"] for p in parts if p.get("thought")) == "hm"
+        assert "".join(p["text"] for p in parts if "text" in p and not p.get("thought")) == "one"
+        assert [p["functionCall"]["name"] for p in parts if "functionCall" in p] == ["run_shell_command"]
+        usage = ev[-1]["usageMetadata"]
+        assert usage["totalTokenCount"] == usage["promptTokenCount"] + usage["candidatesTokenCount"] + usage["thoughtsTokenCount"]
+        assert 0 < usage["cachedContentTokenCount"] < usage["promptTokenCount"]
+        second = first + [{"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+                          {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": "x"}}}]}]
+        assert gemini_prompt_and_step(second) == ("[k] go", 1)
+        ev2 = _post(url, {"contents": second, "tools": [{"functionDeclarations": []}]})
+        assert "".join(p.get("text", "") for e in ev2 for c in e["candidates"] for p in c["content"]["parts"]) == "two"
+        assert len(m.model_requests()) == 2 and m.model_requests()[0].usage == usage
+
+
+def test_chat_completions_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), Text("one"), Tool("run_shell_command", {"command": "ls"})]]})
+    with ChatCompletionsMock(script) as m:
+        msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "[k] go"}]
+        ev = [e for e in _post(m.url + "/v1/chat/completions", {"messages": msgs, "tools": [{}], "stream": True})
+              if isinstance(e, dict)]
+        deltas = [c["delta"] for e in ev for c in e["choices"]]
+        assert "".join(d.get("reasoning_content", "") for d in deltas) == "hm"
+        assert "".join(d.get("content") or "" for d in deltas) == "one"
+        args = "".join(tc["function"].get("arguments", "") for d in deltas for tc in d.get("tool_calls", []))
+        assert json.loads(args) == {"command": "ls"}
+        assert ev[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+        # a helper's request (tools, but no scripted prompt) is not the agent loop
+        _post(m.url + "/v1/chat/completions", {"messages": [{"role": "user", "content": "extract memories"}], "tools": [{}], "stream": True})
+        assert len(m.requests) == 2 and len(m.model_requests()) == 1
+    assert chat_prompt_and_step(msgs + [{"role": "assistant"}, {"role": "tool"}, {"role": "tool"}]) == ("[k] go", 1)
 
 
 def test_mock_server_stops_by_itself() -> None:
@@ -242,6 +282,7 @@ def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -
     from archive.ingest import IngestOptions, ingest_paths
 
     for sc0 in scenarios(vendor, tmp_path):
+        (tmp_path / sc0.name).mkdir()
         home, cwd = dirs(tmp_path / sc0.name)
         sc = next(s for s in scenarios(vendor, cwd) if s.name == sc0.name)
         session: str | None = None
