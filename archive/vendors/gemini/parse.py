@@ -20,7 +20,9 @@ Format (Gemini CLI 0.61.0, ``ChatRecordingService``): JSON Lines, append-only, b
 
 The older layout (before JSON Lines) is one JSON document per session,
 ``chats/session-*.json``: the header fields plus ``messages[]``; it is read as a SNAPSHOT
-source (the whole document is one "line" at offset 0), through the same upsert code.
+source (the whole document is one "line" at offset 0), through the same upsert code
+(public examples show the same fields, ``content`` sometimes a plain string). The
+``logs.json`` beside the chats (the prompts typed, without answers) is not read.
 
 Invariants:
 
