@@ -15,8 +15,12 @@ Guarantees:
 * **Valid, vendor-shaped lines.** Every line of every ``.jsonl`` / ``.jsonl.bak`` is one
   complete JSON object followed by ``\\n``. Shapes follow ``shared/formats/*.md``: Claude Code
   2.1.x (``~/.claude/projects``, subagents, compaction), Codex rollouts G2 (0.66) and G3
-  (0.171) including ``archived_sessions/``, and clm logs (``~/.local/state/clm``, with
-  ``.jsonl.bak`` companions for compacted sessions).
+  (0.171) including ``archived_sessions/``, clm logs (``~/.local/state/clm``, with
+  ``.jsonl.bak`` companions for compacted sessions), Gemini CLI 0.61 operation logs
+  (``~/.gemini/tmp/<project>/chats``: upserts, rewrites with tool calls, ``$set``
+  patches, resume snapshots) and Qwen Code 0.24 records (``~/.qwen/projects/<slug>/chats``,
+  ``ui_telemetry`` usage, helper calls). Gemini CLI and Qwen Code files get no markers and
+  are not append targets.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -161,6 +165,8 @@ CLAUDE_VERSIONS = ("2.1.38", "2.1.39", "2.1.81", "2.1.120", "2.1.197")
 CLAUDE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "claude-opus-4-8")
 CODEX_MODELS = ("gpt-5.1-codex-max", "gpt-5.1-codex", "gpt-5.2-codex", "gpt-5.1-codex-mini")
 CLM_MODELS = (("claude-sonnet-5", "anthropic"), ("gpt-5.1", "openai"), ("qwen3-coder-30b", "ollama"))
+GEMINI_MODELS = ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview")
+QWEN_MODELS = ("qwen3-coder-plus", "qwen3-coder-flash")
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 COMPACT_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
@@ -1292,6 +1298,141 @@ def clm_session(pools: Pools, stats: Stats, root: Path, rng: Random, mark: Marke
 
 
 # ---------------------------------------------------------------------------------------
+# Gemini CLI (0.61 operation log) and Qwen Code (0.24 records).
+
+GEMINI_CONTEXT = ("<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+                  "My operating system is: linux\n- **Workspace Directories:**\n  - {cwd}\n</session_context>")
+
+
+def gemini_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    cwd = rng.choice(PROJECTS)
+    model = rng.choice(GEMINI_MODELS)
+    sid = uuid4(rng)
+    stamp = iso_ms(t0)
+    slug = re.sub(r"[^a-z0-9]", "-", cwd.rstrip("/").rsplit("/", 1)[-1].lower()).strip("-") or "project"
+    path = root / ".gemini" / "tmp" / slug / "chats" / f"session-{stamp[:10]}T{stamp[11:13]}-{stamp[14:16]}-{sid[:8]}.jsonl"
+    out = Out(stats, root, path, "gemini")
+    stats.session("gemini", t0, model, cwd)
+    t = t0
+    project_hash = hexs(rng, 64)
+    header = {"sessionId": sid, "projectHash": project_hash, "startTime": stamp, "lastUpdated": stamp, "kind": "main"}
+    out.w(header)
+    history: list[dict[str, Any]] = [{"id": hexs(rng, 32), "timestamp": stamp, "type": "user",
+                                      "content": [{"text": GEMINI_CONTEXT.format(cwd=cwd)}]}]
+    out.w({"$set": {"messages": history}})
+    resumed = False
+    prompt = 100 + rng.randint(0, 2000)
+
+    def tick() -> str:
+        nonlocal t
+        t += rng.randint(200, 40_000)
+        return iso_ms(t)
+
+    def patch() -> None:
+        out.w({"$set": {"lastUpdated": iso_ms(t)}})
+
+    while out.bytes < target:
+        if not resumed and history and out.bytes > target // 2 and target < 400_000 and rng.random() < 0.5:
+            resumed = True  # a resume: a new header and a snapshot of the whole history
+            out.w({**header, "startTime": tick(), "lastUpdated": iso_ms(t)})
+            out.w({"$set": {"messages": history}})
+            out.w({"$set": {"sessionId": sid}})
+        user = {"id": uuid4(rng), "timestamp": tick(), "type": "user", "content": [{"text": pools.text(rng, 10, 400)}]}
+        out.w(user)
+        history.append(user)
+        patch()
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = step > 0 and rng.random() < 0.35
+            prompt += rng.randint(200, 3000)
+            thoughts = [{"subject": "", "description": pools.text(rng, 20, 300), "timestamp": iso_ms(t)}
+                        for _ in range(rng.random() < 0.4)]
+            content = pools.text(rng, 20, 800) if final or rng.random() < 0.4 else ""
+            out_tokens = len(content) // 4 + 5
+            th = sum(len(x["description"]) // 4 for x in thoughts)
+            cached = prompt * rng.randint(0, 9) // 10
+            msg = {"id": uuid4(rng), "timestamp": tick(), "type": "gemini", "content": content, "thoughts": thoughts,
+                   "tokens": {"input": prompt, "output": out_tokens, "cached": cached, "thoughts": th, "tool": 0,
+                              "total": prompt + out_tokens + th}, "model": model}
+            out.w(msg)
+            patch()
+            if final:
+                history.append(msg)
+                break
+            cid = f"run_shell_command__run_shell_command_{t}_0"
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status", "grep -rn TODO src"))
+            output = pools.code_text(rng, output_size(rng, max(2_000, target // 6)))
+            response = {"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": output}}}
+            msg = {**msg, "toolCalls": [{"id": cid, "name": "run_shell_command", "args": {"command": cmd},
+                                         "result": [response], "status": "success", "timestamp": tick(),
+                                         "resultDisplay": output[:200], "displayName": "Shell"}]}
+            out.w(msg)
+            history.append(msg)
+            out.w({"id": uuid4(rng), "timestamp": iso_ms(t), "type": "user", "content": [response]})
+            patch()
+    out.close(t)
+
+
+def qwen_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    cwd = rng.choice(PROJECTS)
+    model = rng.choice(QWEN_MODELS)
+    sid = uuid4(rng)
+    path = root / ".qwen" / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", cwd) / "chats" / f"{sid}.jsonl"
+    out = Out(stats, root, path, "qwen")
+    stats.session("qwen", t0, model, cwd)
+    t = t0
+    parent: str | None = None
+    prompt = 1000 + rng.randint(0, 2000)
+    n_prompt = 0
+
+    def rec(kind: str, provenance: str, **body: Any) -> None:
+        nonlocal t, parent
+        t += rng.randint(50, 20_000)
+        uid = uuid4(rng)
+        out.w({"uuid": uid, "parentUuid": parent, "sessionId": sid, "timestamp": iso_ms(t), "type": kind,
+               "provenance": provenance, "cwd": cwd, "version": "0.24.4", **body})
+        parent = uid
+
+    def api_response(pid: str, inp: int, outp: int, helper: str | None = None) -> None:
+        ev = {"event.name": "qwen-code.api_response", "event.timestamp": iso_ms(t), "response_id": "chatcmpl-" + hexs(rng, 24),
+              "model": model, "status_code": 200, "duration_ms": rng.randint(100, 9000), "input_token_count": inp,
+              "output_token_count": outp, "cached_content_token_count": inp // 2, "thoughts_token_count": 0,
+              "total_token_count": inp + outp, "prompt_id": pid, "auth_type": "openai"}
+        if helper:
+            ev.update({"subagent_name": helper, "subagent_id": f"{helper}-{hexs(rng, 8)}"})
+        rec("system", "system", subtype="ui_telemetry", systemPayload={"uiEvent": ev})
+
+    while out.bytes < target:
+        rec("user", "real_user", message={"role": "user", "parts": [{"text": pools.text(rng, 10, 400)}]})
+        pid = f"{sid}########{n_prompt}"
+        n_prompt += 1
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = step > 0 and rng.random() < 0.35
+            prompt += rng.randint(200, 3000)
+            parts: list[dict[str, Any]] = []
+            if final or rng.random() < 0.4:
+                parts.append({"text": pools.text(rng, 20, 800)})
+            cid = "call_" + alnum(rng, 24)
+            if not final:
+                parts.append({"functionCall": {"id": cid, "name": "run_shell_command",
+                                               "args": {"command": rng.choice(("ls", "make test", "git diff"))}}})
+            outp = len(orjson.dumps(parts)) // 4
+            api_response(pid, prompt, outp)
+            rec("assistant", "assistant_output", model=model, message={"role": "model", "parts": parts},
+                usageMetadata={"promptTokenCount": prompt, "candidatesTokenCount": outp, "thoughtsTokenCount": 0,
+                               "totalTokenCount": prompt + outp, "cachedContentTokenCount": prompt // 2})
+            if final:
+                break
+            output = pools.code_text(rng, output_size(rng, max(2_000, target // 6)))
+            rec("tool_result", "tool_result", message={"role": "user", "parts": [{"functionResponse": {
+                "id": cid, "name": "run_shell_command", "response": {"output": output}}}]},
+                toolCallResult={"callId": cid, "status": "success"})
+        if rng.random() < 0.5:
+            api_response(f"{sid}#managed-auto-memory-extractor-{hexs(rng, 8)}#0", prompt // 2, 6,
+                         helper="managed-auto-memory-extractor")
+    out.close(t)
+
+
+# ---------------------------------------------------------------------------------------
 # Corpus driver.
 
 
@@ -1336,6 +1477,12 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
             g3 = k == 1 or (k != 0 and rng.random() < 0.45)
             archived = k == 2 or (k > 2 and rng.random() < 0.06)
             codex_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k), g3=g3, archived=archived)
+        elif vendor == "gemini":
+            target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 20 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            gemini_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "qwen":
+            target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 20 * MiB), max(20_000, budget // 5), remaining + 3_000)
+            qwen_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
         else:
             target = min(lognormal_bytes(rng, 24_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
             clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
@@ -1345,7 +1492,7 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
-    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm") if k in stats.v}
+    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen") if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -1382,7 +1529,7 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 55), ("codex", 30), ("clm", 15)):
+    for vendor, share in (("claude_code", 50), ("codex", 27), ("clm", 13), ("gemini", 6), ("qwen", 4)):
         budget = rest * share // 100
         n = max(1, -(-budget // SHARD))
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]

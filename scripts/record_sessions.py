@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record real Claude Code and Codex sessions against the scripted mock model servers.
+"""Record real Claude Code, Codex, Gemini CLI and Qwen Code sessions against the scripted mock model servers.
 
     scripts/install_clients.sh            # once: puts the CLIs in ./.clients
     python scripts/record_sessions.py     # writes tests/fixtures/recorded/<vendor>-<version>/
@@ -35,20 +35,49 @@ sys.path.insert(0, str(REPO))
 
 from clients import conversation as conv  # noqa: E402
 from clients import runner  # noqa: E402
-from clients.mock_servers import AnthropicMock, MockServer, ResponsesMock  # noqa: E402
+from clients.mock_servers import AnthropicMock, ChatCompletionsMock, GeminiMock, MockServer, ResponsesMock  # noqa: E402
 from clients.scenarios import Scenario, scenarios  # noqa: E402
 
 OUT = REPO / "tests" / "fixtures" / "recorded"
 WORK = Path("/tmp/sesh-record")
 MAX_BYTES = 200_000
 
-VENDORS = {"claude-code": "claude", "codex": "codex"}
+VENDORS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
+MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock}
+READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
+           "qwen": conv.from_chat}
+# the vendor home (under HOME), the folder of it whose session files are kept, and which files
+HOMES = {"claude-code": (".claude", "projects", "*"), "codex": (".codex", "sessions", "*"),
+         "gemini": (".gemini", "tmp", "chats/**/*.json*"), "qwen": (".qwen", "projects", "chats/*.jsonl")}
+LABELS = {
+    "claude-code": ("Claude Code", "@anthropic-ai/claude-code", "Anthropic Messages API, streaming"),
+    "codex": ("Codex CLI", "@openai/codex", "OpenAI Responses API, SSE; config.toml model_provider \"mock\""),
+    "gemini": ("Gemini CLI", "@google/gemini-cli", "Gemini API streamGenerateContent, SSE; GOOGLE_GEMINI_BASE_URL"),
+    "qwen": ("Qwen Code", "@qwen-code/qwen-code", "OpenAI chat completions, streamed; --auth-type openai, run on Node 22"),
+}
+
+
+def run_prompt(vendor: str, exe: Path, home: Path, cwd: Path, url: str, prompt: str, session_id: str | None,
+               fork: bool = False) -> str:
+    """Run one prompt (resuming ``session_id``, or forking it into a new session); the
+    session id the prompt ran in."""
+    if vendor == "claude-code":
+        return runner.run_claude(exe, home, cwd, url, prompt, resume=session_id, fork=fork).check().json()["session_id"]
+    if vendor == "codex":
+        before = set(runner.codex_sessions(home))
+        runner.run_codex(exe, home, cwd, url, prompt, resume=session_id, fork=fork).check()
+        new = sorted(set(runner.codex_sessions(home)) - before)
+        return runner.codex_session_id(new[0]) if new else (session_id or runner.codex_session_id(runner.codex_sessions(home)[0]))
+    assert not fork, f"{vendor}: no fork scenario"
+    if vendor == "gemini":
+        return runner.run_gemini(exe, home, cwd, url, prompt, resume=session_id).check().json()["session_id"]
+    return runner.qwen_session_id(runner.run_qwen(exe, home, cwd, url, prompt, resume=session_id).check())
 
 
 def final_conversations(vendor: str, mock: MockServer) -> dict[str, list[list]]:
     """Per prompt key, the conversation of the last request with that key plus its reply.
     The key "" holds the whole session (the last request of all)."""
-    read = conv.from_anthropic if vendor == "claude-code" else conv.from_responses
+    read = READERS[vendor]
     out: dict[str, list[list]] = {}
     reqs = mock.model_requests()
     for i, req in enumerate(reqs):
@@ -67,39 +96,31 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     home.mkdir(parents=True)
     cwd.mkdir()
     sc = next(s for s in scenarios(vendor, cwd) if s.name == sc.name)  # paths for this cwd
-    mock_cls = AnthropicMock if vendor == "claude-code" else ResponsesMock
     session_id: str | None = None
     sessions: list[str] = []  # every session id the scenario made, in order
     t0 = time.time()
-    with mock_cls(sc.script) as mock:
+    with MOCKS[vendor](sc.script) as mock:
         for i, prompt in enumerate(sc.prompts):
             action = sc.action(i)
             resume = sessions[0] if action in ("fork", "original") else session_id
-            fork = action == "fork"
-            if vendor == "claude-code":
-                res = runner.run_claude(exe, home, cwd, mock.url, prompt, resume=resume, fork=fork).check()
-                session_id = res.json()["session_id"]
-            else:
-                before = set(runner.codex_sessions(home))
-                res = runner.run_codex(exe, home, cwd, mock.url, prompt, resume=resume, fork=fork).check()
-                new = sorted(set(runner.codex_sessions(home)) - before)
-                session_id = runner.codex_session_id(new[0]) if new else resume
+            session_id = run_prompt(vendor, exe, home, cwd, mock.url, prompt, resume, fork=action == "fork")
             if session_id not in sessions:
                 sessions.append(session_id)
         session_id = sessions[0]
         conversations = final_conversations(vendor, mock)
         n_requests = len(mock.requests)
-    vendor_home = home / (".claude" if vendor == "claude-code" else ".codex")
-    sub = "projects" if vendor == "claude-code" else "sessions"
+    home_dir, sub, pattern = HOMES[vendor]
+    vendor_home = home / home_dir
     target = dest / sc.name
     shutil.rmtree(target, ignore_errors=True)
     files = []
-    for f in sorted((vendor_home / sub).rglob("*")):
-        if f.is_file():
-            rel = f.relative_to(vendor_home)
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, target / rel)
-            files.append(str(rel))
+    for project in sorted((vendor_home / sub).glob("*")) if pattern != "*" else [vendor_home / sub]:
+        for f in sorted(project.glob(pattern) if pattern != "*" else project.rglob("*")):
+            if f.is_file():
+                rel = f.relative_to(vendor_home)
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target / rel)
+                files.append(str(rel))
     meta = {
         "vendor": vendor,
         "version": version,
@@ -145,7 +166,7 @@ conversation the client sent in its last request plus the mock's reply
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vendor", choices=sorted(VENDORS), action="append", help="default: both")
+    ap.add_argument("--vendor", choices=sorted(VENDORS), action="append", help="default: all")
     ap.add_argument("--scenario", action="append", help="record only these scenario names")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -166,12 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         for meta_path in sorted(dest.glob("*/scenario.json")):
             meta = json.loads(meta_path.read_text())
             rows.append(f"| `{meta['scenario']}` | {meta['covers']} | {', '.join('`' + f + '`' for f in meta['files'])} |")
-        claude = vendor == "claude-code"
+        label, package, api = LABELS[vendor]
         (dest / "SOURCES.md").write_text(SOURCES.format(
-            label="Claude Code" if claude else "Codex CLI", version=version, vendor=vendor,
-            package="@anthropic-ai/claude-code" if claude else "@openai/codex",
-            api="Anthropic Messages API, streaming" if claude else "OpenAI Responses API, SSE; config.toml model_provider \"mock\"",
-            vhome="`~/.claude`" if claude else "`~/.codex`", rows="\n".join(rows)))
+            label=label, version=version, vendor=vendor, package=package, api=api,
+            vhome=f"`~/{HOMES[vendor][0]}`", rows="\n".join(rows)))
     return 0
 
 

@@ -33,6 +33,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home))
+    monkeypatch.setenv("QWEN_HOME", str(home / ".qwen"))
+    monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("SESH_ARCHIVE_DB", raising=False)
     return home
 

@@ -31,6 +31,8 @@ from clients import recordings as rec_mod
 from clients import runner
 from clients.mock_servers import (
     AnthropicMock,
+    ChatCompletionsMock,
+    GeminiMock,
     MockServer,
     ResponsesMock,
     Script,
@@ -39,6 +41,8 @@ from clients.mock_servers import (
     Tool,
     WebSearchCall,
     anthropic_prompt_and_step,
+    chat_prompt_and_step,
+    gemini_prompt_and_step,
     responses_prompt_and_step,
 )
 from clients.recordings import Recording, recordings
@@ -46,7 +50,10 @@ from clients.scenarios import RESUME_PROMPT, scenarios
 
 pytestmark = pytest.mark.clients
 
-EXE = {"claude-code": "claude", "codex": "codex"}
+EXE = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
+MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock}
+READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
+           "qwen": conv.from_chat}
 
 
 def client(vendor: str) -> Path:
@@ -57,20 +64,40 @@ def client(vendor: str) -> Path:
 
 
 def mock_for(vendor: str, script: Script) -> MockServer:
-    return AnthropicMock(script) if vendor == "claude-code" else ResponsesMock(script)
+    return MOCKS[vendor](script)
 
 
 def sent_conversation(vendor: str, body: dict[str, Any]) -> conv.Conversation:
     """The conversation a client sent in one request body."""
-    return conv.from_anthropic(body) if vendor == "claude-code" else conv.from_responses(body)
+    return READERS[vendor](body)
 
 
 def run(vendor: str, home: Path, cwd: Path, url: str, prompt: str, resume: str | None = None,
         fork: bool = False) -> runner.RunResult:
     exe = client(vendor)
-    if vendor == "claude-code":
-        return runner.run_claude(exe, home, cwd, url, prompt, resume=resume, fork=fork)
-    return runner.run_codex(exe, home, cwd, url, prompt, resume=resume, fork=fork)
+    run_client = {"claude-code": runner.run_claude, "codex": runner.run_codex, "gemini": runner.run_gemini,
+                  "qwen": runner.run_qwen}[vendor]
+    if fork:  # the fork scenarios exist for the clients that fork a session (Claude Code, Codex)
+        return run_client(exe, home, cwd, url, prompt, resume=resume, fork=True)
+    return run_client(exe, home, cwd, url, prompt, resume=resume)
+
+
+def session_of(vendor: str, res: runner.RunResult, home: Path, session: str | None, before: set[Path]) -> str:
+    """The session id a run created or continued (``before``: Codex's rollouts before it)."""
+    if vendor in ("claude-code", "gemini"):
+        return res.json()["session_id"]
+    if vendor == "qwen":
+        return runner.qwen_session_id(res)
+    new = sorted(set(runner.codex_sessions(home)) - before)
+    return runner.codex_session_id(new[0]) if new else (session or runner.codex_session_id(runner.codex_sessions(home)[0]))
+
+
+def resent(vendor: str, conversation: conv.Conversation) -> conv.Conversation:
+    """What a client sends again of an earlier conversation: Gemini CLI (0.61.0) does not
+    send the model's thoughts back (thought parts are left out of every later request)."""
+    if vendor == "gemini":
+        return [t for t in conversation if t.kind != "reasoning"]
+    return list(conversation)
 
 
 def dirs(tmp_path: Path) -> tuple[Path, Path]:
@@ -87,7 +114,7 @@ def _post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:
         text = r.read().decode()
-    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
 
 
 def test_anthropic_mock_streams_the_scripted_step() -> None:
@@ -125,6 +152,46 @@ def test_responses_mock_streams_the_scripted_step() -> None:
     assert responses_prompt_and_step(outputs) == ("[k] go", 2)
 
 
+def test_gemini_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), Text("one"), Tool("run_shell_command", {"command": "ls"})], [Text("two")]]})
+    with GeminiMock(script) as m:
+        first = [{"role": "user", "parts": [{"text": "<session_context>x</session_context>"}]},
+                 {"role": "user", "parts": [{"text": "[k] go"}]}]
+        url = m.url + "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+        ev = _post(url, {"contents": first, "tools": [{"functionDeclarations": []}]})
+        parts = [p for e in ev for c in e["candidates"] for p in c["content"]["parts"]]
+        assert "".join(p["text"] for p in parts if p.get("thought")) == "hm"
+        assert "".join(p["text"] for p in parts if "text" in p and not p.get("thought")) == "one"
+        assert [p["functionCall"]["name"] for p in parts if "functionCall" in p] == ["run_shell_command"]
+        usage = ev[-1]["usageMetadata"]
+        assert usage["totalTokenCount"] == usage["promptTokenCount"] + usage["candidatesTokenCount"] + usage["thoughtsTokenCount"]
+        assert 0 < usage["cachedContentTokenCount"] < usage["promptTokenCount"]
+        second = first + [{"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+                          {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": "x"}}}]}]
+        assert gemini_prompt_and_step(second) == ("[k] go", 1)
+        ev2 = _post(url, {"contents": second, "tools": [{"functionDeclarations": []}]})
+        assert "".join(p.get("text", "") for e in ev2 for c in e["candidates"] for p in c["content"]["parts"]) == "two"
+        assert len(m.model_requests()) == 2 and m.model_requests()[0].usage == usage
+
+
+def test_chat_completions_mock_streams_the_scripted_step() -> None:
+    script = Script(turns={"[k]": [[Thinking("hm"), Text("one"), Tool("run_shell_command", {"command": "ls"})]]})
+    with ChatCompletionsMock(script) as m:
+        msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "[k] go"}]
+        ev = [e for e in _post(m.url + "/v1/chat/completions", {"messages": msgs, "tools": [{}], "stream": True})
+              if isinstance(e, dict)]
+        deltas = [c["delta"] for e in ev for c in e["choices"]]
+        assert "".join(d.get("reasoning_content", "") for d in deltas) == "hm"
+        assert "".join(d.get("content") or "" for d in deltas) == "one"
+        args = "".join(tc["function"].get("arguments", "") for d in deltas for tc in d.get("tool_calls", []))
+        assert json.loads(args) == {"command": "ls"}
+        assert ev[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+        # a helper's request (tools, but no scripted prompt) is not the agent loop
+        _post(m.url + "/v1/chat/completions", {"messages": [{"role": "user", "content": "extract memories"}], "tools": [{}], "stream": True})
+        assert len(m.requests) == 2 and len(m.model_requests()) == 1
+    assert chat_prompt_and_step(msgs + [{"role": "assistant"}, {"role": "tool"}, {"role": "tool"}]) == ("[k] go", 1)
+
+
 def test_mock_server_stops_by_itself() -> None:
     m = AnthropicMock(max_seconds=0.3).start()
     url = m.url
@@ -144,12 +211,21 @@ def _rec_id(r: Recording) -> str:
 def test_recording_resumes_with_the_recorded_history(rec: Recording, tmp_path: Path) -> None:
     home, cwd = dirs(tmp_path)
     rec_mod.install(rec, home, cwd)
+    cwd = rec_mod.resume_cwd(rec, cwd)
     sc = next(s for s in scenarios(rec.vendor, cwd) if s.name == rec.meta["scenario"])
     with mock_for(rec.vendor, sc.script) as mock:
         run(rec.vendor, home, cwd, mock.url, RESUME_PROMPT, resume=rec.session_id).check()
         first = mock.model_requests()[0]
-    expected = rec.conversation + [conv.Turn("user", "text", None, RESUME_PROMPT)]
-    conv.assert_same(expected, sent_conversation(rec.vendor, first.body))
+    expected = resent(rec.vendor, rec.conversation) + [conv.Turn("user", "text", None, RESUME_PROMPT)]
+    sent = sent_conversation(rec.vendor, first.body)
+    if rec.vendor == "gemini":
+        # Gemini CLI 0.61.0 resuming its own file sends each tool result twice: from the
+        # call's toolCalls[].result and from the functionResponse user message it also
+        # recorded (checked below, so that a release that stops doing it shows up here)
+        assert any(a == b and a.kind == "tool_result" for a, b in zip(sent, sent[1:])) == any(
+            t.kind == "tool_result" for t in expected), conv.diff(expected, sent)
+        sent = [t for i, t in enumerate(sent) if not (t.kind == "tool_result" and i and sent[i - 1] == t)]
+    conv.assert_same(expected, sent)
 
 
 # ---------------------------------------------------------------- live scenarios against the recordings
@@ -166,7 +242,7 @@ def _latest(vendor: str) -> dict[str, Recording]:
     return out
 
 
-LIVE = [(v, name) for v in ("claude-code", "codex") for name in _latest(v)]
+LIVE = [(v, name) for v in EXE for name in _latest(v)]
 
 
 @pytest.mark.parametrize("vendor,name", LIVE, ids=[f"{v}-{n}" for v, n in LIVE])
@@ -181,11 +257,7 @@ def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: 
             resume = first if action in ("fork", "original") else session
             before = set(runner.codex_sessions(home)) if vendor == "codex" else set()
             res = run(vendor, home, cwd, mock.url, prompt, resume=resume, fork=action == "fork").check()
-            if vendor == "claude-code":
-                session = res.json()["session_id"]
-            else:
-                new = sorted(set(runner.codex_sessions(home)) - before)
-                session = runner.codex_session_id(new[0]) if new else resume
+            session = session_of(vendor, res, home, resume, before)
             first = first or session
         last = mock.model_requests()[-1].body
         reply = mock.reply_for(last)[3]  # type: ignore[attr-defined]
@@ -196,6 +268,43 @@ def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: 
     conv.assert_same(conv.project(recorded, shape, values=False), conv.project(live, shape, values=False))
     # Texts the model wrote and the user typed are fixed by the scenario.
     conv.assert_same(conv.project(recorded, ("text",)), conv.project(live, ("text",)))
+
+
+# ---------------------------------------------------------------- usage: what the mock returned, once
+
+
+def _neutral(vendor: str, u: dict[str, Any]) -> tuple[int, int, int]:
+    """(uncached input, cache reads, output incl. reasoning) of one mock response."""
+    if vendor == "gemini":
+        return (u["promptTokenCount"] - u["cachedContentTokenCount"], u["cachedContentTokenCount"],
+                u["candidatesTokenCount"] + u.get("thoughtsTokenCount", 0))
+    cached = u["prompt_tokens_details"]["cached_tokens"]
+    return u["prompt_tokens"] - cached, cached, u["completion_tokens"]
+
+
+@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
+def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -> None:
+    """Every scenario run live, its session ingested: the archive's token totals equal the
+    sum of the mock's responses, each counted once (Qwen Code's background helper calls
+    included, since the session records them; Gemini CLI records the agent loop only)."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    for sc0 in scenarios(vendor, tmp_path):
+        (tmp_path / sc0.name).mkdir()
+        home, cwd = dirs(tmp_path / sc0.name)
+        sc = next(s for s in scenarios(vendor, cwd) if s.name == sc0.name)
+        session: str | None = None
+        with mock_for(vendor, sc.script) as mock:
+            for prompt in sc.prompts:
+                session = session_of(vendor, run(vendor, home, cwd, mock.url, prompt, resume=session).check(), home, session)
+            answered = mock.model_requests() if vendor == "gemini" else [r for r in mock.requests if r.usage]
+            expected = [sum(x) for x in zip(*(_neutral(vendor, r.usage) for r in answered))]
+        db = open_db(tmp_path / sc.name / "a.db")
+        s = ingest_paths(db, [home / VENDOR_HOME[vendor]], IngestOptions(idle_seconds=10**9))
+        assert s.failed == 0 and not s.reports.get("unexplained") and not s.reports.get("adapter_error")
+        got = list(db.execute("SELECT sum(input_tokens), sum(cache_read_tokens), sum(output_tokens), count(*) FROM usage").fetchone())
+        assert got == expected + [len(answered)], (sc.name, got, expected)
 
 
 # ---------------------------------------------------------------- archive round trip: ingest, emit, resume
@@ -220,7 +329,7 @@ def _archive_status() -> str | None:
 _NOT_LANDED = _archive_status()
 emit_landed = pytest.mark.xfail(_NOT_LANDED is not None, reason=f"emit not yet landed: {_NOT_LANDED}", strict=False)
 
-VENDOR_HOME = {"claude-code": ".claude", "codex": ".codex"}
+VENDOR_HOME = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen"}
 # What survives a cross-vendor emit: reasoning needs the source vendor's signature or
 # ciphertext, images and web searches have no faithful equivalent, tool names and inputs
 # are vendor vocabulary. The texts and tool results must survive.
@@ -260,7 +369,8 @@ def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path)
 
     if target == "codex":
         runner.write_codex_config(home, "http://127.0.0.1:9")  # the user's config; the port is set per run
-    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(runner.codex_home(home))}
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(runner.codex_home(home)),
+           "GEMINI_CLI_HOME": None, "QWEN_HOME": None, "QWEN_RUNTIME_DIR": None}  # the others follow HOME
     res = CliRunner().invoke(cli, ["--db", str(db_path), "emit", thread_id, "--to", target, "--install",
                                    "--rebuild-format", "--cwd", str(cwd), "--json-report"], env=env)  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -334,7 +444,7 @@ KNOWN_ISSUES: dict[tuple[str, str], str] = {
 ROUND_TRIPS = [
     pytest.param(r, target, id=f"{r.name}->{target}",
                  marks=[pytest.mark.xfail(reason=KNOWN_ISSUES[(r.name, target)], strict=False)] if (r.name, target) in KNOWN_ISSUES else [])
-    for r in recordings() for target in ("claude-code", "codex")
+    for r in recordings() for target in EXE
 ]
 
 
@@ -351,7 +461,7 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
         run(target, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
         first = mock.model_requests()[0]
     sent = sent_conversation(target, first.body)
-    expected = with_companions(rec, rec.conversation, report["dropped_or_transformed"]) + [
+    expected = with_companions(rec, resent(target, rec.conversation), report["dropped_or_transformed"]) + [
         conv.Turn("user", "text", None, RESUME_PROMPT)]
     if target == rec.vendor:
         conv.assert_same(expected, sent)

@@ -50,7 +50,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     originals = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in placed.values()}
     covered: set[Path] = set()
     for tid, provider in db.execute(
-        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm') AND (parent_thread_id IS NULL "
+        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','gemini','qwen') AND (parent_thread_id IS NULL "
         "OR NOT EXISTS (SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id))"  # orphan subagent files too
     ).fetchall():
         out = emit_thread(db, tid, provider)
@@ -65,7 +65,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     assert missing == set()
 
 
-@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "canonical"])
+@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "canonical"])
 def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_path, target):
     from archive.emit import load_thread
 
@@ -107,8 +107,10 @@ def test_install_writes_atomically_and_never_overwrites(archive, tmp_path):
     tid = next(r[0] for r in open_db(db_path).execute("SELECT id FROM threads WHERE provider = 'codex' ORDER BY id"))
     fresh = tmp_path / "fresh-home"
     env = {"HOME": str(fresh), "CODEX_HOME": str(fresh / ".codex"), "CLAUDE_CONFIG_DIR": str(fresh / ".claude"),
-           "XDG_STATE_HOME": str(fresh / ".local" / "state")}  # fmt: skip
-    for target, expect in (("codex", ".codex/sessions"), ("claude-code", ".claude/projects"), ("clm", ".local/state/clm")):
+           "XDG_STATE_HOME": str(fresh / ".local" / "state"), "GEMINI_CLI_HOME": str(fresh),
+           "QWEN_HOME": str(fresh / ".qwen")}  # fmt: skip
+    for target, expect in (("codex", ".codex/sessions"), ("claude-code", ".claude/projects"), ("clm", ".local/state/clm"),
+                           ("gemini", ".gemini/tmp"), ("qwen", ".qwen/projects")):
         result = runner.invoke(cli, ["--db", str(db_path), "emit", tid[:12], "--to", target, "--install"], env=env,
                                catch_exceptions=False)  # fmt: skip
         assert result.exit_code == 0, result.output

@@ -39,7 +39,10 @@ def digest(root: Path) -> str:
 
 def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
-    return "claude_code" if rel.startswith(".claude/") else "codex" if rel.startswith(".codex/") else "clm"
+    for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen")):
+        if rel.startswith(prefix):
+            return vendor
+    return "clm"
 
 
 def jsonl_lines(p: Path) -> list[dict]:
@@ -99,11 +102,13 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "claude_code": len(list((corpus / ".claude/projects").glob("*/*.jsonl"))),
         "codex": len(list((corpus / ".codex").rglob("rollout-*.jsonl"))),
         "clm": len(list((corpus / ".local/state/clm").glob("*.jsonl"))),
+        "gemini": len(list((corpus / ".gemini/tmp").glob("*/chats/session-*.jsonl"))),
+        "qwen": len(list((corpus / ".qwen/projects").glob("*/chats/*.jsonl"))),
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
-    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm"}
+    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen"}
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
     blob = b"".join(p.read_bytes() for p in files(corpus)).decode()
     for marker, d in m["markers"].items():

@@ -3,7 +3,8 @@
 Claude Code fixtures are renamed after the sessionId inside them (the shared fixtures
 carry their upstream names), subagent transcripts go to ``<session>/subagents/`` (2.1.x)
 or beside the session (2.0.x); Codex rollouts go under ``sessions/YYYY/MM/DD``; clm logs
-under ``state/clm``. The recorded trees (tests/fixtures/recorded) are already in layout.
+under ``state/clm``. The recorded trees (tests/fixtures/recorded) are already in layout
+(Gemini CLI and Qwen Code fixtures are copies of recorded files, placed from there).
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def build_home(home: Path) -> dict[str, Path]:
         placed[f.name] = clm / f.name
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
-        vendor = ".claude" if vendor_dir.name.startswith("claude-code") else ".codex"
+        vendor = next(home_dir for prefix, home_dir in (("claude-code", ".claude"), ("codex", ".codex"),
+                                                        ("gemini", ".gemini"), ("qwen", ".qwen"))
+                      if vendor_dir.name.startswith(prefix + "-"))
         for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
             for f in sorted(scenario.rglob("*")):
                 if f.is_file() and f.name != "scenario.json":

@@ -7,9 +7,13 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import canonical, claude_code, clm, codex
+from . import canonical, claude_code, clm, codex, gemini, qwen
 
-VENDORS: tuple[Adapter, ...] = (claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, canonical.ADAPTER)
+# Qwen Code before Claude Code: its records wear Claude Code's envelope (detect tells them
+# apart by the Gemini-style ``parts`` inside; Claude Code's detect would take both)
+VENDORS: tuple[Adapter, ...] = (
+    qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, gemini.ADAPTER, canonical.ADAPTER,
+)
 
 
 def get(name: str) -> Adapter:

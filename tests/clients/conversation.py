@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -52,6 +53,7 @@ CONTEXT_PREFIXES = (
     "<apps_instructions>",
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
+    "<session_context>",
 )
 
 
@@ -179,6 +181,88 @@ def _responses_item(it: dict[str, Any]) -> list[Turn]:
     if t == "web_search_call":
         return [Turn("assistant", "web_search", None, (it.get("action") or {}).get("query"))]
     return [Turn("?", "unknown", str(t), None)]
+
+
+# ---------------------------------------------------------------- Gemini API (Gemini CLI)
+
+
+def from_gemini(body: dict[str, Any]) -> Conversation:
+    """The conversation in one ``generateContent`` request body (``contents``;
+    ``systemInstruction`` and the ``<session_context>`` user content are context)."""
+    out: Conversation = []
+    for c in body.get("contents") or []:
+        role = "assistant" if c.get("role") == "model" else "user"
+        for p in c.get("parts") or []:
+            if not isinstance(p, dict):
+                out.append(Turn(role, "unknown", "part", None))
+            elif isinstance(p.get("text"), str):
+                if p.get("thought"):
+                    out.append(Turn("assistant", "reasoning", None, p["text"] or None))
+                elif not is_context(p["text"]):
+                    out.append(Turn(role, "text", None, p["text"]))
+            elif isinstance(p.get("functionCall"), dict):
+                out.append(Turn("assistant", "tool_call", p["functionCall"].get("name"), p["functionCall"].get("args")))
+            elif isinstance(p.get("functionResponse"), dict):
+                resp = p["functionResponse"].get("response")
+                if isinstance(resp, dict) and set(resp) in ({"output"}, {"error"}):
+                    resp = next(iter(resp.values()))
+                out.append(Turn("tool", "tool_result", None, output_text(resp)))
+            elif isinstance(p.get("inlineData"), dict):
+                mime = p["inlineData"].get("mimeType")
+                if out and out[-1].kind == "tool_result" and role == "user":
+                    # an image a tool returned follows its function response (Gemini CLI)
+                    prev = out.pop()
+                    out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + [f"[image {mime}]"])))
+                else:
+                    out.append(Turn(role, "image", None, mime))
+            else:
+                out.append(Turn(role, "unknown", next(iter(p), "part"), None))
+    return out
+
+
+# ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+
+
+_QWEN_IMAGE = re.compile(r"^\[image: ([^\]]+)\]$")
+
+
+def from_chat(body: dict[str, Any]) -> Conversation:
+    """The conversation in one chat-completions request body (``messages``; system messages
+    are context)."""
+    out: Conversation = []
+    for m in body.get("messages") or []:
+        role = m.get("role", "?")
+        if role == "system":
+            continue
+        if role == "tool":
+            out.append(Turn("tool", "tool_result", None, output_text(m.get("content"))))
+            continue
+        if role == "assistant" and m.get("reasoning_content"):
+            out.append(Turn("assistant", "reasoning", None, m["reasoning_content"]))
+        content = m.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        placeholders = [_QWEN_IMAGE.match(c.get("text", "")) for c in content or [] if isinstance(c, dict)]
+        if role == "user" and out and out[-1].kind == "tool_result" and placeholders and all(placeholders):
+            # Qwen Code 0.24.4, model without vision: a tool's image goes as "[image: <type>]"
+            # user text right after the tool message; it belongs to that result
+            prev = out.pop()
+            marks = [f"[image {p.group(1)}]" for p in placeholders if p]
+            out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + marks)))
+            continue
+        for c in content or []:
+            ct = c.get("type")
+            if ct == "text":
+                if not is_context(c.get("text", "")):
+                    out.append(Turn("assistant" if role == "assistant" else "user", "text", None, c.get("text", "")))
+            elif ct == "image_url":
+                out.append(Turn(role, "image", None, _data_url_type((c.get("image_url") or {}).get("url"))))
+            else:
+                out.append(Turn(role, "unknown", str(ct), None))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            out.append(Turn("assistant", "tool_call", fn.get("name"), _maybe_json(fn.get("arguments"))))
+    return out
 
 
 # ---------------------------------------------------------------- canonical thread

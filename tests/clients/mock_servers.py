@@ -100,6 +100,7 @@ class LoggedRequest:
     query: dict[str, list[str]]
     body: Any
     t: float
+    usage: Any = None  # the usage the mock answered with (Gemini and chat-completions mocks)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -437,3 +438,202 @@ class ResponsesMock(MockServer):
             ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": i, "item": it}))
         ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": it}))
         return ev
+
+
+# ---------------------------------------------------------------- Gemini API (Gemini CLI)
+
+
+def _gemini_text(parts: Any) -> str:
+    return "\n".join(p.get("text", "") for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+                     and not p.get("thought"))
+
+
+def gemini_prompt_and_step(contents: list[dict[str, Any]]) -> tuple[str, int]:
+    """The latest user text (a user content without function responses) and the number of
+    function-response rounds after it."""
+    prompt, step = "", 0
+    for c in contents:
+        if c.get("role") != "user":
+            continue
+        parts = c.get("parts") or []
+        if any(isinstance(p, dict) and "functionResponse" in p for p in parts):
+            step += 1
+        else:
+            prompt, step = _gemini_text(parts), 0
+    return prompt, step
+
+
+class GeminiMock(MockServer):
+    """``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` (and ``:generateContent``,
+    ``:countTokens``); else 404, logged. Usage reports a cached part (``cachedContentTokenCount``,
+    inside ``promptTokenCount`` as Gemini counts it) and the thinking tokens apart."""
+
+    def model_requests(self) -> list[LoggedRequest]:
+        return [r for r in self.requests if r.path.endswith(":streamGenerateContent") and isinstance(r.body, dict)
+                and r.body.get("tools")]
+
+    def reply_for(self, body: dict[str, Any]) -> tuple[str, str, int, Reply]:
+        if body.get("tools"):
+            prompt, step = gemini_prompt_and_step(body.get("contents") or [])
+            key, reply = self.script.reply(prompt, step)
+            return key, prompt, step, reply
+        cfg = body.get("generationConfig") or {}
+        if cfg.get("responseMimeType") == "application/json":  # next-speaker and similar checks
+            return "side", "", 0, [Text(json.dumps({"next_speaker": "user", "reasoning": "The answer is complete."}))]
+        return "side", "", 0, [Text(self.script.side_reply)]
+
+    @staticmethod
+    def usage(contents: Any, parts: list[dict[str, Any]]) -> dict[str, int]:
+        prompt = 100 + len(json.dumps(contents)) // 40
+        thoughts = sum(len(p.get("text", "")) // 4 + 1 for p in parts if p.get("thought"))
+        cand = 5 + len(json.dumps([p for p in parts if not p.get("thought")])) // 4
+        cached = prompt // 2
+        out = {"promptTokenCount": prompt, "candidatesTokenCount": cand, "cachedContentTokenCount": cached,
+               "totalTokenCount": prompt + cand + thoughts}
+        if thoughts:
+            out["thoughtsTokenCount"] = thoughts
+        return out
+
+    def respond(self, req: LoggedRequest) -> tuple[int, dict[str, str], bytes]:
+        path = req.path
+        model = path.rsplit("/", 1)[-1].split(":", 1)[0]
+        if req.method != "POST" or not isinstance(req.body, dict) or ":" not in path:
+            return self._json(404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}})
+        body = req.body
+        if path.endswith(":countTokens"):
+            return self._json(200, {"totalTokens": 10 + len(json.dumps(body)) // 40})
+        contents = body.get("contents") or []
+        key, prompt, step, reply = self.reply_for(body)
+        resp_id = _ident("gemini", key, step, prompt, len(contents))
+        parts: list[dict[str, Any]] = []
+        for p in reply:
+            if isinstance(p, Text):
+                parts.append({"text": p.text})
+            elif isinstance(p, Thinking):
+                parts.append({"text": p.text, "thought": True})
+            elif isinstance(p, Tool):
+                parts.append({"functionCall": {"name": p.name, "args": p.input}})
+            else:
+                raise ValueError(f"the Gemini mock cannot send {p!r}")
+        usage = self.usage(contents, parts)
+        req.usage = usage
+        final = {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}],
+                 "usageMetadata": usage, "modelVersion": model, "responseId": resp_id}
+        if path.endswith(":generateContent"):
+            final["candidates"][0]["content"]["parts"] = parts
+            return self._json(200, final)
+        if not path.endswith(":streamGenerateContent"):
+            return self._json(404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}})
+        chunks: list[dict[str, Any]] = []
+        for part in parts:
+            pieces = [part]
+            if "text" in part and len(part["text"]) > 1:  # two chunks, so the client's accumulation is exercised
+                half = len(part["text"]) // 2
+                pieces = [{**part, "text": part["text"][:half]}, {**part, "text": part["text"][half:]}]
+            for piece in pieces:
+                chunks.append({"candidates": [{"content": {"role": "model", "parts": [piece]}, "index": 0}],
+                               "modelVersion": model, "responseId": resp_id})
+        chunks.append(final)
+        out = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks)
+        return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, out.encode()
+
+
+# ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+
+
+def _chat_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "text")
+
+
+def chat_prompt_and_step(messages: list[dict[str, Any]]) -> tuple[str, int]:
+    """The latest user message's text and the number of tool-message rounds after it."""
+    prompt, step, prev_tool = "", 0, False
+    for m in messages:
+        role = m.get("role")
+        if role == "user":
+            prompt, step, prev_tool = _chat_text(m.get("content")), 0, False
+        elif role == "tool":
+            if not prev_tool:
+                step += 1
+            prev_tool = True
+        else:
+            prev_tool = False
+    return prompt, step
+
+
+class ChatCompletionsMock(MockServer):
+    """``POST /v1/chat/completions`` (streamed chunks ending with a usage chunk, or one JSON
+    reply); ``GET /v1/models``; else 404, logged. Reasoning goes in ``reasoning_content``."""
+
+    def model_requests(self) -> list[LoggedRequest]:
+        """Requests of the agent loop: with tools, answering a scripted prompt. Qwen Code's
+        background helpers (the memory-extraction subagent, 0.24.4) send tools too, but
+        their prompts match no key of the script."""
+        return [r for r in self.requests if r.path.endswith("/chat/completions") and isinstance(r.body, dict)
+                and r.body.get("tools") and self.reply_for(r.body)[0]]
+
+    def reply_for(self, body: dict[str, Any]) -> tuple[str, str, int, Reply]:
+        if body.get("tools"):
+            prompt, step = chat_prompt_and_step(body.get("messages") or [])
+            key, reply = self.script.reply(prompt, step)
+            return key, prompt, step, reply
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") in ("json_object", "json_schema"):
+            return "side", "", 0, [Text(json.dumps({"next_speaker": "user", "reasoning": "The answer is complete."}))]
+        return "side", "", 0, [Text(self.script.side_reply)]
+
+    def respond(self, req: LoggedRequest) -> tuple[int, dict[str, str], bytes]:
+        if req.method == "GET" and req.path.endswith("/models"):
+            return self._json(200, {"object": "list", "data": [{"id": "mock-model", "object": "model"}]})
+        if req.method != "POST" or not req.path.endswith("/chat/completions") or not isinstance(req.body, dict):
+            return self._json(404, {"error": {"message": f"no route {req.path}", "type": "invalid_request_error"}})
+        body = req.body
+        messages = body.get("messages") or []
+        key, prompt, step, reply = self.reply_for(body)
+        cid = "chatcmpl-" + _ident("chat", key, step, prompt, len(messages))
+        model = body.get("model", "mock-model")
+        text = "".join(p.text for p in reply if isinstance(p, Text))
+        reasoning = "".join(p.text for p in reply if isinstance(p, Thinking))
+        calls = [{"id": "call_" + _ident(cid, i), "type": "function",
+                  "function": {"name": p.name, "arguments": json.dumps(p.input)}}
+                 for i, p in enumerate(reply) if isinstance(p, Tool)]
+        if any(not isinstance(p, (Text, Thinking, Tool)) for p in reply):
+            raise ValueError(f"the chat completions mock cannot send {reply!r}")
+        prompt_tokens = 100 + len(json.dumps(messages)) // 40
+        reasoning_tokens = len(reasoning) // 4 + 1 if reasoning else 0
+        completion = 5 + len(text) // 4 + len(json.dumps(calls)) // 4 + reasoning_tokens
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                 "total_tokens": prompt_tokens + completion,
+                 "prompt_tokens_details": {"cached_tokens": prompt_tokens // 2},
+                 "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+        req.usage = usage
+        finish = "tool_calls" if calls else "stop"
+        base = {"id": cid, "object": "chat.completion.chunk", "created": 1767225600, "model": model}
+        if not body.get("stream"):
+            msg: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if reasoning:
+                msg["reasoning_content"] = reasoning
+            if calls:
+                msg["tool_calls"] = calls
+            return self._json(200, {**base, "object": "chat.completion",
+                                    "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage})
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        if reasoning:
+            half = len(reasoning) // 2
+            deltas += [{"reasoning_content": reasoning[:half]}, {"reasoning_content": reasoning[half:]}]
+        if text:
+            half = len(text) // 2
+            deltas += [{"content": text[:half]}, {"content": text[half:]}]
+        for i, c in enumerate(calls):
+            args = c["function"]["arguments"]
+            half = len(args) // 2
+            deltas.append({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                           "function": {"name": c["function"]["name"], "arguments": args[:half]}}]})
+            deltas.append({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]})
+        chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        chunks.append({**base, "choices": [], "usage": usage})
+        out = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, out.encode()

@@ -3,11 +3,12 @@ one into a fresh vendor home so the real client can resume it.
 
 Invariants:
 
-* A recording's files are relative to the vendor home (``projects/...`` for Claude Code,
-  ``sessions/...`` for Codex) and are copied byte for byte.
-* Claude Code finds a session by the project folder of the working directory, so the
-  recorded project folder is renamed to the slug of the new working directory; the file
-  contents (including their ``cwd`` fields) are not touched.
+* A recording's files are relative to the vendor home (``projects/...`` for Claude Code and
+  Qwen Code, ``sessions/...`` for Codex, ``tmp/...`` for Gemini CLI) and are copied byte
+  for byte.
+* Claude Code, Gemini CLI and Qwen Code find a session by the project folder of the
+  working directory, so the recorded project folder is renamed to the one of the new
+  working directory; the file contents (including their ``cwd`` fields) are not touched.
 """
 
 from __future__ import annotations
@@ -62,19 +63,36 @@ def recordings(vendor: str | None = None) -> list[Recording]:
     return out
 
 
+def resume_cwd(rec: Recording, cwd: Path) -> Path:
+    """Where the client must run to resume ``rec``: ``cwd``, except for Qwen Code, which
+    resumes a session only in the folder its first record names (0.24.4,
+    ``sessionBelongsToCurrentProject``), so the recorded one is created and used."""
+    if rec.vendor != "qwen":
+        return cwd
+    recorded = Path(rec.meta["cwd"])
+    recorded.mkdir(parents=True, exist_ok=True)
+    return recorded
+
+
 def install(rec: Recording, home: Path, cwd: Path) -> list[Path]:
     """Copy a recording's session files into ``home`` for a client started in ``cwd``."""
+    vendor_home = home / {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen"}[rec.vendor]
+    project = None  # the project folder's name for the new cwd, where the vendor files by cwd
     if rec.vendor == "claude-code":
-        vendor_home = home / ".claude"
-        project = runner.claude_project_dir(home, cwd)
-    else:
-        vendor_home = runner.codex_home(home)
-        project = None
+        project = runner.claude_project_dir(home, cwd).name
+    elif rec.vendor == "gemini":
+        from archive.vendors.gemini.emit import slugify
+
+        project = slugify(cwd.name)
+    elif rec.vendor == "qwen":
+        from archive.vendors.qwen.emit import project_slug
+
+        project = project_slug(str(resume_cwd(rec, cwd)))
     written = []
     for rel in rec.meta["files"]:
         parts = Path(rel).parts
-        if project is not None and parts[0] == "projects":
-            dest = project.joinpath(*parts[2:])  # projects/<recorded slug>/... -> new slug
+        if project is not None and parts[0] in ("projects", "tmp"):
+            dest = vendor_home.joinpath(parts[0], project, *parts[2:])  # <recorded slug>/... -> new slug
         else:
             dest = vendor_home / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

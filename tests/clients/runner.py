@@ -1,4 +1,4 @@
-"""Find and run the real vendor CLIs (Claude Code, Codex) against a mock server, offline.
+"""Find and run the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code) against a mock server, offline.
 
 Invariants:
 
@@ -38,7 +38,7 @@ def client_dirs() -> list[Path]:
 
 
 def find_client(name: str) -> Path | None:
-    """``claude`` or ``codex``: from the clients folders, then PATH."""
+    """``claude``, ``codex``, ``gemini`` or ``qwen``: from the clients folders, then PATH."""
     for d in client_dirs():
         p = d / name
         if p.exists() and os.access(p, os.X_OK):
@@ -49,7 +49,7 @@ def find_client(name: str) -> Path | None:
 
 def client_version(exe: Path) -> str:
     """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0'."""
-    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+    out = subprocess.run(node_argv(exe) + ["--version"], capture_output=True, text=True, timeout=60,
                          env=base_env(Path("/nonexistent-home"))).stdout.strip()
     for word in out.replace("(", " ").split():
         if word[:1].isdigit():
@@ -198,3 +198,117 @@ def codex_session_id(rollout: Path) -> str:
     with rollout.open("rb") as f:
         first = json.loads(f.readline())
     return first["payload"]["id"]
+
+
+# ---------------------------------------------------------------- Node 22 (Qwen Code)
+
+
+def node22() -> Path | None:
+    """The Node 22 binary scripts/install_clients.sh puts beside the clients (Qwen Code needs it)."""
+    for d in client_dirs():
+        p = d.parents[1] / "node22" / "node_modules" / ".bin" / "node"
+        if p.exists() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def node_argv(exe: Path) -> list[str]:
+    """How to start a client: a node script with Node 22 where installed (PATH's node
+    otherwise); a native binary (Claude Code, Codex) as it is."""
+    with open(exe, "rb") as f:
+        first = f.readline(200)
+    node = node22()
+    return [str(node), str(exe)] if node and first.startswith(b"#!") and b"node" in first else [str(exe)]
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+GEMINI_MODEL = "gemini-2.5-pro"
+
+
+def gemini_home(home: Path) -> Path:
+    return home / ".gemini"
+
+
+def write_gemini_settings(home: Path) -> None:
+    gh = gemini_home(home)
+    gh.mkdir(parents=True, exist_ok=True)
+    settings = {
+        # an API key with a base URL: otherwise the base URL switches auth to "gateway",
+        # which headless mode rejects (0.61.0)
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    }
+    (gh / "settings.json").write_text(json.dumps(settings, indent=1))
+
+
+def gemini_env(home: Path, base_url: str) -> dict[str, str]:
+    env = base_env(home)
+    env.update({"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": "mock-gemini-key",
+                "GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"})
+    return env
+
+
+def run_gemini(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+               timeout: float = 120) -> RunResult:
+    write_gemini_settings(home)
+    args = node_argv(exe) + ["--model", GEMINI_MODEL, "--approval-mode", "yolo", "--output-format", "json"]
+    if resume:
+        args += ["--resume", resume]
+    args += ["-p", prompt]
+    return _run(args, cwd, gemini_env(home, base_url), timeout)
+
+
+def gemini_sessions(home: Path) -> list[Path]:
+    root = gemini_home(home) / "tmp"
+    return sorted(root.rglob("session-*.json*")) if root.exists() else []
+
+
+# ---------------------------------------------------------------- Qwen Code
+
+QWEN_MODEL = "qwen3-coder-plus"
+
+
+def qwen_home(home: Path) -> Path:
+    return home / ".qwen"
+
+
+def qwen_env(home: Path, base_url: str) -> dict[str, str]:
+    env = base_env(home)
+    env.update({"OPENAI_BASE_URL": base_url + "/v1", "OPENAI_API_KEY": "sk-mock-key", "OPENAI_MODEL": QWEN_MODEL})
+    return env
+
+
+def write_qwen_settings(home: Path) -> None:
+    qh = qwen_home(home)
+    qh.mkdir(parents=True, exist_ok=True)
+    settings = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
+    (qh / "settings.json").write_text(json.dumps(settings, indent=1))
+
+
+def run_qwen(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+             timeout: float = 120) -> RunResult:
+    write_qwen_settings(home)
+    args = node_argv(exe) + ["--auth-type", "openai", "--yolo", "--model", QWEN_MODEL, "--output-format", "json"]
+    if resume:
+        args += ["--resume", resume]
+    args += ["-p", prompt]
+    return _run(args, cwd, qwen_env(home, base_url), timeout)
+
+
+def qwen_sessions(home: Path) -> list[Path]:
+    root = qwen_home(home) / "projects"
+    return sorted(root.rglob("*.jsonl")) if root.exists() else []
+
+
+def qwen_session_id(res: RunResult) -> str:
+    """The session id in Qwen Code's ``--output-format json`` (a list of events; 0.24.4)."""
+    events = res.json()
+    events = events if isinstance(events, list) else [events]
+    for e in events:
+        if isinstance(e, dict) and e.get("session_id"):
+            return e["session_id"]
+    raise AssertionError(f"no session_id in qwen output: {res.stdout[-500:]}")

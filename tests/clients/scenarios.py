@@ -29,7 +29,7 @@ RESUME_REPLY = "OK."
 @dataclass
 class Scenario:
     name: str
-    vendor: str  # "claude-code" | "codex"
+    vendor: str  # "claude-code" | "codex" | "gemini" | "qwen"
     prompts: list[str]
     script: Script
     covers: str = ""
@@ -150,5 +150,28 @@ def codex_scenarios(cwd: Path) -> list[Scenario]:
     ]
 
 
+def gemini_like_scenarios(vendor: str) -> list[Scenario]:
+    """Gemini CLI and Qwen Code (its fork) share tool names: ``run_shell_command``."""
+    return [
+        Scenario("text", vendor, ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "plain text, a second turn added by --resume"),
+        Scenario("shell", vendor, ["[shell] Run two commands."], _with_resume_check({
+            "[shell]": [
+                [Text("Running echo."), Tool("run_shell_command", {"command": "echo hello-from-shell",
+                                                                   "description": "Print a greeting"})],
+                [Tool("run_shell_command", {"command": "ls /nonexistent-sesh-dir", "description": "List a missing folder"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "run_shell_command calls, one succeeding and one failing"),
+        Scenario("reasoning", vendor, ["[reasoning] Think, then answer."], _with_resume_check({
+            "[reasoning]": [[Thinking("The user wants me to think first."), Text("I thought about it: 42.")]],
+        }), "reasoning (thought parts) before the answer"),
+    ]
+
+
 def scenarios(vendor: str, cwd: Path) -> list[Scenario]:
+    if vendor in ("gemini", "qwen"):
+        return gemini_like_scenarios(vendor)
     return claude_scenarios(cwd) if vendor == "claude-code" else codex_scenarios(cwd)

@@ -1,0 +1,69 @@
+"""Gemini CLI: the adapter (roots under ``GEMINI_CLI_HOME``, chat file names, detect, parser, emit).
+
+Parsing is in ``parse.py``, the chat-recording writer in ``emit.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import orjson
+
+from ...model import JsonObject, Message, Thread
+from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
+from .emit import emit_session, resume_hint
+from .parse import NAME, GeminiParser
+
+
+class GeminiAdapter(Adapter):
+    name = NAME
+    emits = True
+    needs_cwd = True
+    # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
+    env_vars = ("GEMINI_CLI_HOME",)
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "GEMINI_CLI_HOME") or home
+        return [base / ".gemini" / "tmp"]
+
+    def classify(self, path: Path) -> str | None:
+        # main sessions: chats/session-*.json[l]; subagents: chats/<parent session>/<id>.jsonl
+        main = path.parent.name == "chats" and path.name.startswith("session-")
+        sub = path.parent.parent.name == "chats" and path.name.endswith(".jsonl")
+        if not (main or sub):
+            return None
+        if path.name.endswith(".jsonl"):
+            return LINES
+        if path.name.endswith(".json"):
+            return SNAPSHOT
+        return None
+
+    def detect(self, head: bytes) -> bool:
+        first = head.split(b"\n", 1)[0]
+        try:
+            d = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            try:
+                d = orjson.loads(head)  # a legacy single document
+            except orjson.JSONDecodeError:
+                return False
+        return (isinstance(d, dict) and isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str)
+                and "startTime" in d)
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> GeminiParser:
+        return GeminiParser(source, state)
+
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        return emit_session(thread, messages, children, options)
+
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
+        # tmp/<project>/chats/<file>: the project folder name is the stored one
+        found = relative_to_marker(stored_path, ("tmp",))
+        return found or super().install_path(stored_path)
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        return resume_hint(session_id, cwd)
+
+
+ADAPTER = GeminiAdapter()

@@ -1,0 +1,63 @@
+"""Qwen Code: the adapter (roots under ``QWEN_RUNTIME_DIR`` / ``QWEN_HOME``, chat file names,
+detect, parser, emit).
+
+Parsing is in ``parse.py``, the chat-recording writer in ``emit.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import orjson
+
+from ...model import JsonObject, Message, Thread
+from ..base import LINES, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
+from .emit import emit_session, resume_hint
+from .parse import NAME, QwenParser
+
+
+class QwenAdapter(Adapter):
+    name = NAME
+    emits = True
+    needs_cwd = True
+    # QWEN_HOME replaces ~/.qwen; QWEN_RUNTIME_DIR, when set, holds the conversations (0.24.4)
+    env_vars = ("QWEN_RUNTIME_DIR", "QWEN_HOME")
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "QWEN_RUNTIME_DIR") or env_path(env, "QWEN_HOME") or home / ".qwen"
+        return [base / "projects"]
+
+    def classify(self, path: Path) -> str | None:
+        # projects/<slug>/chats/<sessionId>.jsonl (not *.runtime.json and the like)
+        if path.parent.name == "chats" and path.name.endswith(".jsonl") and path.parent.parent.parent.name == "projects":
+            return LINES
+        return None
+
+    def detect(self, head: bytes) -> bool:
+        try:
+            d = orjson.loads(head.split(b"\n", 1)[0])
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(d, dict) or not isinstance(d.get("uuid"), str) or "sessionId" not in d:
+            return False
+        message = d.get("message")
+        # Claude Code's envelope holds Anthropic content; Qwen Code's holds Gemini parts
+        return (isinstance(message, dict) and isinstance(message.get("parts"), list)) or (
+            d.get("type") == "system" and isinstance(d.get("systemPayload"), dict))
+
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> QwenParser:
+        return QwenParser(source, state)
+
+    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+             options: EmitOptions = EmitOptions()) -> EmitResult:
+        return emit_session(thread, messages, children, options)
+
+    def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
+        found = relative_to_marker(stored_path, ("projects",))
+        return found or super().install_path(stored_path)
+
+    def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
+        return resume_hint(session_id, cwd)
+
+
+ADAPTER = QwenAdapter()
