@@ -1,0 +1,64 @@
+"""The team archive in PostgreSQL: schema (``schema``), reads (``queries``), the seed's
+MessageStore (``store``). The push engine that fills it is ``archive.push``.
+
+psycopg (3.x) is an optional dependency (``pip install 'sesh-archive[postgres]'``): it is
+imported only when a PostgreSQL URL is used, so the local archive never needs it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..db import ArchiveError
+
+DEFAULT_SCHEMA = "sesh"
+URL_ENV = "SESH_ARCHIVE_PUSH_URL"
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+class PostgresError(ArchiveError):
+    """psycopg missing, a bad URL or schema name, or the server refused."""
+
+
+def is_postgres_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("postgres://", "postgresql://"))
+
+
+def check_schema_name(schema: str) -> str:
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise PostgresError(f"schema name {schema!r}: letters, digits and _ only")
+    return schema
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def connect(url: str, schema: str = DEFAULT_SCHEMA, *, migrate: bool = True) -> Any:
+    """A psycopg connection (autocommit off) whose search_path is ``schema``, migrated
+    unless ``migrate`` is false. json columns come back as the text the server holds (the
+    projection's loaders parse them, as they parse SQLite's)."""
+    try:
+        import psycopg
+        from psycopg.types.string import TextLoader
+    except ImportError:
+        raise PostgresError(
+            "PostgreSQL support needs psycopg: pip install 'sesh-archive[postgres]'"
+        ) from None
+    check_schema_name(schema)
+    try:
+        conn = psycopg.connect(url, autocommit=False, application_name="sesh-archive")
+    except psycopg.Error as e:
+        raise PostgresError(f"cannot connect to {redact_url(url)}: {str(e).strip()}") from None
+    conn.adapters.register_loader("json", TextLoader)
+    conn.adapters.register_loader("jsonb", TextLoader)
+    from .schema import migrate as apply_migrations
+
+    if migrate:
+        apply_migrations(conn, schema)
+    else:
+        conn.execute(f'SET search_path TO "{schema}"')
+        conn.commit()
+    return conn
