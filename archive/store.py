@@ -232,3 +232,7 @@ class SqliteMessageStore:
             where = f"m.id IN ({', '.join('?' * len(ids))})"
             params = ids
         return load_messages(self.conn, where, tuple(params))
+
+
+# the team database's store (archive/pg/store.py); psycopg is imported only when one is made
+from .pg.store import PostgresMessageStore  # noqa: E402,F401

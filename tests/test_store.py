@@ -1,20 +1,29 @@
-"""One MessageStore contract, run against the memory, JSONL and SQLite implementations."""
+"""One MessageStore contract, run against the memory, JSONL, SQLite and PostgreSQL implementations
+(PostgreSQL: marker ``postgres``, a throwaway server from tests/pg_server.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from archive.model import Attachment, Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
-from archive.store import JsonlMessageStore, MemoryMessageStore, MessageStore, SqliteMessageStore
+from archive.store import (
+    JsonlMessageStore,
+    MemoryMessageStore,
+    MessageStore,
+    PostgresMessageStore,
+    SqliteMessageStore,
+)
 
 
-@pytest.fixture(params=["memory", "jsonl", "sqlite"])
+@pytest.fixture(params=["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def make_store(request, tmp_path):
     def make():
         if request.param == "memory":
             return MemoryMessageStore()
         if request.param == "jsonl":
             return JsonlMessageStore(tmp_path / "store.jsonl")
+        if request.param == "postgres":
+            return PostgresMessageStore(request.getfixturevalue("pg_url"))
         return SqliteMessageStore(tmp_path / "archive.db")
 
     make.kind = request.param
@@ -154,6 +163,26 @@ def test_property_sqlite_round_trip_is_lossless(tmp_path_factory, m):
     if not _ROUND_TRIP_STORE:  # one database for every example: migrations are the slow part
         _ROUND_TRIP_STORE.append(SqliteMessageStore(tmp_path_factory.mktemp("rt") / "a.db"))
     store = _ROUND_TRIP_STORE[0]
+    m = replace(m, id=uuid.uuid4().hex, thread_id=uuid.uuid4().hex)
+    store.append_message(m)
+    assert store.get_messages(m.thread_id) == [m]
+
+
+_PG_ROUND_TRIP: list[PostgresMessageStore] = []
+
+
+@pytest.mark.postgres
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message_strategy)
+def test_property_postgres_round_trip_is_lossless(pg_server, m):
+    """Any message appended to the team database comes back equal (blocks, extras, blobs)."""
+    import uuid
+
+    from archive.model import replace
+
+    if not _PG_ROUND_TRIP:
+        _PG_ROUND_TRIP.append(PostgresMessageStore(pg_server.new_database()))
+    store = _PG_ROUND_TRIP[0]
     m = replace(m, id=uuid.uuid4().hex, thread_id=uuid.uuid4().hex)
     store.append_message(m)
     assert store.get_messages(m.thread_id) == [m]
