@@ -26,6 +26,8 @@ from .vendors import names as vendor_names
 
 
 def _db_path(ctx: click.Context) -> Path:
+    if ctx.obj.get("pg_url"):
+        raise click.UsageError("--db postgresql://... is for search, threads, show and stats; this command needs the local archive")
     return ctx.obj["db"]
 
 
@@ -56,15 +58,19 @@ class _Progress:
 @click.version_option(__version__, prog_name="sesh-archive")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     envvar="SESH_ARCHIVE_DB",
-    help="Archive database (default: $XDG_DATA_HOME/sesh-archive/archive.db).",
+    help="Archive database (default: $XDG_DATA_HOME/sesh-archive/archive.db); search, threads, show "
+    "and stats also read a team database: postgresql://...",
 )
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None) -> None:
+def cli(ctx: click.Context, db: str | None) -> None:
     """A local, lossless SQLite archive of AI coding agent sessions."""
+    from .pg import is_postgres_url
+
     ctx.ensure_object(dict)
-    ctx.obj["db"] = db or default_db_path()
+    ctx.obj["pg_url"] = db if is_postgres_url(db) else None
+    ctx.obj["db"] = Path(db) if db and not ctx.obj["pg_url"] else default_db_path()
 
 
 def _lock(db_path: Path, wait: float, no_wait: bool) -> Any:
@@ -263,7 +269,25 @@ def _print_emit_report(outcome: Any, as_json: bool) -> None:
 # ---------------------------------------------------------------- read commands: search, threads, show, stats
 
 
+def _queries(ctx: click.Context) -> Any:
+    """archive.queries, or its twin over the team database (--db postgresql://...)."""
+    if ctx.obj.get("pg_url"):
+        from .pg import queries as team
+
+        return team
+    from . import queries
+
+    return queries
+
+
 def _open_existing(ctx: click.Context) -> Any:
+    if ctx.obj.get("pg_url"):
+        from .pg import SCHEMA_ENV, connect
+
+        try:
+            return connect(ctx.obj["pg_url"], os.environ.get(SCHEMA_ENV) or "sesh", migrate=False)
+        except ArchiveError as e:
+            raise click.ClickException(str(e))
     db_path = _db_path(ctx)
     if not db_path.exists():
         raise click.ClickException(f"no archive at {db_path}: run `sesh-archive ingest` first")
@@ -311,12 +335,12 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     """Full-text search of every message (SQLite FTS5 syntax: words, "phrases", OR, NOT, prefix*).
 
     A query FTS5 rejects is an error (exit 1); --literal searches the words as typed."""
-    from .queries import Filters, search
+    from .queries import Filters
     from .render import search_hits
 
     f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until)
     try:
-        hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
+        hits = _queries(ctx).search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -335,12 +359,12 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
 def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None, project: str | None,
                 since: str | None, until: str | None, limit: int, as_json: bool) -> None:  # fmt: skip
     """List threads, most recent activity first (--since/--until: active in that window)."""
-    from .queries import Filters, threads
+    from .queries import Filters
     from .render import table
 
     f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until)
     try:
-        rows = threads(_open_existing(ctx), f, limit=limit or None)
+        rows = _queries(ctx).threads(_open_existing(ctx), f, limit=limit or None)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -370,11 +394,10 @@ def _short_path(p: str | None, width: int = 28) -> str:
 @click.pass_context
 def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool) -> None:
     """Print one thread (THREAD: an id or an unambiguous prefix of one)."""
-    from .queries import show
     from .render import thread_markdown, thread_text
 
     try:
-        view = show(_open_existing(ctx), thread)
+        view = _queries(ctx).show(_open_existing(ctx), thread)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if fmt == "json":
@@ -403,14 +426,13 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
     import csv
 
     from .pricing import load_prices
-    from .queries import stats
     from .render import table
 
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are exclusive")
     try:
         prices = load_prices(prices_path, env={})
-        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider)
+        report = _queries(ctx).stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     rows = report["rows"]
@@ -448,3 +470,34 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
 def _usd(row: dict[str, Any]) -> str:
     v = row["cost_usd"]
     return "" if v is None else f"${v:,.4f}" + ("*" if row["unpriced_models"] else "")
+
+
+# ---------------------------------------------------------------- team archive
+
+
+@cli.command(name="push")
+@click.argument("url", required=False, envvar="SESH_ARCHIVE_PUSH_URL")
+@click.option("--schema", default="sesh", show_default=True, envvar="SESH_ARCHIVE_SCHEMA", help="PostgreSQL schema to push into.")
+@click.option("--machine", help="Name this archive's machine on the server (kept for later pushes; default: the host name).")
+@click.option("--with-sources", is_flag=True, help="Also push the source layer: every stored line, byte for byte.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.pass_context
+def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | None, with_sources: bool,
+             as_json: bool) -> None:  # fmt: skip
+    """Push what is new in the archive to a team PostgreSQL database (URL or $SESH_ARCHIVE_PUSH_URL).
+
+    Incremental and idempotent per machine; secrets in the archive are pushed as they are."""
+    from .push import PushOptions, push
+
+    if not url:
+        raise click.UsageError("give the PostgreSQL URL (postgresql://user@host/db) or set SESH_ARCHIVE_PUSH_URL")
+    db_path = _db_path(ctx)
+    if not db_path.exists():
+        raise click.ClickException(f"no archive at {db_path}: run `sesh-archive ingest` first")
+    try:
+        summary = push(open_db(db_path), url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources))
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    click.echo(summary.line(), err=True)
+    if as_json:
+        _echo_json(summary.to_dict())

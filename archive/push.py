@@ -546,4 +546,9 @@ def push(db: Database, url: str, options: PushOptions | None = None) -> PushSumm
     """Send what the server does not have yet of the archive ``db`` to ``url``."""
     if not pg.is_postgres_url(url):
         raise PushError(f"not a PostgreSQL URL: {pg.redact_url(url)!r} (postgresql://user@host/db)")
-    return _Pusher(db, url, options or PushOptions()).run()
+    import psycopg
+
+    try:
+        return _Pusher(db, url, options or PushOptions()).run()
+    except psycopg.Error as e:
+        raise PushError(f"push to {pg.redact_url(url)} failed: {str(e).strip()}") from None

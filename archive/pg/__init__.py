@@ -14,6 +14,7 @@ from ..db import ArchiveError
 
 DEFAULT_SCHEMA = "sesh"
 URL_ENV = "SESH_ARCHIVE_PUSH_URL"
+SCHEMA_ENV = "SESH_ARCHIVE_SCHEMA"
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -58,7 +59,11 @@ def connect(url: str, schema: str = DEFAULT_SCHEMA, *, migrate: bool = True) -> 
 
     if migrate:
         apply_migrations(conn, schema)
-    else:
-        conn.execute(f'SET search_path TO "{schema}"')
-        conn.commit()
+        return conn
+    conn.execute(f'SET search_path TO "{schema}"')
+    found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    conn.commit()
+    if not found:
+        conn.close()
+        raise PostgresError(f"no team archive in schema {schema!r} at {redact_url(url)}: run `sesh-archive push` first")
     return conn
