@@ -31,7 +31,9 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import queue
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -46,16 +48,20 @@ from . import pg
 from .lines import LineReader, iter_stored_lines
 from .projection import LINE_REF
 
-# Line bytes covered by one server transaction. 32 MB keeps a batch's rows (~3x the bytes
-# in Python objects) well under 200 MB of memory and a killed push loses at most that.
-BATCH_BYTES = 32_000_000
+# Line bytes covered by one server transaction: a batch's rows take ~3x that in Python
+# objects, and WORKERS + 1 batches are in memory at once (one being read, one per worker).
+BATCH_BYTES = 16_000_000
 BLOB_BATCH_BYTES = 64_000_000
 RETRIES = 5
+# Server connections writing batches while this process reads the next one. The server's
+# time goes to the full-text vectors of block text (to_tsvector and its GIN index: 33 s of
+# the 46 s a 200 MB corpus's blocks took, against 2.6 s for the rows alone), one core per
+# statement; two writers keep two cores busy.
+WORKERS = 2
 
 _MSG_COLS = ("id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model", "injected")
 _MSG_TAIL = ("provenance", "usage", "extra")
-_BLOCK_COLS = ("message_id", "position", "type", "text", "call_id", "tool_name", "input", "output", "is_error",
-               "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra")  # fmt: skip
+_BLOCK_COLS = pg.BLOCK_COLS
 _USAGE_COLS = ("key", "thread_id", "message_id", "provider", "model", "ts", "input_tokens", "output_tokens",
                "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "extra")  # fmt: skip
 _THREAD_COLS = ("id", "provider", "agent_id", "parent_thread_id", "origin_message_id", "title", "created_at",
@@ -136,16 +142,10 @@ def machine_identity(db: Database, name: str | None = None) -> tuple[str, str]:
     return str(row[0]), str(row[1])
 
 
-def _clean(v: Any) -> Any:
-    # PostgreSQL text cannot hold NUL (schema.py); the bytes stay exact in source_lines
-    if isinstance(v, str) and "\x00" in v:
-        return v.replace("\x00", "\ufffd")
-    return v
-
-
 def _cleaned(rows: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    # PostgreSQL text cannot hold NUL (schema.py); the bytes stay exact in source_lines
     for r in rows:
-        yield tuple(_clean(v) for v in r)
+        yield tuple(pg.nul_free(v) for v in r)
 
 
 @dataclass
@@ -172,32 +172,47 @@ class _Pusher:
         self.machine_id, self.machine_name = machine_identity(db, options.machine_name)
         self.summary = PushSummary(self.machine_id, self.machine_name, pg.redact_url(url), options.schema)
         self.reader = LineReader(self.sq)
+        self.lock = threading.Lock()  # the summary, from the writer threads
+        self.local = threading.local()  # per writer: whether this transaction replaces NULs
 
     # ------------------------------------------------------------ server side helpers
-    def _tx(self, work: Callable[[Any], None]) -> None:
-        """Run ``work(cursor)`` in one server transaction, again on deadlock/serialization failure."""
+    def _tx(self, work: Callable[[Any], None], conn: Any = None) -> None:
+        """Run ``work(cursor)`` in one server transaction on ``conn`` (default: the main
+        connection), again on deadlock or serialization failure, and again with NUL
+        characters replaced when the server refused one (rare: checking every value
+        first cost 6 s of a 60 s push)."""
         import psycopg
 
+        conn = conn or self.pg
+        clean = False
         for attempt in range(RETRIES):
             try:
-                with self.pg.transaction(), self.pg.cursor() as cur:
+                self.local.clean = clean
+                with conn.transaction(), conn.cursor() as cur:
                     work(cur)
                 return
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == RETRIES - 1:
                     raise
-                self.summary.retries += 1
+                with self.lock:
+                    self.summary.retries += 1
                 time.sleep(0.05 * (attempt + 1))
+            except psycopg.DataError as e:
+                if clean or "0x00" not in str(e).lower() and "nul" not in str(e).lower():
+                    raise
+                clean = True
 
     def _stage(self, cur: Any, table: str, cols: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """COPY ``rows`` into the temporary staging table for ``table`` (emptied at commit)."""
+        """COPY ``rows`` into the temporary staging table for ``table`` (emptied first)."""
         quoted = ", ".join(f'"{c}"' for c in cols)
         cur.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS _s_{table} AS SELECT {quoted} FROM {table} WITH NO DATA"
         )
         cur.execute(f"TRUNCATE _s_{table}")
+        if getattr(self.local, "clean", False):
+            rows = [pg.nul_safe_block(r) for r in rows] if table == "blocks" else list(_cleaned(rows))
         with cur.copy(f"COPY _s_{table} ({quoted}) FROM STDIN") as cp:
-            for r in _cleaned(rows):
+            for r in rows:
                 cp.write_row(r)
 
     def _upsert(self, cur: Any, table: str, cols: tuple[str, ...], key: tuple[str, ...], rows: list[tuple[Any, ...]],
@@ -213,7 +228,6 @@ class _Pusher:
             f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM _s_{table} ORDER BY {order_by} "
             f"ON CONFLICT ({conflict}) DO UPDATE SET {sets} {where} {returning}"
         )
-        self.summary.count(table, len(rows))
 
     # ------------------------------------------------------------ the push
     def run(self) -> PushSummary:
@@ -327,26 +341,61 @@ class _Pusher:
         return items, changed_sources
 
     def _send_items(self, items: list[_Item], sources: dict[int, tuple[Any, ...]]) -> None:
-        total = sum(i.end_offset - min(i.from_offset, i.lines_from if i.lines_from is not None else i.end_offset) for i in items)
-        done = 0
-        batch: list[_Item] = []
+        """Batches of about BATCH_BYTES, read here (SQLite is this thread's) and written by
+        WORKERS server connections; each batch is one transaction, in any order."""
+        def span(it: _Item) -> int:
+            return it.end_offset - min(it.from_offset, it.lines_from if it.lines_from is not None else it.end_offset)
+
+        batches: list[list[_Item]] = [[]]
         size = 0
         for item in items:
-            batch.append(item)
-            size += item.end_offset - min(item.from_offset, item.lines_from if item.lines_from is not None else item.end_offset)
             if size >= BATCH_BYTES:
-                self._send_batch(batch, sources)
-                done += size
-                if self.options.progress:
-                    self.options.progress(done, total)
-                batch, size = [], 0
+                batches.append([])
+                size = 0
+            batches[-1].append(item)
+            size += span(item)
         in_items = {it.source_id for it in items}
         rest = {sid: s for sid, s in sources.items() if sid not in in_items}  # moved files, no new lines
-        if batch or rest:
-            self._send_batch(batch, sources, rest)
-            done += size
-            if self.options.progress and total:
-                self.options.progress(done, total)
+        if not items and not rest:
+            return
+        total = sum(span(it) for it in items)
+        done = 0
+        jobs: queue.Queue[Any] = queue.Queue(maxsize=1)
+        errors: list[BaseException] = []
+        n = min(WORKERS, len(batches))
+        conns = [self.pg] + [pg.connect(self.url, self.options.schema, migrate=False) for _ in range(n - 1)]
+
+        def writer(conn: Any) -> None:
+            while True:
+                job = jobs.get()
+                if job is None:
+                    return
+                if not errors:
+                    try:
+                        self._write_batch(conn, *job)
+                    except BaseException as e:  # noqa: BLE001 - re-raised by the reading thread
+                        errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(c,), daemon=True) for c in conns]
+        for t in threads:
+            t.start()
+        try:
+            for i, batch in enumerate(batches):
+                if errors:
+                    break
+                jobs.put(self._prepare_batch(batch, sources, rest if i == len(batches) - 1 else None))
+                done += sum(span(it) for it in batch)
+                if self.options.progress and total:
+                    self.options.progress(done, total)
+        finally:
+            for _ in threads:
+                jobs.put(None)
+            for t in threads:
+                t.join()
+            for c in conns[1:]:
+                c.close()
+        if errors:
+            raise errors[0]
 
     def _read_batch(self, batch: list[_Item]) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of the batch's lines, as the server's tables want them."""
@@ -414,8 +463,9 @@ class _Pusher:
             d[k] = line[k]
         return orjson.dumps(d).decode()
 
-    def _send_batch(self, batch: list[_Item], sources: dict[int, tuple[Any, ...]],
-                    rest: dict[int, tuple[Any, ...]] | None = None) -> None:  # fmt: skip
+    def _prepare_batch(self, batch: list[_Item], sources: dict[int, tuple[Any, ...]],
+                       rest: dict[int, tuple[Any, ...]] | None = None) -> tuple[Any, ...]:  # fmt: skip
+        """A batch's rows, read from the local archive (this thread's connection)."""
         mid = self.machine_id
         rows = self._read_batch(batch)
         in_batch = {it.source_id for it in batch} | set(rest or ())
@@ -425,6 +475,14 @@ class _Pusher:
             (mid, it.uid, it.generation, it.end_offset, it.gen_row[1] or 0) for it in batch if it.lines_from is not None
         ]
         store_uids = sorted({it.uid for it in batch if it.kind == "store"})
+        rows["sources"] = src_rows
+        return batch, rows, gen_rows, line_rows, store_uids
+
+    def _write_batch(self, conn: Any, batch: list[_Item], rows: dict[str, list[tuple[Any, ...]]],
+                     gen_rows: list[tuple[Any, ...]], line_rows: list[tuple[Any, ...]], store_uids: list[str]) -> None:  # fmt: skip
+        """One batch in one server transaction, its watermarks with it."""
+        mid = self.machine_id
+        src_rows = rows["sources"]
 
         def work(cur: Any) -> None:
             for uid in store_uids:  # sent whole: facts it rewrote must not linger
@@ -453,11 +511,13 @@ class _Pusher:
                     [(end, frm, m, u, g) for m, u, g, end, frm in line_rows],
                 )
 
-        self._tx(work)
-        self.summary.rows.pop("generations", None)  # bookkeeping, not content
-        self.summary.generations += len(batch)
-        self.summary.bytes += sum(it.end_offset - it.from_offset for it in batch)
-        self.summary.batches += 1
+        self._tx(work, conn)
+        with self.lock:
+            for table, r in rows.items():
+                self.summary.count(table, len(r))
+            self.summary.generations += len(batch)
+            self.summary.bytes += sum(it.end_offset - it.from_offset for it in batch)
+            self.summary.batches += 1
 
     def _write_messages(self, cur: Any, messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]]) -> None:
         """Messages whose key is smaller than the stored owner's (or new) replace it, their
@@ -479,7 +539,6 @@ class _Pusher:
             "         messages.sub) "
             "RETURNING id) INSERT INTO _owned SELECT id FROM up"
         )
-        self.summary.count("messages", len(messages))
         if blocks:
             self._stage(cur, "blocks", _BLOCK_COLS, blocks)
         cur.execute("DELETE FROM blocks b USING _owned o WHERE b.message_id = o.id")
@@ -489,7 +548,6 @@ class _Pusher:
                 f"INSERT INTO blocks ({quoted}) SELECT {', '.join('s.' + q for q in quoted.split(', '))} "
                 "FROM _s_blocks s JOIN _owned o ON o.id = s.message_id ORDER BY s.message_id, s.position"
             )
-            self.summary.count("blocks", len(blocks))
 
     def _send_blobs(self, upto: int) -> None:
         """Blobs added since the last push (local rowids only grow: blobs are never deleted)."""
@@ -539,7 +597,7 @@ class _Pusher:
             cur.execute("UPDATE machines SET last_push_at = now() WHERE id = %s", (mid,))
 
         self._tx(work)
-        self.summary.rows.pop("machine_threads", None)
+        self.summary.count("threads", len(rows))
 
 
 def push(db: Database, url: str, options: PushOptions | None = None) -> PushSummary:

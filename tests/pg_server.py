@@ -49,7 +49,11 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    """``fsync=False`` (tests): the server skips fsync, as nothing must survive a power cut;
+    the benchmark keeps the default (fsync on), as a real server does."""
+
+    def __init__(self, fsync: bool = False) -> None:
+        self.fsync = fsync
         self.bindir = _bindir()
         self.dir: Path | None = None
         self.port = 0
@@ -71,7 +75,9 @@ class PgServer:
         data = self.dir / "data"
         self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale")
         self.port = _free_port()
-        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -F -c max_connections=40"
+        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=40"
+        if not self.fsync:
+            opts += " -F"
         self._run("pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.dir / "log"), "-w", "start")
         return self
 

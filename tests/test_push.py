@@ -365,3 +365,28 @@ def test_push_needs_a_postgres_url(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "SESH_ARCHIVE_PUSH_URL" in r.output
     r = CliRunner().invoke(cli, ["--db", str(a), "push", "mysql://x/y"])
     assert r.exit_code == 1 and "not a PostgreSQL URL" in r.output
+
+
+def test_nul_characters_arrive_as_replacement_characters(tmp_path, pg_url):
+    """PostgreSQL text cannot hold NUL: the batch is sent again with U+FFFD in the text columns
+    and the exact value in the block's extra."""
+    import orjson
+
+    lines = canonical_lines("nul-thread", 4)
+    msg = orjson.loads(lines[1])
+    msg["content"][0]["text"] = "before\x00after"
+    lines[1] = orjson.dumps(msg)
+    p = tmp_path / "nul.jsonl"
+    write_lines(p, lines)
+    db = open_db(tmp_path / "n.db")
+    ingest_paths(db, [p], IngestOptions())
+    assert db.execute("SELECT count(*) FROM blocks WHERE instr(text, char(0)) > 0").fetchone()[0] == 1
+    s = push(db, pg_url, PushOptions(with_sources=True))
+    assert s.rows["messages"] == 4
+    conn = connect(pg_url)
+    assert conn.execute("SELECT text FROM blocks WHERE message_id = 'nul-thread-m0' AND position = 0").fetchone()[0] == "before\ufffdafter"
+    raw = conn.execute("SELECT data FROM source_lines ORDER BY \"offset\" LIMIT 1 OFFSET 1").fetchone()[0]
+    assert bytes(raw) == lines[1]  # the source layer keeps the exact bytes
+    # and the block keeps its exact text in extra: the message reads back as it was
+    assert team.show(conn, "nul-thread").messages == queries.show(db, "nul-thread").messages
+    conn.close()

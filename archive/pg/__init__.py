@@ -67,3 +67,44 @@ def connect(url: str, schema: str = DEFAULT_SCHEMA, *, migrate: bool = True) -> 
         conn.close()
         raise PostgresError(f"no team archive in schema {schema!r} at {redact_url(url)}: run `sesh-archive push` first")
     return conn
+
+
+BLOCK_COLS = ("message_id", "position", "type", "text", "call_id", "tool_name", "input", "output", "is_error",
+              "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra")  # fmt: skip
+# the seed field each text column of ``blocks`` holds, by block type (projection.block_row);
+# columns not named here are derived (search text) or JSON (escaped, never a raw NUL)
+_SEED_FIELD = {
+    ("text", "text"): "text", ("reasoning", "text"): "text", ("web_search", "text"): "query",
+    ("tool_result", "text"): "output", ("tool_call", "tool_name"): "name",
+    ("file_change", "path"): "path", ("file_change", "patch"): "patch",
+    ("attachment", "media_type"): "mediaType", ("attachment", "uri"): "uri",
+}  # fmt: skip
+
+
+def nul_free(v: Any) -> Any:
+    """``v`` with NUL characters as U+FFFD (PostgreSQL text cannot hold NUL)."""
+    return v.replace("\x00", "\ufffd") if isinstance(v, str) and "\x00" in v else v
+
+
+def nul_safe_block(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A ``blocks`` row (BLOCK_COLS order) fit for PostgreSQL and still lossless: a seed
+    field whose text holds NUL keeps its exact value in ``extra`` (JSON escapes NUL), which
+    ``projection.block_from_row`` lays over the columns; the column gets U+FFFD."""
+    import orjson
+
+    d = dict(zip(BLOCK_COLS, row))
+    moved: dict[str, Any] = {}
+    for col in ("text", "call_id", "tool_name", "path", "patch", "media_type", "uri"):
+        v = d[col]
+        if isinstance(v, str) and "\x00" in v:
+            name = "callId" if col == "call_id" else _SEED_FIELD.get((d["type"], col))
+            if name == "output" and d["output"] is not None:
+                name = None  # a structured output lives in the JSON column; text is derived
+            if name:
+                moved[name] = v
+            d[col] = nul_free(v)
+    if moved:
+        extra = orjson.loads(d["extra"]) if d["extra"] else {}
+        extra.update(moved)
+        d["extra"] = orjson.dumps(extra).decode()
+    return tuple(nul_free(d[c]) for c in BLOCK_COLS)

@@ -17,7 +17,9 @@ Invariants:
   end the same.
 * JSON columns are ``json`` (the text as the local archive holds it, key order kept), not
   ``jsonb``; PostgreSQL text cannot hold NUL characters, so a NUL in a text column arrives
-  as U+FFFD (the bytes stay exact in ``source_lines``).
+  as U+FFFD; a block's seed field keeps its exact value in ``blocks.extra``, which the
+  loaders lay over the columns (``archive.pg.nul_safe_block``), and ``source_lines`` keeps
+  the exact bytes.
 * Views have the local views' names and meaning (usage columns are the four disjoint
   buckets as stored, no per-provider arithmetic), each with ``machine_id`` where a row comes
   from one machine.

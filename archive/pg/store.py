@@ -18,16 +18,12 @@ from typing import Any
 
 from ..model import Message, Thread
 from ..projection import _blob_of, block_row, dumps, message_columns
-from . import DEFAULT_SCHEMA, connect
+from . import BLOCK_COLS, DEFAULT_SCHEMA, connect, nul_safe_block
+from . import nul_free as _clean
 from .queries import load_messages, load_threads
 
 STORE_UID = "store"
-_BLOCK_COLS = ("message_id", "position", "type", "text", "call_id", "tool_name", "input", "output", "is_error",
-               "path", "patch", "media_type", "uri", "blob_sha256", "redacted", "extra")  # fmt: skip
-
-
-def _clean(v: Any) -> Any:
-    return v.replace("\x00", "\ufffd") if isinstance(v, str) and "\x00" in v else v
+_BLOCK_COLS = BLOCK_COLS
 
 
 class PostgresMessageStore:
@@ -86,7 +82,7 @@ class PostgresMessageStore:
                         (sha, blob[1], len(blob[0]), blob[0]),
                     )
                 r = block_row(msg.id, position, block, sha)
-                rows.append(tuple(_clean(r[k]) for k in _BLOCK_COLS))
+                rows.append(nul_safe_block(tuple(r[k] for k in _BLOCK_COLS)))
             if rows:
                 cur.executemany(
                     f"INSERT INTO blocks ({', '.join(_BLOCK_COLS)}) VALUES ({', '.join(['%s'] * len(_BLOCK_COLS))})", rows
