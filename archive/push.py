@@ -525,7 +525,7 @@ class _Pusher:
         if not messages:
             return
         cols = (*_MSG_COLS, "machine_id", "source_uid", "source_no", "generation", "offset", "sub", *_MSG_TAIL)
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS _owned (id text)")
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS _owned (id text, inserted boolean)")
         cur.execute("TRUNCATE _owned")
         self._stage(cur, "messages", cols, messages)
         quoted = ", ".join(f'"{c}"' for c in cols)
@@ -537,11 +537,12 @@ class _Pusher:
             "         excluded.sub) <= "
             '        (messages.machine_id COLLATE "C", messages.source_no, messages.generation, messages."offset", '
             "         messages.sub) "
-            "RETURNING id) INSERT INTO _owned SELECT id FROM up"
+            # xmax = 0: a new row, with no blocks to delete (1.2 s of a 200 MB first push)
+            "RETURNING id, xmax = 0) INSERT INTO _owned SELECT * FROM up"
         )
         if blocks:
             self._stage(cur, "blocks", _BLOCK_COLS, blocks)
-        cur.execute("DELETE FROM blocks b USING _owned o WHERE b.message_id = o.id")
+        cur.execute("DELETE FROM blocks b USING _owned o WHERE b.message_id = o.id AND NOT o.inserted")
         if blocks:
             quoted = ", ".join(f'"{c}"' for c in _BLOCK_COLS)
             cur.execute(
