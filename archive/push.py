@@ -210,7 +210,12 @@ class _Pusher:
         )
         cur.execute(f"TRUNCATE _s_{table}")
         if getattr(self.local, "clean", False):
-            rows = [pg.nul_safe_block(r) for r in rows] if table == "blocks" else list(_cleaned(rows))
+            if table == "blocks":
+                rows = [pg.nul_safe_block(r) for r in rows]
+            elif table in pg.NUL_FIELDS:
+                rows = [pg.nul_safe_row(table, cols, r) for r in rows]
+            else:
+                rows = list(_cleaned(rows))
         with cur.copy(f"COPY _s_{table} ({quoted}) FROM STDIN") as cp:
             for r in rows:
                 cp.write_row(r)

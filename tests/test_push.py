@@ -285,15 +285,18 @@ def test_push_killed_by_sigkill_and_rerun_equals_a_clean_push(tmp_path, pg_url, 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     kills, partial = 0, []
     total = local_count(b, "generations")
-    for delay in (0.6, 0.9, 1.2, 1.5, 2.0, 2.5):
+    delay = 0.4
+    while kills < 40:  # killed ever later, until a push gets to its end by itself
         child = subprocess.Popen([sys.executable, "-c", _CHILD, str(b), pg_url], env=env, stderr=subprocess.PIPE)
         time.sleep(delay)
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-            kills += 1
+        if child.poll() is not None:
+            break
+        child.send_signal(signal.SIGKILL)
+        kills += 1
         child.wait()
         if pg_count(pg_url, "SELECT to_regclass('sesh.generations') IS NOT NULL"):
             partial.append(pg_count(pg_url, "SELECT count(*) FROM sesh.generations"))
+        delay += 0.15
     # killed mid-way: some batches had landed and others not
     assert kills >= 2 and any(0 < n < total for n in partial), (kills, partial, total)
     done = subprocess.run([sys.executable, "-c", _CHILD, str(b), pg_url], env=env, capture_output=True)

@@ -108,3 +108,40 @@ def nul_safe_block(row: tuple[Any, ...]) -> tuple[Any, ...]:
         extra.update(moved)
         d["extra"] = orjson.dumps(extra).decode()
     return tuple(nul_free(d[c]) for c in BLOCK_COLS)
+
+
+# A message's or thread's text column with NUL keeps its exact value here, in ``extra``
+# (JSON escapes NUL); the team database's loaders (pg/queries.py) put it back.
+NUL_KEY = "$nul"
+NUL_FIELDS = {
+    "messages": ("id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model"),
+    "threads": ("id", "provider", "agent_id", "parent_thread_id", "origin_message_id", "title", "created_at", "cwd",
+                "model"),
+}  # fmt: skip
+
+
+def nul_safe_row(table: str, cols: tuple[str, ...], row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A ``messages`` or ``threads`` row (``cols`` order) fit for PostgreSQL, still lossless."""
+    import orjson
+
+    d = dict(zip(cols, row))
+    moved = {c: d[c] for c in NUL_FIELDS[table] if isinstance(d.get(c), str) and "\x00" in d[c]}
+    if moved:
+        extra = orjson.loads(d["extra"]) if d.get("extra") else {}
+        extra[NUL_KEY] = moved
+        d["extra"] = orjson.dumps(extra).decode()
+    return tuple(nul_free(d[c]) for c in cols)
+
+
+def nul_restore(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as it was before ``nul_safe_row``."""
+    extra = row.get("extra")
+    if not extra or NUL_KEY not in extra:
+        return row
+    import orjson
+
+    d = orjson.loads(extra)
+    moved = d.pop(NUL_KEY, None) if isinstance(d, dict) else None
+    if not isinstance(moved, dict):
+        return row
+    return {**row, **moved, "extra": orjson.dumps(d).decode() if d else None}

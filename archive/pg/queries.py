@@ -20,6 +20,7 @@ from typing import Any
 from ..model import Message, Thread
 from ..pricing import PriceTable, cost
 from ..projection import block_from_row, message_from_row, one_line, thread_from_row
+from . import nul_restore
 from ..queries import (
     _DATE,
     MARK_END,
@@ -100,7 +101,7 @@ def machine_id(conn: Any, machine: str | None) -> str | None:
 
 def load_threads(conn: Any, where: str = "true", params: tuple[Any, ...] = ()) -> list[Thread]:
     rows = _rows(conn, f'SELECT * FROM threads WHERE {where} ORDER BY coalesce(created_at, \'\') COLLATE "C", id COLLATE "C"', params)
-    return [thread_from_row(r) for r in rows]
+    return [thread_from_row(nul_restore(r)) for r in rows]  # type: ignore[arg-type]
 
 
 def load_messages(conn: Any, where: str, params: tuple[Any, ...]) -> list[Message]:
@@ -117,7 +118,7 @@ def load_messages(conn: Any, where: str, params: tuple[Any, ...]) -> list[Messag
     ):
         data = b["blob_data"]
         blocks.setdefault(b["message_id"], []).append(block_from_row(b, bytes(data) if data is not None else None))
-    return [message_from_row(r, blocks.get(r["id"], [])) for r in rows]  # type: ignore[arg-type]
+    return [message_from_row(nul_restore(r), blocks.get(r["id"], [])) for r in rows]  # type: ignore[arg-type]
 
 
 def first_prompts(conn: Any, thread_ids: Iterable[str], width: int = 120) -> dict[str, str]:

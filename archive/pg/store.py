@@ -18,8 +18,7 @@ from typing import Any
 
 from ..model import Message, Thread
 from ..projection import _blob_of, block_row, dumps, message_columns
-from . import BLOCK_COLS, DEFAULT_SCHEMA, connect, nul_safe_block
-from . import nul_free as _clean
+from . import BLOCK_COLS, DEFAULT_SCHEMA, connect, nul_free, nul_safe_block, nul_safe_row
 from .queries import load_messages, load_threads
 
 STORE_UID = "store"
@@ -48,25 +47,26 @@ class PostgresMessageStore:
     def append_message(self, msg: Message) -> None:
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sesh-archive:store:{self.machine}",))
-            if cur.execute("SELECT 1 FROM messages WHERE id = %s", (msg.id,)).fetchone():
+            if cur.execute("SELECT 1 FROM messages WHERE id = %s", (nul_free(msg.id),)).fetchone():
                 return
             offset = cur.execute(
                 'SELECT coalesce(max("offset") + 1, 0) FROM message_occurrences WHERE machine_id = %s AND source_uid = %s',
                 (self.machine, STORE_UID),
             ).fetchone()[0]
             c = message_columns(msg)
+            cols = ("id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model", "injected",
+                    "machine_id", "source_uid", "source_no", "generation", "offset", "sub", "provenance", "usage",
+                    "extra")  # fmt: skip
+            c.update(machine_id=self.machine, source_uid=STORE_UID, source_no=0, generation=1, offset=offset, sub=0)
             cur.execute(
-                "INSERT INTO messages (id, thread_id, role, ts, turn_id, parent_id, run_id, model, injected, "
-                'machine_id, source_uid, source_no, generation, "offset", sub, provenance, usage, extra) '
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, 1, %s, 0, %s, %s, %s)",
-                [_clean(v) for v in (c["id"], c["thread_id"], c["role"], c["ts"], c["turn_id"], c["parent_id"],
-                 c["run_id"], c["model"], c["injected"], self.machine, STORE_UID, offset, c["provenance"],
-                 c["usage"], c["extra"])],
-            )  # fmt: skip
+                f"INSERT INTO messages ({', '.join(f'{chr(34)}{k}{chr(34)}' for k in cols)}) "
+                f"VALUES ({', '.join(['%s'] * len(cols))})",
+                nul_safe_row("messages", cols, tuple(c[k] for k in cols)),
+            )
             cur.execute(
                 'INSERT INTO message_occurrences (machine_id, source_uid, generation, "offset", sub, message_id) '
                 "VALUES (%s, %s, 1, %s, 0, %s)",
-                (self.machine, STORE_UID, offset, msg.id),
+                (self.machine, STORE_UID, offset, nul_free(msg.id)),
             )
             rows = []
             for position, block in enumerate(msg.content):
@@ -95,7 +95,8 @@ class PostgresMessageStore:
                     "cache_read_tokens, cache_write_tokens, reasoning_tokens, extra, machine_id, source_uid, "
                     'source_no, generation, "offset") VALUES (%s, %s, %s, \'store\', %s, %s, %s, %s, %s, %s, %s, %s, '
                     "%s, %s, 0, 1, %s) ON CONFLICT (key) DO NOTHING",
-                    (f"store:{msg.id}", msg.thread_id, msg.id, model if isinstance(model, str) else None, msg.ts,
+                    (*map(nul_free, (f"store:{msg.id}", msg.thread_id, msg.id, model if isinstance(model, str) else None,
+                                     msg.ts)),
                      u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.reasoning_tokens,
                      dumps(u.extra) if u.extra else None, self.machine, STORE_UID, offset),
                 )  # fmt: skip
@@ -103,7 +104,7 @@ class PostgresMessageStore:
             cur.execute(
                 "INSERT INTO threads (id, machine_id, provider, created_at) VALUES (%s, %s, 'store', %s) "
                 "ON CONFLICT (id) DO NOTHING",
-                (msg.thread_id, self.machine, msg.ts),
+                (nul_free(msg.thread_id), self.machine, nul_free(msg.ts)),
             )
 
     def put_thread(self, thread: Thread) -> None:
@@ -122,29 +123,29 @@ class PostgresMessageStore:
             self.conn.execute(
                 f"INSERT INTO threads ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) "
                 f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in cols[1:])}",
-                [_clean(v) for v in row],
+                nul_safe_row("threads", cols, row),
             )
 
     def get_thread(self, thread_id: str) -> Thread | None:
-        found = load_threads(self.conn, "id = %s", (thread_id,))
+        found = load_threads(self.conn, "id = %s", (nul_free(thread_id),))
         return found[0] if found else None
 
     def list_threads(self, agent_id: str | None = None, parent_thread_id: str | None = None) -> list[Thread]:
         where, params = ["true"], []
         if agent_id is not None:
             where.append("agent_id = %s")
-            params.append(agent_id)
+            params.append(nul_free(agent_id))
         if parent_thread_id is not None:
             where.append("parent_thread_id = %s")
-            params.append(parent_thread_id)
+            params.append(nul_free(parent_thread_id))
         return load_threads(self.conn, " AND ".join(where), tuple(params))
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
-        where, params = ["m.thread_id = %s"], [thread_id]
+        where, params = ["m.thread_id = %s"], [nul_free(thread_id)]
         if after_id is not None:
             key = self.conn.execute(
                 'SELECT machine_id, source_no, generation, "offset", sub FROM messages WHERE id = %s AND thread_id = %s',
-                (after_id, thread_id),
+                (nul_free(after_id), nul_free(thread_id)),
             ).fetchone()
             self.conn.commit()
             if key is None:
