@@ -27,10 +27,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from archive.db import open_db  # noqa: E402
-from archive.ingest import IngestOptions, ingest_paths  # noqa: E402
-from archive.push import PushOptions, push  # noqa: E402
-from pg_server import PgServer, missing  # noqa: E402
+from pg_server import PgServer, missing
+
+from archive.db import open_db
+from archive.ingest import IngestOptions, ingest_paths
+from archive.push import PushOptions, push
 
 MB = 1e6
 

@@ -67,7 +67,7 @@ class PgServer:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(self.dir)}
         subprocess.run(cmd, check=True, env=env, cwd=str(self.dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def start(self) -> "PgServer":
+    def start(self) -> PgServer:
         self.dir = Path(tempfile.mkdtemp(prefix="sesh-pg-"))
         if os.geteuid() == 0:
             pw = pwd.getpwnam("postgres")

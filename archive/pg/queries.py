@@ -20,7 +20,6 @@ from typing import Any
 from ..model import Message, Thread
 from ..pricing import PriceTable, cost
 from ..projection import block_from_row, message_from_row, one_line, thread_from_row
-from . import nul_restore
 from ..queries import (
     _DATE,
     MARK_END,
@@ -41,6 +40,7 @@ from ..queries import (
     _like_prefix,
     _split_snippet,
 )
+from . import nul_restore
 
 ORDER = 'm.machine_id COLLATE "C", m.source_no, m.generation, m."offset", m.sub'
 

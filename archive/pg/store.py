@@ -14,11 +14,16 @@ nothing; unknown ids give None / ``[]``; ``put_thread`` replaces the thread's fi
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..model import Message, Thread
 from ..projection import _blob_of, block_row, dumps, message_columns
-from . import BLOCK_COLS, DEFAULT_SCHEMA, connect, nul_free, nul_safe_block, nul_safe_row
+from . import (
+    BLOCK_COLS,
+    DEFAULT_SCHEMA,
+    connect,
+    nul_free,
+    nul_safe_block,
+    nul_safe_row,
+)
 from .queries import load_messages, load_threads
 
 STORE_UID = "store"
