@@ -395,3 +395,67 @@ def test_nul_characters_arrive_as_replacement_characters(tmp_path, pg_url):
     # and the block keeps its exact text in extra: the message reads back as it was
     assert team.show(conn, "nul-thread").messages == queries.show(db, "nul-thread").messages
     conn.close()
+
+
+def _view_rows(rows, ndigits: int = 3) -> list[tuple]:
+    out = []
+    for r in rows:
+        out.append(tuple(round(float(v), ndigits) if isinstance(v, float) or type(v).__name__ == "Decimal" else v
+                         for v in r))  # fmt: skip
+    return sorted(out, key=repr)
+
+
+def test_team_views_mean_what_the_local_views_mean(tmp_path, monkeypatch, pg_url):
+    """Row for row, on one machine's archive: the views both schemas share."""
+    a = machine_a(tmp_path, monkeypatch)
+    push(open_db(a), pg_url)
+    db, conn = open_db(a), connect(pg_url)
+    same = {
+        "tool_stats": "tool_name, calls, errors, error_rate, without_result, avg_seconds, threads",
+        "files_changed": "project, path, changes, threads, first_ts, last_ts",
+        "superseded_messages": "message_id, thread_id",
+        "conversation": "thread_id, message_id, role, ts, position, block_type, text, tool_name, call_id, is_error",
+        "tool_calls": "thread_id, message_id, call_id, tool_name, call_ts, result_ts, duration_seconds, is_error",
+        "thread_summary": "id, title, provider, cwd, model, parent_thread_id, created_at, first_ts, last_ts, "
+                          "messages, user_turns, tool_calls, children",
+        "projects": "project, threads, child_threads, first_created_at, last_created_at",
+    }  # fmt: skip
+    for view, cols in same.items():
+        local = _view_rows(db.execute(f"SELECT {cols} FROM {view}").fetchall())
+        if view == "files_changed":  # the team view has the file_change blocks only
+            local = _view_rows(db.execute(
+                "SELECT project, path, count(*), count(DISTINCT thread_id), min(ts), max(ts) FROM file_changes "
+                "WHERE tool_name IS NULL GROUP BY project, path").fetchall())  # fmt: skip
+        assert _view_rows(conn.execute(f"SELECT {cols} FROM {view}").fetchall()) == local, view
+    # usage views: equal where the local one takes input_tokens as stored
+    if neutral(db):
+        for view in ("usage_daily", "usage_by_model", "usage_by_project", "thread_usage"):
+            cols = "responses, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens"
+            assert _view_rows(conn.execute(f"SELECT {cols} FROM {view}").fetchall()) == _view_rows(
+                db.execute(f"SELECT {cols} FROM {view}").fetchall()), view  # fmt: skip
+    conn.close()
+
+
+def test_threads_and_messages_of_the_local_store_are_pushed(tmp_path, pg_url):
+    """Rows appended through SqliteMessageStore (a pseudo-source with no generations) go too,
+    and a thread it renames is renamed on the server."""
+    from archive.model import Message, Text, Thread
+    from archive.store import SqliteMessageStore
+
+    path = tmp_path / "s.db"
+    store = SqliteMessageStore(path)
+    store.put_thread(Thread(id="notes", created_at="2026-01-01T00:00:00Z", title="first"))
+    store.append_message(Message(id="n1", thread_id="notes", role="user", ts="2026-01-01T00:00:01Z", content=(Text("hi"),)))
+    push(open_db(path), pg_url)
+    conn = connect(pg_url)
+    assert team.show(conn, "notes").messages == queries.show(open_db(path), "notes").messages
+    store.put_thread(Thread(id="notes", created_at="2026-01-01T00:00:00Z", title="renamed"))
+    store.append_message(Message(id="n2", thread_id="notes", role="user", ts="2026-01-01T00:00:02Z", content=(Text("again"),)))
+    s = push(open_db(path), pg_url)
+    assert s.rows["messages"] == 2 and s.rows["threads"] == 1  # a store is sent whole when it grew
+    assert team.load_threads(conn, "id = %s", ("notes",))[0].title == "renamed"
+    assert [m.id for m in team.show(conn, "notes").messages] == ["n1", "n2"]
+    assert conn.execute("SELECT count(*) FROM thread_facts").fetchone()[0] == open_db(path).execute(
+        "SELECT count(*) FROM thread_facts").fetchone()[0]  # fmt: skip
+    assert push(open_db(path), pg_url).sent == 0
+    conn.close()
