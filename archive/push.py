@@ -31,6 +31,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import queue
 import socket
 import threading
@@ -45,7 +46,7 @@ import orjson
 from sqlite_utils import Database
 
 from . import pg
-from .lines import LineReader, iter_stored_lines
+from .lines import Codec, LineReader
 from .projection import LINE_REF
 
 # Line bytes covered by one server transaction: a batch's rows take ~3x that in Python
@@ -150,16 +151,45 @@ def _cleaned(rows: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
 
 @dataclass
 class _Item:
-    """One local (source, generation) with rows to send."""
+    """One local (source, generation), or a part of one, with rows to send: those keyed in
+    ``[from_offset, hi)``, and lines in ``[lines_from, hi)``."""
 
     source_id: int
     uid: str
     kind: str
     generation: int
     from_offset: int  # canonical rows keyed at or after this
-    end_offset: int  # the new watermark
+    end_offset: int  # the generation's end: the watermark once its last part is in
     lines_from: int | None  # source lines from here (None: not sent this time)
     gen_row: tuple[Any, ...]  # line_count, last_line_offset, last_line_sha, content_sha256
+    hi: int = -1  # rows keyed before this (-1: end_offset)
+    part: int = 0  # parts of a generation larger than a batch commit in order
+    mark: int = -1  # the watermark this part leaves (-1: end_offset)
+
+    @property
+    def final(self) -> bool:
+        return self.hi in (-1, self.end_offset)
+
+    @property
+    def upto(self) -> int:
+        return self.end_offset if self.hi == -1 else self.hi
+
+
+def _split(item: _Item, done: int) -> list[_Item]:
+    """``item`` in parts of about BATCH_BYTES (a 600 MB session file is not one transaction
+    nor a few GB of rows in memory). ``done``: the server's watermark, which no part lowers."""
+    lo = min(item.from_offset, item.lines_from if item.lines_from is not None else item.from_offset)
+    if item.end_offset - lo <= BATCH_BYTES:
+        return [item]
+    cuts = [*range(lo, item.end_offset, BATCH_BYTES), item.end_offset]
+    parts = []
+    for n, (a, b) in enumerate(itertools.pairwise(cuts)):
+        parts.append(_Item(
+            item.source_id, item.uid, item.kind, item.generation, max(item.from_offset, a), item.end_offset,
+            None if item.lines_from is None else max(item.lines_from, a), item.gen_row, hi=b, part=n,
+            mark=max(done, b) if b < item.end_offset else item.end_offset,
+        ))  # fmt: skip
+    return parts
 
 
 class _Pusher:
@@ -172,6 +202,7 @@ class _Pusher:
         self.machine_id, self.machine_name = machine_identity(db, options.machine_name)
         self.summary = PushSummary(self.machine_id, self.machine_name, pg.redact_url(url), options.schema)
         self.reader = LineReader(self.sq)
+        self.codec = Codec()
         self.lock = threading.Lock()  # the summary, from the writer threads
         self.local = threading.local()  # per writer: whether this transaction replaces NULs
 
@@ -336,9 +367,10 @@ class _Pusher:
             if not canon and not lines:
                 continue
             start = 0 if kind == "store" or done is None else done
-            items.append(_Item(sid, uid, kind, g, start if canon else end, end,
-                               (lines_from or 0) if lines and lines_end is not None else (0 if lines else None),
-                               tuple(gen_rest)))  # fmt: skip
+            item = _Item(sid, uid, kind, g, start if canon else end, end,
+                         (lines_from or 0) if lines and lines_end is not None else (0 if lines else None),
+                         tuple(gen_rest))  # fmt: skip
+            items += _split(item, start)
         changed_sources = {
             sid: src for sid, src in sources.items()
             if remote_sources.get(src[1]) != (sid, *src[2:])
@@ -349,14 +381,21 @@ class _Pusher:
         """Batches of about BATCH_BYTES, read here (SQLite is this thread's) and written by
         WORKERS server connections; each batch is one transaction, in any order."""
         def span(it: _Item) -> int:
-            return it.end_offset - min(it.from_offset, it.lines_from if it.lines_from is not None else it.end_offset)
+            return it.upto - min(it.from_offset, it.lines_from if it.lines_from is not None else it.upto)
 
         batches: list[list[_Item]] = [[]]
+        after: list[set[int]] = [set()]  # batches holding earlier parts of a generation in this one
+        last_part: dict[tuple[int, int], int] = {}
         size = 0
         for item in items:
             if size >= BATCH_BYTES:
                 batches.append([])
+                after.append(set())
                 size = 0
+            key = (item.source_id, item.generation)
+            if item.part and last_part.get(key, len(batches) - 1) != len(batches) - 1:
+                after[-1].add(last_part[key])
+            last_part[key] = len(batches) - 1
             batches[-1].append(item)
             size += span(item)
         in_items = {it.source_id for it in items}
@@ -366,6 +405,7 @@ class _Pusher:
         total = sum(span(it) for it in items)
         done = 0
         jobs: queue.Queue[Any] = queue.Queue(maxsize=1)
+        written = [threading.Event() for _ in batches]
         errors: list[BaseException] = []
         n = min(WORKERS, len(batches))
         conns = [self.pg] + [pg.connect(self.url, self.options.schema, migrate=False) for _ in range(n - 1)]
@@ -375,11 +415,13 @@ class _Pusher:
                 job = jobs.get()
                 if job is None:
                     return
+                i, job = job
                 if not errors:
                     try:
                         self._write_batch(conn, *job)
                     except BaseException as e:  # noqa: BLE001 - re-raised by the reading thread
                         errors.append(e)
+                written[i].set()
 
         threads = [threading.Thread(target=writer, args=(c,), daemon=True) for c in conns]
         for t in threads:
@@ -388,7 +430,10 @@ class _Pusher:
             for i, batch in enumerate(batches):
                 if errors:
                     break
-                jobs.put(self._prepare_batch(batch, sources, rest if i == len(batches) - 1 else None))
+                job = self._prepare_batch(batch, sources, rest if i == len(batches) - 1 else None)
+                for j in after[i]:  # a generation's watermark only moves forward, part after part
+                    written[j].wait()
+                jobs.put((i, job))
                 done += sum(span(it) for it in batch)
                 if self.options.progress and total:
                     self.options.progress(done, total)
@@ -410,9 +455,9 @@ class _Pusher:
         msg_cols = ", ".join(f"m.{c}" for c in (*_MSG_COLS, "source_id", "generation", "offset", "sub", *_MSG_TAIL))
         block_cols = ", ".join(f"b.{c}" for c in _BLOCK_COLS)
         for it in batch:
-            if it.from_offset < it.end_offset:
-                key = (it.source_id, it.generation, it.from_offset)
-                where = "o.source_id = ? AND o.generation = ? AND o.offset >= ?"
+            if it.from_offset < it.upto:
+                key = (it.source_id, it.generation, it.from_offset, it.upto)
+                where = "o.source_id = ? AND o.generation = ? AND o.offset >= ? AND o.offset < ?"
                 out["message_occurrences"] += [
                     (mid, it.uid, g, off, sub, m)
                     for g, off, sub, m in sq.execute(
@@ -451,10 +496,26 @@ class _Pusher:
             if it.lines_from is not None:
                 out["source_lines"] += [
                     (mid, it.uid, it.generation, off, length, term, data)
-                    for off, length, term, data in iter_stored_lines(sq, it.source_id, it.generation)
-                    if off >= it.lines_from
+                    for off, length, term, data in self._lines(it.source_id, it.generation, it.lines_from, it.upto)
                 ]
         return out
+
+    def _lines(self, sid: int, g: int, lo: int, hi: int) -> Iterator[tuple[int, int, int, bytes]]:
+        """``iter_stored_lines`` of the lines at offsets in ``[lo, hi)``, unpacking only the
+        chunks that hold them."""
+        sq = self.sq
+        for first, end, c, data in sq.execute(
+            "SELECT first_offset, end_offset, codec, data FROM source_chunks WHERE source_id = ? AND generation = ? "
+            "AND end_offset > ? AND first_offset < ? ORDER BY first_offset",
+            (sid, g, lo, hi),
+        ).fetchall():
+            raw = self.codec.unpack(c, data)
+            for offset, length, terminated in sq.execute(
+                "SELECT offset, length, terminated FROM source_lines WHERE source_id = ? AND generation = ? "
+                "AND offset >= ? AND offset < ? ORDER BY offset",
+                (sid, g, max(first, lo), min(end, hi)),
+            ).fetchall():
+                yield offset, length, terminated, raw[offset - first : offset - first + length]
 
     def _expand_line_refs(self, extra: str, sid: int, g: int, offset: int) -> str:
         """messages.extra with line-backed fields written out (the server has no lines to
@@ -475,9 +536,12 @@ class _Pusher:
         rows = self._read_batch(batch)
         in_batch = {it.source_id for it in batch} | set(rest or ())
         src_rows = [(mid, s[1], sid, *s[2:]) for sid, s in sources.items() if sid in in_batch]
-        gen_rows = [(mid, it.uid, it.generation, it.end_offset, *it.gen_row) for it in batch]
+        gen_rows = [(mid, it.uid, it.generation, it.end_offset if it.mark == -1 else it.mark, *it.gen_row)
+                    for it in batch]  # fmt: skip
         line_rows = [
-            (mid, it.uid, it.generation, it.end_offset, it.gen_row[1] or 0) for it in batch if it.lines_from is not None
+            (mid, it.uid, it.generation, it.end_offset, it.gen_row[1] or 0)
+            for it in batch
+            if it.lines_from is not None and it.final
         ]
         store_uids = sorted({it.uid for it in batch if it.kind == "store"})
         rows["sources"] = src_rows
@@ -521,7 +585,8 @@ class _Pusher:
             for table, r in rows.items():
                 self.summary.count(table, len(r))
             self.summary.generations += len(batch)
-            self.summary.bytes += sum(it.end_offset - it.from_offset for it in batch)
+            self.summary.generations -= sum(1 for it in batch if not it.final)
+            self.summary.bytes += sum(max(it.upto - it.from_offset, 0) for it in batch)
             self.summary.batches += 1
 
     def _write_messages(self, cur: Any, messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]]) -> None:

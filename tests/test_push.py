@@ -459,3 +459,27 @@ def test_threads_and_messages_of_the_local_store_are_pushed(tmp_path, pg_url):
         "SELECT count(*) FROM thread_facts").fetchone()[0]  # fmt: skip
     assert push(open_db(path), pg_url).sent == 0
     conn.close()
+
+
+def test_files_larger_than_a_batch_go_in_parts(tmp_path, monkeypatch, pg_url, pg_server):
+    """A generation larger than a batch is sent in parts, in order: the same tables, the
+    source lines included, and a later append goes on from the last part."""
+    import archive.push as push_module
+
+    b = machine_b(tmp_path, threads=3, n=200, big=2000)
+    monkeypatch.setattr(push_module, "BATCH_BYTES", 30_000)
+    s = push(open_db(b), pg_url, PushOptions(with_sources=True))
+    assert all((tmp_path / "home-b" / f"t{i}.jsonl").stat().st_size > 2 * 30_000 for i in range(3))
+    assert s.batches >= 3 * 3  # each file is several parts
+    whole = pg_server.new_database()
+    monkeypatch.setattr(push_module, "BATCH_BYTES", 10**9)
+    push(open_db(b), whole, PushOptions(with_sources=True))
+    assert pg_dump(pg_url) == pg_dump(whole)
+    path = tmp_path / "home-b" / "t1.jsonl"
+    write_lines(path, canonical_lines("b-thread-1", 230, seed=1, big=2000))
+    ingest_paths(open_db(b), [path], IngestOptions())
+    monkeypatch.setattr(push_module, "BATCH_BYTES", 30_000)
+    assert push(open_db(b), pg_url, PushOptions(with_sources=True)).rows["messages"] == 30
+    push(open_db(b), whole, PushOptions(with_sources=True))
+    assert pg_dump(pg_url) == pg_dump(whole)
+    assert push(open_db(b), pg_url, PushOptions(with_sources=True)).sent == 0
