@@ -17,6 +17,8 @@ Invariants:
 * Crash-safe: a batch's rows and the watermarks that cover them commit in one PostgreSQL
   transaction (rows go through COPY into temporary staging tables, then one upsert per
   table); a push killed at any moment and run again gives the tables of one clean push.
+  A generation larger than a batch goes in parts whose watermarks commit in file order
+  (a part waits for the one before it), so a watermark never passes a row not yet sent.
   The local side is one SQLite read transaction: a consistent snapshot even while an
   ingest runs.
 * Concurrent: machines write disjoint keyed rows; shared canonical rows are upserted in
