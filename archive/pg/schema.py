@@ -363,7 +363,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (("p001_initial", P001_INITIAL),)
 
 def migrate(conn: Any, schema: str) -> list[str]:
     """Create ``schema`` if needed and apply the pending migrations; returns their names.
-    Leaves the connection's search_path on ``schema``."""
+    Leaves the connection's search_path on ``schema``. An up-to-date schema is only read
+    (no lock, nothing to commit)."""
+    with conn.transaction():
+        conn.execute(f'SET search_path TO "{schema}"')
+        if conn.execute(f"SELECT to_regclass('{MIGRATIONS_TABLE}') IS NOT NULL").fetchone()[0]:
+            done = {r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE}")}
+            if all(name in done for name, _sql in MIGRATIONS):
+                return []
     with conn.transaction():
         # one migrator at a time per schema, across machines
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sesh-archive:{schema}",))
