@@ -25,19 +25,43 @@ from .serve import DEFAULT_HOST, DEFAULT_PORT
 from .vendors import names as vendor_names
 
 
+def _set_db(obj: dict[str, Any], value: str) -> None:
+    """A local archive path, or a team database URL (postgresql://...: read commands only)."""
+    from .pg import is_postgres_url
+
+    obj["pg_url"] = value if is_postgres_url(value) else None
+    obj["db"] = default_db_path() if obj["pg_url"] else Path(value)
+
+
 def _db_path(ctx: click.Context) -> Path:
     obj = ctx.find_root().obj
-    return obj.get("db_sub") or obj["db"]
+    if obj.get("pg_url"):
+        raise click.UsageError("--db postgresql://... is for search, threads, show and stats; this command needs the local archive")
+    return obj["db"]
 
 
-def _set_sub_db(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+def _set_sub_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        ctx.find_root().ensure_object(dict)["db_sub"] = value
+        _set_db(ctx.find_root().ensure_object(dict), value)
+
+
+def _team(ctx: click.Context) -> Any:
+    """The team database's connection when --db names one (postgresql://...), else None."""
+    url = ctx.find_root().obj.get("pg_url")
+    if not url:
+        return None
+    from .pg import SCHEMA_ENV, connect
+
+    try:
+        return connect(url, os.environ.get(SCHEMA_ENV) or "sesh", migrate=False)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
 
 
 def _db_after(f: Any) -> Any:
     """``--db`` accepted after the subcommand too (``sesh-archive status --db X``)."""
-    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+    # a plain string: click's Path type would fold the // of a postgresql:// URL
+    return click.option("--db", type=click.Path(dir_okay=False), expose_value=False,
                         callback=_set_sub_db, is_eager=True,
                         help="Archive database (also accepted before the command).")(f)  # fmt: skip
 
@@ -116,15 +140,19 @@ def _prescan(paths: list[Path], providers: tuple[str, ...]) -> tuple[int, int]:
 @click.version_option(__version__, prog_name="sesh-archive")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     envvar="SESH_ARCHIVE_DB",
-    help="Archive database (default: $XDG_DATA_HOME/sesh-archive/archive.db).",
+    help="Archive database (default: $XDG_DATA_HOME/sesh-archive/archive.db); search, threads, show "
+    "and stats also read a team database: postgresql://...",
 )
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None) -> None:
+def cli(ctx: click.Context, db: str | None) -> None:
     """A local, lossless SQLite archive of AI coding agent sessions."""
     ctx.ensure_object(dict)
-    ctx.obj["db"] = db or default_db_path()
+    ctx.obj.setdefault("pg_url", None)
+    ctx.obj["db"] = default_db_path()
+    if db:
+        _set_db(ctx.obj, db)
 
 
 def _lock(db_path: Path, wait: float, no_wait: bool) -> Any:
@@ -500,7 +528,13 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
     tz = _tz(ctx)
     f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
-        hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
+        team = _team(ctx)
+        if team is not None:  # the team database (PostgreSQL full-text syntax)
+            from .pg import queries as team_queries
+
+            hits = team_queries.search(team, query, f, limit=limit or None, literal=literal)
+        else:
+            hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -537,11 +571,19 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
     tz = _tz(ctx)
     f = Filters(provider=provider, thread=thread_ref, project=project, since=since, until=until, tz=tz)
     try:
-        db = _open_existing(ctx)
         prices = load_prices(prices_path, env={})
-        rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref,
-                       include_empty=show_all or empty, prices=prices)  # fmt: skip
-        shorts = short_ids(db, [r["id"] for r in rows]) if not as_json else {}
+        team = _team(ctx)
+        if team is not None:  # the team database: every thread of every machine
+            from .pg import queries as team_queries
+
+            rows = team_queries.threads(team, f, limit=limit or None, top_level=not show_all and not thread_ref,
+                                        include_empty=show_all or empty, prices=prices)  # fmt: skip
+            shorts = {}
+        else:
+            db = _open_existing(ctx)
+            rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref,
+                           include_empty=show_all or empty, prices=prices)  # fmt: skip
+            shorts = short_ids(db, [r["id"] for r in rows]) if not as_json else {}
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -576,7 +618,13 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
 
     tz = _tz(ctx)
     try:
-        view = show(_open_existing(ctx), thread)
+        team = _team(ctx)
+        if team is not None:
+            from .pg import queries as team_queries
+
+            view = team_queries.show(team, thread)
+        else:
+            view = show(_open_existing(ctx), thread)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     tty = sys.stdout.isatty()
@@ -641,8 +689,14 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
     tz = _tz(ctx)
     try:
         prices = load_prices(prices_path, env={})
-        report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider, tz=tz,
-                       thread=thread_ref)  # fmt: skip
+        team = _team(ctx)
+        if team is not None:  # the team database: UTC days, every machine
+            from .pg import queries as team_queries
+
+            report = team_queries.stats(team, by, prices, since=since, until=until, provider=provider)
+        else:
+            report = stats(_open_existing(ctx), by, prices, since=since, until=until, provider=provider, tz=tz,
+                           thread=thread_ref)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     rows = report["rows"]
@@ -690,3 +744,33 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
 def _usd(row: dict[str, Any]) -> str:
     v = row["cost_usd"]
     return "" if v is None else f"${v:,.4f}" + ("*" if row["unpriced_models"] else "")
+
+
+# ---------------------------------------------------------------- team archive
+
+
+@cli.command(name="push")
+@click.argument("url", required=False, envvar="SESH_ARCHIVE_PUSH_URL")
+@click.option("--schema", default="sesh", show_default=True, envvar="SESH_ARCHIVE_SCHEMA", help="PostgreSQL schema to push into.")
+@click.option("--machine", help="Name this archive's machine on the server (kept for later pushes; default: the host name).")
+@click.option("--with-sources", is_flag=True, help="Also push the source layer: every stored line, byte for byte.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@_db_after
+@click.pass_context
+def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | None, with_sources: bool,
+             as_json: bool) -> None:  # fmt: skip
+    """Push what is new in the archive to a team PostgreSQL database (URL or $SESH_ARCHIVE_PUSH_URL).
+
+    Incremental and idempotent per machine; secrets in the archive are pushed as they are."""
+    from .push import PushOptions, push
+
+    if not url:
+        raise click.UsageError("give the PostgreSQL URL (postgresql://user@host/db) or set SESH_ARCHIVE_PUSH_URL")
+    db = _open_read(ctx)
+    try:
+        summary = push(db, url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources))
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    click.echo(summary.line(), err=True)
+    if as_json:
+        _echo_json(summary.to_dict())

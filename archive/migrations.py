@@ -676,3 +676,24 @@ INSERT INTO source_fingerprints SELECT provider, fingerprint, source_id FROM sou
 DROP TABLE source_fingerprints_old;
 """
     )
+
+
+@migrations()
+def m050_25_push(db: Database) -> None:
+    """Team archive (``sesh-archive push``, archive/push.py). ``push_machine`` holds this
+    archive's machine id, created by the first push (one row, never changed: the server
+    keys every row this archive sends by it); its name can change (``--machine``).
+    ``usage_source`` lets a push find the usage rows of the lines it has not sent yet
+    without scanning ``usage``."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE push_machine (
+            id TEXT PRIMARY KEY,                -- random, created once per archive
+            name TEXT,                          -- shown on the server (default: the host name)
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX usage_source ON usage(source_id, generation, offset);
+        """
+        )
+    )

@@ -1,4 +1,4 @@
-"""The seed's ``MessageStore`` interface and three implementations.
+"""The seed's ``MessageStore`` interface and four implementations.
 
 * ``SqliteMessageStore(path)``: the archive database itself. Threads and messages appended
   through it live beside ingested ones, owned by a pseudo-source of kind ``store`` so that
@@ -8,8 +8,10 @@
   line, threads and messages mixed, append-only; a later thread record with the same id
   replaces the earlier one). ``sesh-archive ingest FILE`` and ``emit --to canonical`` use
   the same format.
+* ``PostgresMessageStore(url)`` (archive/pg/store.py, imported here): the team database
+  that ``sesh-archive push`` fills; psycopg is needed only to make one.
 
-Contract (tests/test_store.py runs it against all three):
+Contract (tests/test_store.py runs it against every one):
 
 * ``get_messages`` returns a thread's messages in append order (ingested ones in file
   order); ``after_id`` is exclusive; an ``after_id`` not in the thread gives ``[]``;
@@ -232,3 +234,7 @@ class SqliteMessageStore:
             where = f"m.id IN ({', '.join('?' * len(ids))})"
             params = ids
         return load_messages(self.conn, where, tuple(params))
+
+
+# the team database's store (archive/pg/store.py); psycopg is imported only when one is made
+from .pg.store import PostgresMessageStore  # noqa: E402,F401

@@ -43,3 +43,23 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL server for the session (tests/pg_server.py); skipped, with the
+    reason, where the binaries or psycopg are missing."""
+    from tests.pg_server import PgServer, missing
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    server = PgServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The URL of a fresh, empty database on the session's server."""
+    return pg_server.new_database()

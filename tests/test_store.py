@@ -1,4 +1,5 @@
-"""One MessageStore contract, run against the memory, JSONL and SQLite implementations."""
+"""One MessageStore contract, run against the memory, JSONL, SQLite and PostgreSQL implementations
+(PostgreSQL: marker ``postgres``, a throwaway server from tests/pg_server.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,24 @@ from pathlib import Path
 import pytest
 
 from archive.model import Attachment, Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
-from archive.store import JsonlMessageStore, MemoryMessageStore, MessageStore, SqliteMessageStore
+from archive.store import (
+    JsonlMessageStore,
+    MemoryMessageStore,
+    MessageStore,
+    PostgresMessageStore,
+    SqliteMessageStore,
+)
 
 
-@pytest.fixture(params=["memory", "jsonl", "sqlite"])
+@pytest.fixture(params=["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def make_store(request, tmp_path):
     def make():
         if request.param == "memory":
             return MemoryMessageStore()
         if request.param == "jsonl":
             return JsonlMessageStore(tmp_path / "store.jsonl")
+        if request.param == "postgres":
+            return PostgresMessageStore(request.getfixturevalue("pg_url"))
         return SqliteMessageStore(tmp_path / "archive.db")
 
     make.kind = request.param
@@ -194,3 +203,23 @@ def test_ingested_messages_carry_their_response_usage_through_every_store(tmp_pa
     codex = [m.usage for t in sqlite.list_threads() for m in sqlite.get_messages(t.id)
              if m.usage is not None and (m.usage.extra or {}).get("vendor")]  # fmt: skip
     assert codex and all(u.input_tokens == u.extra["vendor"]["input_tokens"] - (u.cache_read_tokens or 0) for u in codex)
+
+
+_PG_ROUND_TRIP: list[PostgresMessageStore] = []
+
+
+@pytest.mark.postgres
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message_strategy)
+def test_property_postgres_round_trip_is_lossless(pg_server, m):
+    """Any message appended to the team database comes back equal (blocks, extras, blobs)."""
+    import uuid
+
+    from archive.model import replace
+
+    if not _PG_ROUND_TRIP:
+        _PG_ROUND_TRIP.append(PostgresMessageStore(pg_server.new_database()))
+    store = _PG_ROUND_TRIP[0]
+    m = replace(m, id=uuid.uuid4().hex, thread_id=uuid.uuid4().hex)
+    store.append_message(m)
+    assert store.get_messages(m.thread_id) == [m]

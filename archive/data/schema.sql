@@ -90,6 +90,11 @@ CREATE TABLE messages (
     usage TEXT,                         -- JSON, as the message carried it
     extra TEXT                          -- JSON: raw and fields beyond the seed's
 );
+CREATE TABLE push_machine (
+    id TEXT PRIMARY KEY,                -- random, created once per archive
+    name TEXT,                          -- shown on the server (default: the host name)
+    created_at TEXT NOT NULL
+);
 CREATE TABLE reports (
     source_id INTEGER NOT NULL REFERENCES sources(id),
     generation INTEGER NOT NULL,
@@ -213,6 +218,7 @@ CREATE INDEX threads_created ON threads(created_at);
 CREATE INDEX threads_cwd ON threads(cwd);
 CREATE INDEX threads_parent ON threads(parent_thread_id);
 CREATE INDEX usage_message ON usage(message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX usage_source ON usage(source_id, generation, offset);
 CREATE INDEX usage_thread ON usage(thread_id);
 CREATE INDEX usage_ts ON usage(ts);
 CREATE TRIGGER blocks_ad AFTER DELETE ON blocks
