@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record real Claude Code and Codex sessions against the scripted mock model servers.
+"""Record real Claude Code, Codex, pi and Copilot CLI sessions against the scripted mock model servers.
 
     scripts/install_clients.sh            # once: puts the CLIs in ./.clients
     python scripts/record_sessions.py     # writes tests/fixtures/recorded/<vendor>-<version>/
@@ -7,7 +7,7 @@
 Each scenario (tests/clients/scenarios.py) runs in a fresh home and working folder under
 /tmp/sesh-record/, offline: the clients talk only to a mock on 127.0.0.1. The session
 files the client wrote are copied, relative to the vendor home (``projects/...`` for
-Claude Code, ``sessions/...`` for Codex), into ``<scenario>/``, next to ``scenario.json``:
+Claude Code, ``sessions/...`` for Codex and pi, ``session-state/...`` for Copilot CLI), into ``<scenario>/``, next to ``scenario.json``:
 the session id, the prompts, and the conversation the client sent in its last request plus
 the scripted reply to it (what a resume must send again).
 
@@ -35,20 +35,33 @@ sys.path.insert(0, str(REPO))
 
 from clients import conversation as conv  # noqa: E402
 from clients import runner  # noqa: E402
-from clients.mock_servers import AnthropicMock, MockServer, ResponsesMock  # noqa: E402
+from clients.mock_servers import AnthropicMock, ChatCompletionsMock, MockServer, ResponsesMock  # noqa: E402
 from clients.scenarios import Scenario, scenarios  # noqa: E402
 
 OUT = REPO / "tests" / "fixtures" / "recorded"
 WORK = Path("/tmp/sesh-record")
 MAX_BYTES = 200_000
 
-VENDORS = {"claude-code": "claude", "codex": "codex"}
+VENDORS = runner.EXES
+MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
+READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "pi": conv.from_chat, "copilot": conv.from_chat}
+HOMES = runner.HOMES
+LABELS = {
+    "claude-code": ("Claude Code", "@anthropic-ai/claude-code", "Anthropic Messages API, streaming"),
+    "codex": ("Codex CLI", "@openai/codex", "OpenAI Responses API, SSE; config.toml model_provider \"mock\""),
+    "pi": ("pi", "@mariozechner/pi-coding-agent", "OpenAI Chat Completions, streamed; ~/.pi/agent/models.json provider \"mock\""),
+    "copilot": ("GitHub Copilot CLI", "@github/copilot", "OpenAI Chat Completions, streamed; COPILOT_OFFLINE with COPILOT_PROVIDER_*"),
+}
+# Copilot CLI files that are its own bookkeeping, not the session: locks, the rewind
+# tracking and the (empty) checkpoint index; events.jsonl and workspace.yaml are kept
+COPILOT_SKIP = (".lock",)
+COPILOT_SKIP_DIRS = ("rewind-file-snapshots", "checkpoints")
 
 
 def final_conversations(vendor: str, mock: MockServer) -> dict[str, list[list]]:
     """Per prompt key, the conversation of the last request with that key plus its reply.
     The key "" holds the whole session (the last request of all)."""
-    read = conv.from_anthropic if vendor == "claude-code" else conv.from_responses
+    read = READERS[vendor]
     out: dict[str, list[list]] = {}
     reqs = mock.model_requests()
     for i, req in enumerate(reqs):
@@ -67,26 +80,20 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     home.mkdir(parents=True)
     cwd.mkdir()
     sc = next(s for s in scenarios(vendor, cwd) if s.name == sc.name)  # paths for this cwd
-    mock_cls = AnthropicMock if vendor == "claude-code" else ResponsesMock
     session_id: str | None = None
     t0 = time.time()
-    with mock_cls(sc.script) as mock:
-        for prompt in sc.prompts:
-            if vendor == "claude-code":
-                res = runner.run_claude(exe, home, cwd, mock.url, prompt, resume=session_id).check()
-                session_id = res.json()["session_id"]
-            else:
-                res = runner.run_codex(exe, home, cwd, mock.url, prompt, resume=session_id).check()
-                session_id = session_id or runner.codex_session_id(runner.codex_sessions(home)[0])
+    with MOCKS[vendor](sc.script) as mock:
+        for i, prompt in enumerate(sc.prompts):
+            session_id = runner.run_step(vendor, exe, home, cwd, mock.url, prompt, sc.mode(i), session_id)
         conversations = final_conversations(vendor, mock)
         n_requests = len(mock.requests)
-    vendor_home = home / (".claude" if vendor == "claude-code" else ".codex")
-    sub = "projects" if vendor == "claude-code" else "sessions"
+    vendor_home = home / HOMES[vendor][0]
+    sub = HOMES[vendor][1]
     target = dest / sc.name
     shutil.rmtree(target, ignore_errors=True)
     files = []
     for f in sorted((vendor_home / sub).rglob("*")):
-        if f.is_file():
+        if f.is_file() and not (vendor == "copilot" and (f.name.endswith(COPILOT_SKIP) or f.parent.name in COPILOT_SKIP_DIRS)):
             rel = f.relative_to(vendor_home)
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, target / rel)
@@ -134,7 +141,7 @@ conversation the client sent in its last request plus the mock's reply
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vendor", choices=sorted(VENDORS), action="append", help="default: both")
+    ap.add_argument("--vendor", choices=sorted(VENDORS), action="append", help="default: all")
     ap.add_argument("--scenario", action="append", help="record only these scenario names")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -155,12 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         for meta_path in sorted(dest.glob("*/scenario.json")):
             meta = json.loads(meta_path.read_text())
             rows.append(f"| `{meta['scenario']}` | {meta['covers']} | {', '.join('`' + f + '`' for f in meta['files'])} |")
-        claude = vendor == "claude-code"
+        label, package, api = LABELS[vendor]
         (dest / "SOURCES.md").write_text(SOURCES.format(
-            label="Claude Code" if claude else "Codex CLI", version=version, vendor=vendor,
-            package="@anthropic-ai/claude-code" if claude else "@openai/codex",
-            api="Anthropic Messages API, streaming" if claude else "OpenAI Responses API, SSE; config.toml model_provider \"mock\"",
-            vhome="`~/.claude`" if claude else "`~/.codex`", rows="\n".join(rows)))
+            label=label, version=version, vendor=vendor, package=package, api=api,
+            vhome=f"`~/{HOMES[vendor][0]}`", rows="\n".join(rows)))
     return 0
 
 

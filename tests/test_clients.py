@@ -31,6 +31,7 @@ from clients import recordings as rec_mod
 from clients import runner
 from clients.mock_servers import (
     AnthropicMock,
+    ChatCompletionsMock,
     MockServer,
     ResponsesMock,
     Script,
@@ -39,6 +40,7 @@ from clients.mock_servers import (
     Tool,
     WebSearchCall,
     anthropic_prompt_and_step,
+    chat_prompt_and_step,
     responses_prompt_and_step,
 )
 from clients.recordings import Recording, recordings
@@ -46,7 +48,12 @@ from clients.scenarios import RESUME_PROMPT, scenarios
 
 pytestmark = pytest.mark.clients
 
-EXE = {"claude-code": "claude", "codex": "codex"}
+EXE = runner.EXES
+VENDORS = tuple(EXE)
+MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
+READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "pi": conv.from_chat, "copilot": conv.from_chat}
+# Copilot CLI 1.0.102 keeps reasoningText but never sends it back to a model
+SENDS_REASONING = {"copilot": False}
 
 
 def client(vendor: str) -> Path:
@@ -57,19 +64,21 @@ def client(vendor: str) -> Path:
 
 
 def mock_for(vendor: str, script: Script) -> MockServer:
-    return AnthropicMock(script) if vendor == "claude-code" else ResponsesMock(script)
+    return MOCKS[vendor](script)
 
 
 def sent_conversation(vendor: str, body: dict[str, Any]) -> conv.Conversation:
     """The conversation a client sent in one request body."""
-    return conv.from_anthropic(body) if vendor == "claude-code" else conv.from_responses(body)
+    return READERS[vendor](body)
+
+
+def as_sent_by(vendor: str, c: conv.Conversation) -> conv.Conversation:
+    """A conversation as ``vendor``'s client sends it back to a model (Copilot: no reasoning)."""
+    return c if SENDS_REASONING.get(vendor, True) else [t for t in c if t.kind != "reasoning"]
 
 
 def run(vendor: str, home: Path, cwd: Path, url: str, prompt: str, resume: str | None = None) -> runner.RunResult:
-    exe = client(vendor)
-    if vendor == "claude-code":
-        return runner.run_claude(exe, home, cwd, url, prompt, resume=resume)
-    return runner.run_codex(exe, home, cwd, url, prompt, resume=resume)
+    return runner.run_vendor(vendor, client(vendor), home, cwd, url, prompt, resume=resume)
 
 
 def dirs(tmp_path: Path) -> tuple[Path, Path]:
@@ -165,7 +174,7 @@ def _latest(vendor: str) -> dict[str, Recording]:
     return out
 
 
-LIVE = [(v, name) for v in ("claude-code", "codex") for name in _latest(v)]
+LIVE = [(v, name) for v in VENDORS for name in _latest(v)]
 
 
 @pytest.mark.parametrize("vendor,name", LIVE, ids=[f"{v}-{n}" for v, n in LIVE])
@@ -173,13 +182,10 @@ def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: 
     home, cwd = dirs(tmp_path)
     sc = next(s for s in scenarios(vendor, cwd) if s.name == name)
     session: str | None = None
+    exe = client(vendor)
     with mock_for(vendor, sc.script) as mock:
-        for prompt in sc.prompts:
-            res = run(vendor, home, cwd, mock.url, prompt, resume=session).check()
-            if vendor == "claude-code":
-                session = res.json()["session_id"]
-            else:
-                session = session or runner.codex_session_id(runner.codex_sessions(home)[0])
+        for i, prompt in enumerate(sc.prompts):
+            session = runner.run_step(vendor, exe, home, cwd, mock.url, prompt, sc.mode(i), session)
         last = mock.model_requests()[-1].body
         reply = mock.reply_for(last)[3]  # type: ignore[attr-defined]
     live = sent_conversation(vendor, last) + conv.reply_turns(reply)
@@ -202,7 +208,7 @@ def _archive_status() -> str | None:
     except Exception as e:  # an import error in a module being written is "not landed"
         return f"archive.ingest/store not importable: {e!r}"
     names = vendors.names()
-    for vendor in ("claude-code", "codex"):
+    for vendor in VENDORS:
         if vendor not in names:
             return f"adapter {vendor!r} not registered in archive.vendors.VENDORS"
         if type(vendors.get(vendor)).emit is Adapter.emit:
@@ -213,7 +219,7 @@ def _archive_status() -> str | None:
 _NOT_LANDED = _archive_status()
 emit_landed = pytest.mark.xfail(_NOT_LANDED is not None, reason=f"emit not yet landed: {_NOT_LANDED}", strict=False)
 
-VENDOR_HOME = {"claude-code": ".claude", "codex": ".codex"}
+VENDOR_HOME = {v: h for v, (h, _) in runner.HOMES.items()}
 # What survives a cross-vendor emit: reasoning needs the source vendor's signature or
 # ciphertext, images and web searches have no faithful equivalent, tool names and inputs
 # are vendor vocabulary. The texts and tool results must survive.
@@ -237,8 +243,26 @@ def archive_threads(rec: Recording, tmp_path: Path) -> tuple[Any, list[Any], lis
     roots = [t for t in threads if t.parent_thread_id is None]
     assert len(roots) == 1, f"expected one root thread from {rec.name}, got {[t.id for t in threads]}"
     root = roots[0]
+    newest = max((m for t in threads for m in store.get_messages(t.id)), key=lambda m: m.ts or "")
+    leaf = next(t for t in threads if t.id == newest.thread_id)
+    if leaf.id != root.id and leaf.agent_id is None and leaf.origin_message_id:
+        # the session the recording resumes is a fork or a branch (pi): its history is the
+        # parent's up to the fork point (originMessageId), then its own messages
+        return leaf, lineage(store, leaf), []
     children = [(t, store.get_messages(t.id)) for t in threads if t.parent_thread_id is not None]
     return root, store.get_messages(root.id), children
+
+
+def lineage(store: Any, thread: Any) -> list[Any]:
+    """A forked thread's messages preceded by its ancestors' up to each fork point."""
+    own = store.get_messages(thread.id)
+    if not thread.parent_thread_id or not thread.origin_message_id:
+        return own
+    parent = next(t for t in store.list_threads() if t.id == thread.parent_thread_id)
+    before = lineage(store, parent)
+    ids = [m.id for m in before]
+    assert thread.origin_message_id in ids, (thread.id, thread.origin_message_id)
+    return before[: ids.index(thread.origin_message_id) + 1] + own
 
 
 def emit_into(target: str, thread: Any, messages: list[Any], children: list[Any], home: Path, cwd: Path) -> tuple[str, Any]:
@@ -251,6 +275,10 @@ def emit_into(target: str, thread: Any, messages: list[Any], children: list[Any]
     options = EmitOptions(cwd=str(cwd))
     if target == "codex":
         options = EmitOptions(cwd=str(cwd), model=runner.CODEX_MODEL, model_provider="mock")
+    elif target == "pi":
+        options = EmitOptions(cwd=str(cwd), model=runner.PI_MODEL, model_provider=runner.PI_PROVIDER)
+    elif target == "copilot":
+        options = EmitOptions(cwd=str(cwd), model=runner.COPILOT_MODEL)
     result = adapter.emit(thread, messages, children, options)
     vendor_home = home / VENDOR_HOME[target]
     project = runner.claude_project_dir(home, cwd)
@@ -281,6 +309,11 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
     for t in sent:
         if t.role == "assistant" and t.kind == "text" and t.value not in known:
             dropped += 1
+            # pi (openai-completions) joins the text parts of one message into one string:
+            # an added text in front of a known one is the added part
+            whole = [k for k in known if isinstance(k, str) and k and isinstance(t.value, str) and t.value.endswith(k)]
+            if whole:
+                out.append(t._replace(value=max(whole, key=len)))
             continue
         out.append(t)
     assert dropped <= allowed, f"{dropped} assistant texts added by the emit, {allowed} reported: {counts}"
@@ -289,12 +322,15 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
 
 # Known adapter/store gaps found by this test (see the issue tracker); strict=False so a fix
 # shows up as XPASS and the entry can be removed.
-KNOWN_ISSUES: dict[tuple[str, str], str] = {}
+KNOWN_ISSUES: dict[tuple[str, str], str] = {
+    (f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
+    for v in ("claude-code-2.1.197", "codex-0.171.0")
+}
 
 ROUND_TRIPS = [
     pytest.param(r, target, id=f"{r.name}->{target}",
                  marks=[pytest.mark.xfail(reason=KNOWN_ISSUES[(r.name, target)], strict=False)] if (r.name, target) in KNOWN_ISSUES else [])
-    for r in recordings() for target in ("claude-code", "codex")
+    for r in recordings() for target in VENDORS
 ]
 
 
@@ -304,7 +340,7 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
     client(target)
     thread, messages, children = archive_threads(rec, tmp_path)
     # the archive holds the conversation the client had sent
-    conv.assert_same(rec.conversation, conv.from_canonical(messages))
+    conv.assert_same(rec.conversation, as_sent_by(rec.vendor, conv.from_canonical(messages)))
     home, cwd = dirs(tmp_path)
     resume_id, result = emit_into(target, thread, messages, children, home, cwd)
     with mock_for(target, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
@@ -313,7 +349,7 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
     sent = sent_conversation(target, first.body)
     expected = rec.conversation + [conv.Turn("user", "text", None, RESUME_PROMPT)]
     if target == rec.vendor:
-        conv.assert_same(expected, sent)
+        conv.assert_same(as_sent_by(target, expected), sent)
     else:
         sent = drop_reported_texts(expected, sent, result.counts)
         keep = ("text", "tool_result")

@@ -17,7 +17,7 @@ from archive.db import ArchiveError
 from helpers import assert_same_conversation
 from tests.vendor_home import build_home, vendor_env
 
-VENDOR_DIRS = {"claude-code": ".claude", "codex": ".codex", "clm": ".local/state"}
+VENDOR_DIRS = {"claude-code": ".claude", "codex": ".codex", "clm": ".local/state", "pi": ".pi/agent", "copilot": ".copilot"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     originals = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in placed.values()}
     covered: set[Path] = set()
     for tid, provider in db.execute(
-        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm') AND (parent_thread_id IS NULL "
+        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','pi','copilot') AND (parent_thread_id IS NULL "
         "OR NOT EXISTS (SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id))"  # orphan subagent files too
     ).fetchall():
         out = emit_thread(db, tid, provider)

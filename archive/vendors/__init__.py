@@ -7,9 +7,9 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import canonical, claude_code, clm, codex
+from . import canonical, claude_code, clm, codex, copilot, pi
 
-VENDORS: tuple[Adapter, ...] = (claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, canonical.ADAPTER)
+VENDORS: tuple[Adapter, ...] = (claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, pi.ADAPTER, copilot.ADAPTER, canonical.ADAPTER)
 
 
 def get(name: str) -> Adapter:

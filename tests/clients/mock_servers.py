@@ -437,3 +437,111 @@ class ResponsesMock(MockServer):
             ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": i, "item": it}))
         ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": it}))
         return ev
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions API
+# (pi, GitHub Copilot CLI, OpenCode: issue 20). Kept apart from the other mocks.
+
+
+def _chat_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str))
+
+
+def chat_prompt_and_step(messages: list[dict[str, Any]]) -> tuple[str, int]:
+    """The latest user message's text and the number of tool-result rounds after it (a
+    round is a run of consecutive ``tool`` messages, since one response may call several)."""
+    prompt, step, prev_tool = "", 0, False
+    for m in messages:
+        role = m.get("role")
+        if role == "user":
+            prompt, step, prev_tool = _chat_text(m.get("content")), 0, False
+        elif role == "tool":
+            if not prev_tool:
+                step += 1
+            prev_tool = True
+        else:
+            prev_tool = False
+    return prompt, step
+
+
+class ChatCompletionsMock(MockServer):
+    """POST .../chat/completions (SSE when ``stream``, else one JSON); GET .../models lists
+    the requested model names; anything else: 404, logged.
+
+    Reasoning goes out as ``delta.reasoning_content`` (the field OpenAI-compatible servers
+    such as DeepSeek and vLLM use; pi and Copilot CLI read it). Usage comes in a last
+    chunk with empty ``choices`` (``stream_options.include_usage``), always sent; a
+    request that continues a conversation reports half its prompt as cached."""
+
+    models = ("m", "gpt-4.1")
+
+    def model_requests(self) -> list[LoggedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions") and isinstance(r.body, dict)
+                and r.body.get("tools")]
+
+    def reply_for(self, body: dict[str, Any]) -> tuple[str, str, int, Reply]:
+        if body.get("tools"):
+            prompt, step = chat_prompt_and_step(body.get("messages") or [])
+            key, reply = self.script.reply(prompt, step)
+            return key, prompt, step, reply
+        return "side", "", 0, [Text(self.script.side_reply)]
+
+    def respond(self, req: LoggedRequest) -> tuple[int, dict[str, str], bytes]:
+        if req.method == "GET" and req.path.endswith("/models"):
+            return self._json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1767225600, "owned_by": "mock"} for m in self.models]})
+        if req.method != "POST" or not req.path.endswith("/chat/completions") or not isinstance(req.body, dict):
+            return self._json(404, {"error": {"message": f"no route {req.path}", "type": "invalid_request_error"}})
+        body = req.body
+        messages = body.get("messages") or []
+        key, prompt, step, reply = self.reply_for(body)
+        cid = "chatcmpl-" + _ident("chat", key, step, prompt, len(messages))
+        model = body.get("model") or "m"
+        text = "".join(p.text for p in reply if isinstance(p, Text))
+        reasoning = "".join(p.text for p in reply if isinstance(p, Thinking))
+        calls = [{"id": "call_" + _ident(cid, i), "type": "function",
+                  "function": {"name": p.name, "arguments": json.dumps(p.input)}}
+                 for i, p in enumerate(reply) if isinstance(p, Tool)]
+        if any(not isinstance(p, (Text, Thinking, Tool)) for p in reply):
+            raise ValueError(f"the chat completions mock cannot send {reply!r}")
+        finish = "tool_calls" if calls else "stop"
+        prompt_tokens = 10 + len(json.dumps(messages)) // 40
+        completion = 5 + len(text + reasoning + json.dumps(calls)) // 4
+        # a request that continues a conversation reads half its prompt from the cache, as
+        # OpenAI reports it: cached_tokens is a part of prompt_tokens
+        cached = prompt_tokens // 2 if any(m.get("role") == "assistant" for m in messages) else 0
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                 "total_tokens": prompt_tokens + completion,
+                 "prompt_tokens_details": {"cached_tokens": cached},
+                 "completion_tokens_details": {"reasoning_tokens": len(reasoning) // 4 if reasoning else 0}}
+        base = {"id": cid, "object": "chat.completion.chunk", "created": 1767225600, "model": model}
+        if not body.get("stream"):
+            msg: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if reasoning:
+                msg["reasoning_content"] = reasoning
+            if calls:
+                msg["tool_calls"] = calls
+            return self._json(200, {**base, "object": "chat.completion", "usage": usage,
+                                    "choices": [{"index": 0, "message": msg, "finish_reason": finish}]})
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        if reasoning:
+            chunks.append(chunk({"reasoning_content": reasoning}))
+        if text:
+            half = len(text) // 2  # two deltas, so the client's accumulation is exercised
+            chunks += [chunk({"content": text[:half]}), chunk({"content": text[half:]})]
+        for i, c in enumerate(calls):
+            args = c["function"]["arguments"]
+            half = len(args) // 2
+            chunks.append(chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                                 "function": {"name": c["function"]["name"], "arguments": args[:half]}}]}))
+            chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]}))
+        chunks.append(chunk({}, finish))
+        chunks.append({**base, "choices": [], "usage": usage})
+        out = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, out.encode()

@@ -4,10 +4,13 @@ one into a fresh vendor home so the real client can resume it.
 Invariants:
 
 * A recording's files are relative to the vendor home (``projects/...`` for Claude Code,
-  ``sessions/...`` for Codex) and are copied byte for byte.
-* Claude Code finds a session by the project folder of the working directory, so the
-  recorded project folder is renamed to the slug of the new working directory; the file
+  ``sessions/...`` for Codex and pi, ``session-state/...`` for Copilot CLI) and are copied
+  byte for byte.
+* Claude Code and pi find a session by the project folder of the working directory, so the
+  recorded project folder is renamed to the one of the new working directory; the file
   contents (including their ``cwd`` fields) are not touched.
+* pi 0.73.1 refuses to resume a session whose recorded cwd no longer exists, so installing
+  a pi recording creates that (empty) folder under /tmp/sesh-record/ again.
 """
 
 from __future__ import annotations
@@ -64,17 +67,16 @@ def recordings(vendor: str | None = None) -> list[Recording]:
 
 def install(rec: Recording, home: Path, cwd: Path) -> list[Path]:
     """Copy a recording's session files into ``home`` for a client started in ``cwd``."""
-    if rec.vendor == "claude-code":
-        vendor_home = home / ".claude"
-        project = runner.claude_project_dir(home, cwd)
-    else:
-        vendor_home = runner.codex_home(home)
-        project = None
+    vendor_home = home / runner.HOMES[rec.vendor][0]
+    project = {"claude-code": runner.claude_project_dir, "pi": runner.pi_project_dir}.get(rec.vendor)
+    top = runner.HOMES[rec.vendor][1]
+    if rec.vendor == "pi":
+        Path(rec.meta["cwd"]).mkdir(parents=True, exist_ok=True)
     written = []
     for rel in rec.meta["files"]:
         parts = Path(rel).parts
-        if project is not None and parts[0] == "projects":
-            dest = project.joinpath(*parts[2:])  # projects/<recorded slug>/... -> new slug
+        if project is not None and parts[0] == top:
+            dest = project(home, cwd).joinpath(*parts[2:])  # <top>/<recorded folder>/... -> the new one
         else:
             dest = vendor_home / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

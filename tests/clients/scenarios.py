@@ -29,11 +29,20 @@ RESUME_REPLY = "OK."
 @dataclass
 class Scenario:
     name: str
-    vendor: str  # "claude-code" | "codex"
+    vendor: str  # a key of SCENARIOS
     prompts: list[str]
     script: Script
     covers: str = ""
     files: dict[str, str] = field(default_factory=dict)  # files to create in cwd first
+    # how each prompt after the first is sent: "resume" (default), "fork" (a new session
+    # copied from the last one: pi --fork) or "branch" (pi: back to the first answer and on
+    # from there, in the same file, with pi's own SessionManager)
+    modes: list[str] = field(default_factory=list)
+
+    def mode(self, i: int) -> str:
+        if i == 0:
+            return "new"
+        return self.modes[i - 1] if i - 1 < len(self.modes) else "resume"
 
 
 def _with_resume_check(turns: dict[str, list[list]]) -> Script:
@@ -124,5 +133,51 @@ def codex_scenarios(cwd: Path) -> list[Scenario]:
     ]
 
 
+def pi_scenarios(cwd: Path) -> list[Scenario]:
+    return [
+        Scenario("text", "pi", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "thinking (reasoning_content, its signature), text, model_change, usage with cost, a second turn by --session"),
+        Scenario("bash", "pi", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("bash", {"command": "echo hello-from-bash"})],
+                [Tool("bash", {"command": "ls /nonexistent-sesh-dir"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "bash tool calls, one succeeding and one failing (isError)"),
+        Scenario("branch", "pi", ["[one] First question.", "[two] Second question.", "[alt] Another second question."],
+                 _with_resume_check({
+                     "[one]": [[Text("First answer.")]],
+                     "[two]": [[Text("Second answer.")]],
+                     "[alt]": [[Text("Alternative answer.")]],
+                 }), "a branch in the same file (the tree by id/parentId): [alt] grows from the first answer",
+                 modes=["resume", "branch"]),
+        Scenario("fork", "pi", ["[one] First question.", "[alt] Another question."], _with_resume_check({
+            "[one]": [[Text("First answer.")]],
+            "[alt]": [[Text("Alternative answer.")]],
+        }), "pi --fork: a second file with parentSession and the parent's entries copied", modes=["fork"]),
+    ]
+
+
+def copilot_scenarios(cwd: Path) -> list[Scenario]:
+    return [
+        Scenario("text", "copilot", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "reasoningText, text, session.usage_record, a second turn by --resume (session.resume)"),
+        Scenario("bash", "copilot", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("bash", {"command": "echo hello-from-bash", "description": "Print a greeting"})],
+                [Tool("bash", {"command": "ls /nonexistent-sesh-dir", "description": "List a missing folder"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "bash toolRequests and tool.execution_complete, one succeeding and one failing"),
+    ]
+
+
+SCENARIOS = {"claude-code": claude_scenarios, "codex": codex_scenarios, "pi": pi_scenarios, "copilot": copilot_scenarios}
+
+
 def scenarios(vendor: str, cwd: Path) -> list[Scenario]:
-    return claude_scenarios(cwd) if vendor == "claude-code" else codex_scenarios(cwd)
+    return SCENARIOS[vendor](cwd)
