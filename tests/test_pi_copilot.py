@@ -168,3 +168,24 @@ def test_pi_emit_files_a_session_under_pis_project_folder() -> None:
     hint = get("pi").resume_hint("01a22d4f-2c25", "/home/me/my app")
     assert hint == "cd '/home/me/my app' && pi --session 01a22d4f-2c25"
     assert get("copilot").resume_hint("u-1", None) == "copilot --resume=u-1"
+
+
+def test_copilot_subagent_events_go_to_a_child_thread() -> None:
+    """Events with a top-level agentId (schema 1.0.102; none recorded yet): the recorded
+    prompt event, given an agentId, lands in <session>/agent-<id>, announced once."""
+    from archive.vendors.base import MessageRow, SourceInfo, ThreadFact
+
+    (events,) = (COPILOT / "text").rglob("events.jsonl")
+    lines = events.read_bytes().splitlines()
+    start = lines[0]
+    prompt = json.loads(next(ln for ln in lines if b'"user.message"' in ln))
+    parser = get("copilot").parser(SourceInfo("s", "copilot", str(events)))
+    list(parser.feed(0, start))
+    sid = json.loads(start)["data"]["sessionId"]
+    rows = []
+    for i, agent in enumerate(("a1", "a1", None)):
+        d = dict(prompt, id=f"e{i}", **({"agentId": agent} if agent else {}))
+        rows += list(parser.feed(100 + i, json.dumps(d).encode()))
+    facts = [r for r in rows if isinstance(r, ThreadFact)]
+    assert [(f.thread_id, f.fields["parentThreadId"], f.fields["agentId"]) for f in facts] == [(f"{sid}/agent-a1", sid, "a1")]
+    assert [r.message.thread_id for r in rows if isinstance(r, MessageRow)] == [f"{sid}/agent-a1"] * 2 + [sid]

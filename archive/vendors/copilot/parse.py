@@ -32,6 +32,10 @@ Invariants of this module (each is tested on real recordings):
   ``outputTokens`` include reasoning. The vendor record stays in ``usage.extra["vendor"]``;
   ``extra["planCovered"]`` is true when the request went through a Copilot plan (not
   ``isByok``), whose price is the plan's, not the token price.
+* **Subagents.** An event with a top-level ``agentId`` (the schema's sub-agent instance id;
+  absent for the main agent) belongs to the child thread ``<session>/agent-<agentId>``
+  (``parentThreadId`` the session). No recording has one yet: 1.0.102 wrote none in the
+  scenarios recorded so far.
 * **Bookkeeping** events (turn boundaries, shutdown accounting, tool progress, hooks,
   permissions...) are ``SKIPPED`` or ``METADATA``; an event type this version does not
   know is an ``UNKNOWN`` report. Resumable, deterministic, never raises on input.
@@ -65,6 +69,7 @@ from ..base import (
 
 NAME = "copilot"
 PENDING_CAP = 32  # usage records waiting for their assistant.message
+AGENTS_CAP = 64  # subagent ids remembered (an older one is announced again: the same fact)
 
 
 def _snippet(value: Any) -> str:
@@ -103,10 +108,11 @@ class CopilotParser:
         self.turn: str | None = s.get("turn")
         self.pending: dict[str, JsonObject] = s.get("pending", {})  # apiCallId -> usage record
         self.facts: JsonObject = s.get("facts", {})
+        self.agents: list[str] = s.get("agents", [])  # subagent ids announced as threads
 
     def state(self) -> JsonObject:
         return {"session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
-                "pending": self.pending, "facts": self.facts}
+                "pending": self.pending, "facts": self.facts, "agents": self.agents}
 
     def _session(self) -> str:
         if self.session is None:
@@ -138,6 +144,8 @@ class CopilotParser:
             return
         handler = HANDLERS.get(kind)
         if handler is not None:
+            if d.get("agentId") is not None:
+                yield from self.thread_of(d)[1]
             yield from handler(self, d, data)
         elif kind in SKIPPED_EVENTS:
             yield Report(SKIPPED, kind)
@@ -154,11 +162,26 @@ class CopilotParser:
         self.facts[key] = value
         yield ThreadFact(self._session(), {"metadata": {key: value}})
 
+    def thread_of(self, d: JsonObject) -> tuple[str, list[Row]]:
+        """The thread of an event: the session's, or a subagent's for events that carry an
+        ``agentId`` (the schema's sub-agent instance id), announced once as a child thread."""
+        agent = _str(d.get("agentId"))
+        if agent is None:
+            return self.session or self._session(), []
+        sid = self._session()
+        tid = f"{sid}/agent-{agent}"
+        if agent in self.agents:
+            return tid, []
+        self.agents.append(agent)
+        del self.agents[:-AGENTS_CAP]
+        return tid, [ThreadFact(tid, {"parentThreadId": sid, "agentId": agent, "createdAt": _str(d.get("timestamp"))})]
+
     def message(self, d: JsonObject, role: str, blocks: list[Block], extra: JsonObject) -> MessageRow:
         eid = _str(d.get("id")) or stable_id(_snippet(d))
         sid = self._session()
+        tid, _ = self.thread_of(d)
         return MessageRow(Message(
-            id=stable_id(NAME, sid, eid), thread_id=sid, role=role, ts=_str(d.get("timestamp")),
+            id=stable_id(NAME, sid, eid), thread_id=tid, role=role, ts=_str(d.get("timestamp")),
             content=tuple(blocks), turn_id=self.turn,
             provenance=Provenance(NAME, session_id=sid, source_id=eid),
             extra={"copilotType": d.get("type"), **extra},
@@ -281,7 +304,7 @@ def _usage_record(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator
         yield Report(INVALID, "session.usage_record without usage", _snippet(data))
         return
     api_call = _str(u.get("apiCallId")) or _str(d.get("id")) or ""
-    yield UsageRow(p.usage_key(api_call), p._session(), neutral_usage(u), None, _str(u.get("model")),
+    yield UsageRow(p.usage_key(api_call), p.thread_of(d)[0], neutral_usage(u), None, _str(u.get("model")),
                    _str(d.get("timestamp")))
     p.pending[api_call] = u
     while len(p.pending) > PENDING_CAP:

@@ -189,7 +189,8 @@ class PiParser:
         self.own_started: bool = s.get("ownStarted", False)
         self.threads: list[str] = s.get("threads", [])  # thread index -> thread id
         self.leaves: dict[str, str] = s.get("leaves", {})  # thread index -> leaf entry id
-        # entry id -> [thread index, nearest message id at or above it, is a copy]
+        # entry id -> [thread index, is a copy] for a message (its id follows from these),
+        # [thread index, is a copy, nearest message id above it] for a settings entry
         self.known: dict[str, list[Any]] = s.get("known", {})
         self.facts: dict[str, JsonObject] = s.get("facts", {})  # last metadata emitted per thread
 
@@ -215,14 +216,19 @@ class PiParser:
 
     def _lookup(self, entry_id: str) -> tuple[str, str | None, bool, bool]:
         """(thread, nearest message id, is a copy, was remembered) of an earlier entry."""
+        s = self._session()
         k = self.known.get(entry_id)
         if k is not None:
-            return self.threads[k[0]], k[1], bool(k[2]), True
-        s = self._session()
+            copy = bool(k[1])
+            anchor = k[2] if len(k) > 2 else stable_id(NAME, self.parent if copy and self.parent else s, entry_id)
+            return self.threads[k[0]], anchor, copy, True
         return s, stable_id(NAME, s, entry_id), False, False
 
-    def _remember(self, entry_id: str, thread: str, anchor: str | None, copy: bool) -> None:
-        self.known[entry_id] = [self._tidx(thread), anchor, 1 if copy else 0]
+    def _remember(self, entry_id: str, thread: str, anchor: str | None, copy: bool, is_message: bool) -> None:
+        k: list[Any] = [self._tidx(thread), 1 if copy else 0]
+        if not is_message:
+            k.append(anchor)
+        self.known[entry_id] = k
         while len(self.known) > KNOWN_CAP:
             del self.known[next(iter(self.known))]
 
@@ -330,7 +336,7 @@ class PiParser:
         own_anchor = mine if is_message else anchor
         self.leaves[str(self._tidx(thread))] = eid
         if thread != session or not is_message or origin != session:
-            self._remember(eid, thread, own_anchor, origin != session)
+            self._remember(eid, thread, own_anchor, origin != session, is_message)
         return thread, anchor, origin, rows
 
     # -- rows
