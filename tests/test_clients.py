@@ -462,8 +462,9 @@ _FORK = ("issue 17: a Claude Code --fork-session copy shares its history (same u
          "the archive stores each shared message in the thread of the file read first, so the original's "
          "thread can lack the history the client sends on resume")
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
-    ("claude-code-2.1.197/fork", "claude-code"): _FORK,
-    ("claude-code-2.1.197/fork", "codex"): _FORK,
+    # the archive check fails before the emit, so for every target (main listed Claude Code
+    # and Codex only; Gemini CLI and Qwen Code failed there the same way)
+    **{("claude-code-2.1.197/fork", target): _FORK for target in VENDORS},
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
        for v in ("claude-code-2.1.197", "codex-0.171.0")},
 }

@@ -405,6 +405,9 @@ def copilot_env(home: Path, base_url: str) -> dict[str, str]:
         "COPILOT_PROVIDER_TYPE": "openai",
         "COPILOT_PROVIDER_API_KEY": "sk-mock-key",
         "COPILOT_MODEL": COPILOT_MODEL,
+        # the mock model's context, as pi's models.json gives it: without it Copilot CLI
+        # (1.0.102) assumes a small one and compacts a resumed session with a ~100 KB tool output
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "128000",
     })
     return env
 
