@@ -38,6 +38,8 @@ PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "
     "@mariozechner/pi-coding-agent@${pi_version}" \
     "@github/copilot@${copilot_version}"
 
+# each prints its version (pi 0.73.1 on stderr); a native binary is run as it is
 for bin in claude codex gemini qwen pi copilot; do
-    "$node22" "$dir/node_modules/.bin/$bin" --version 2>/dev/null || "$dir/node_modules/.bin/$bin" --version
+    version="$("$node22" "$dir/node_modules/.bin/$bin" --version 2>&1)" || version="$("$dir/node_modules/.bin/$bin" --version 2>&1)"
+    echo "$bin: $version"
 done
