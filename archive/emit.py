@@ -81,6 +81,22 @@ def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
     return _thread_record(db, thread_id), load_messages(db.conn, "m.thread_id = ?", (thread_id,))
 
 
+def with_lineage(db: Database, thread: Thread, own: list[Message], seen: frozenset[str] = frozenset()) -> list[Message]:
+    """A thread forked or branched from another (``origin_message_id``; not a subagent's)
+    continues its parent's conversation: the parent's messages up to the fork point (its
+    own lineage first) come before the thread's own, so the emitted session has the whole
+    history the client had."""
+    parent_id, origin = thread.parent_thread_id, thread.origin_message_id
+    if not parent_id or not origin or thread.agent_id is not None or parent_id in seen:
+        return own
+    parent, parent_own = load_thread(db, parent_id)
+    before = with_lineage(db, parent, parent_own, seen | {thread.id})
+    ids = [m.id for m in before]
+    if origin not in ids:
+        return own
+    return before[: ids.index(origin) + 1] + own
+
+
 def descendants(db: Database, thread_id: str) -> list[str]:
     out, frontier = [], [thread_id]
     while frontier:
@@ -194,7 +210,7 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
         if outcome is not None:
             return outcome
-    messages, full = with_full_outputs(db, load_messages(db.conn, "m.thread_id = ?", (thread_id,)))
+    messages, full = with_full_outputs(db, with_lineage(db, thread, load_messages(db.conn, "m.thread_id = ?", (thread_id,))))
     children = []
     for c in child_ids:
         child, child_messages = load_thread(db, c)

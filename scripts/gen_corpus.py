@@ -18,9 +18,12 @@ Guarantees:
   (0.171) including ``archived_sessions/``, clm logs (``~/.local/state/clm``, with
   ``.jsonl.bak`` companions for compacted sessions), Gemini CLI 0.61 operation logs
   (``~/.gemini/tmp/<project>/chats``: upserts, rewrites with tool calls, ``$set``
-  patches, resume snapshots) and Qwen Code 0.24 records (``~/.qwen/projects/<slug>/chats``,
-  ``ui_telemetry`` usage, helper calls). Gemini CLI and Qwen Code files get no markers and
-  are not append targets.
+  patches, resume snapshots), Qwen Code 0.24 records (``~/.qwen/projects/<slug>/chats``,
+  ``ui_telemetry`` usage, helper calls), pi 0.73.1 sessions (``~/.pi/agent/sessions``,
+  with branches in place) and Copilot CLI 1.0.102 ``events.jsonl`` + ``workspace.yaml``
+  (``~/.copilot/session-state``). Gemini CLI, Qwen Code, pi and Copilot files get no
+  markers and are not append targets. Shares of the size: Claude Code 45 %, Codex 24 %,
+  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 5 %.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -33,7 +36,8 @@ Guarantees:
   both ``grep -o`` counts and the number of canonical text blocks that contain them.
 * **Append mode** adds about ``--append-mb`` MiB of complete, valid, chain-consistent lines
   to ``--append-files`` existing session files, chosen and filled deterministically from the
-  seed and the files' current sizes, and updates the manifest's byte and line totals.
+  seed and the files' current sizes, and updates the manifest's byte and line totals (Claude
+  Code, Codex and clm files only).
 
 Units: MB/GB are binary (MiB/GiB). Timestamps lie in the 365 days before 2026-11-01T00:00Z.
 """
@@ -1433,6 +1437,159 @@ def qwen_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target:
 
 
 # ---------------------------------------------------------------------------------------
+# pi (~/.pi/agent/sessions) and GitHub Copilot CLI (~/.copilot/session-state), as pi 0.73.1
+# and Copilot CLI 1.0.102 write them (tests/fixtures/recorded). No markers: their text is
+# not counted in the manifest's marker totals.
+
+PI_MODELS = (("anthropic", "claude-sonnet-4-5", "anthropic-messages"), ("openai", "gpt-5.1", "openai-responses"),
+             ("ollama", "qwen3-coder:30b", "openai-completions"))
+COPILOT_MODELS = ("gpt-4.1", "claude-sonnet-4.5", "gpt-5-mini")
+COPILOT_SYSTEM_PROMPT = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub.\n" + " ".join(VOCAB[180:420])
+
+
+def _pi_usage(rng: Random, inp: int, out: int) -> dict[str, Any]:
+    cache = inp * rng.randint(0, 9) // 10
+    fresh = inp - cache
+    cost = {"input": fresh * 3e-6, "output": out * 15e-6, "cacheRead": cache * 3e-7, "cacheWrite": 0}
+    cost["total"] = sum(cost.values())
+    return {"input": fresh, "output": out, "cacheRead": cache, "cacheWrite": 0, "totalTokens": inp + out, "cost": cost}
+
+
+def pi_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    provider, model, api = rng.choice(PI_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = uuid7(rng, t0)
+    stamp = iso_ms(t0).replace(":", "-").replace(".", "-")
+    folder = "--" + cwd.lstrip("/").replace("/", "-") + "--"
+    out = Out(stats, root, root / ".pi" / "agent" / "sessions" / folder / f"{stamp}_{sid}.jsonl", "pi")
+    stats.session("pi", t0, model, cwd)
+    t = t0
+    out.w({"type": "session", "version": 3, "id": sid, "timestamp": iso_ms(t), "cwd": cwd})
+    ids: list[str] = []
+
+    def entry(kind: str, parent: str | None, **body: Any) -> str:
+        nonlocal t
+        t += rng.randint(5, 4000)
+        eid = hexs(rng, 8)
+        out.w({"type": kind, "id": eid, "parentId": parent, "timestamp": iso_ms(t), **body})
+        ids.append(eid)
+        return eid
+
+    leaf = entry("model_change", None, provider=provider, modelId=model)
+    leaf = entry("thinking_level_change", leaf, thinkingLevel=rng.choice(("off", "medium", "high")))
+    assistants: list[str] = []
+    while out.bytes < target:
+        if assistants and rng.random() < 0.05:
+            leaf = rng.choice(assistants)  # a branch in place (/tree): the next prompt grows from here
+        leaf = entry("message", leaf, message={"role": "user", "content": [{"type": "text", "text": pools.text(rng, 10, 400)}],
+                                               "timestamp": t})
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            content: list[dict[str, Any]] = []
+            if rng.random() < 0.5:
+                content.append({"type": "thinking", "thinking": pools.text(rng, 20, 300), "thinkingSignature": pools.sig(rng)})
+            if final or rng.random() < 0.4:
+                content.append({"type": "text", "text": pools.text(rng, 20, 800)})
+            call = None
+            if not final:
+                call = "call_" + alnum(rng, 24)
+                cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+                content.append({"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": cmd}})
+            leaf = entry("message", leaf, message={
+                "role": "assistant", "content": content, "api": api, "provider": provider, "model": model,
+                "usage": _pi_usage(rng, rng.randint(2_000, 60_000), rng.randint(20, 2_000)),
+                "stopReason": "toolUse" if call else "stop", "timestamp": t})
+            assistants.append(leaf)
+            if call is None:
+                break
+            leaf = entry("message", leaf, message={
+                "role": "toolResult", "toolCallId": call, "toolName": "bash",
+                "content": [{"type": "text", "text": pools.code_text(rng, output_size(rng, max(2_000, target // 4)))}],
+                "isError": rng.random() < 0.1, "timestamp": t})
+    out.close(t)
+
+
+def copilot_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    model = rng.choice(COPILOT_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = uuid4(rng)
+    folder = root / ".copilot" / "session-state" / sid
+    out = Out(stats, root, folder / "events.jsonl", "copilot")
+    stats.session("copilot", t0, model, cwd)
+    t = t0
+    parent: list[str | None] = [None]
+    byok = rng.random() < 0.3
+
+    def event(kind: str, data: dict[str, Any]) -> None:
+        nonlocal t
+        t += rng.randint(2, 3000)
+        eid = uuid4(rng)
+        out.w({"type": kind, "data": data, "id": eid, "timestamp": iso_ms(t), "parentId": parent[0]})
+        parent[0] = eid
+
+    event("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
+                            "startTime": iso_ms(t0), "selectedModel": model, "context": {"cwd": cwd, "gitRoot": cwd, "branch": "main"}})
+    first = pools.text(rng, 10, 300)
+    prompt = first
+    n_prompt = 0
+    requests = 0
+    while out.bytes < target or n_prompt == 0:
+        interaction = uuid4(rng)
+        event("user.message", {"content": prompt, "transformedContent": f"<current_datetime>{iso_ms(t)}</current_datetime>\n\n{prompt}",
+                               "messageId": uuid4(rng), "interactionId": interaction, "turnId": "0"})
+        if n_prompt == 0:
+            event("system.message", {"role": "system", "content": COPILOT_SYSTEM_PROMPT})
+        n_prompt += 1
+        for turn in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            event("assistant.turn_start", {"turnId": str(turn), "interactionId": interaction})
+            call_id = "call_" + alnum(rng, 24)
+            final = rng.random() < 0.3 or turn == 8
+            api_call = "chatcmpl-" + alnum(rng, 24)
+            inp = rng.randint(2_000, 60_000)
+            requests += 1
+            event("session.usage_record", {"usage": {
+                "model": model, "inputTokens": inp, "outputTokens": rng.randint(20, 2_000), "cacheReadTokens": inp * rng.randint(0, 9) // 10,
+                "cacheWriteTokens": 0, "reasoningTokens": 0, "cost": 0.0 if byok else 1.0, "initiator": "user" if turn == 0 else "agent",
+                "isByok": byok, "apiCallId": api_call}})
+            data: dict[str, Any] = {"messageId": uuid4(rng), "model": model, "content": pools.text(rng, 20, 800) if final or rng.random() < 0.4 else "",
+                                    "toolRequests": [] if final else [{"toolCallId": call_id, "name": "bash", "type": "function", "arguments": {
+                                        "command": rng.choice(("ls", "make test", "git diff")) + f" {rng.choice(VOCAB[:200])}", "description": "Run a command"}}],
+                                    "interactionId": interaction, "turnId": str(turn), "apiCallId": api_call}
+            if rng.random() < 0.3:
+                data["reasoningText"] = pools.text(rng, 20, 300)
+            event("assistant.message", data)
+            if not final:
+                event("tool.execution_start", {"toolCallId": call_id, "toolName": "bash", "arguments": data["toolRequests"][0]["arguments"]})
+                code = rng.choice((0, 0, 0, 1))
+                event("tool.execution_complete", {"toolCallId": call_id, "model": model, "interactionId": interaction, "turnId": str(turn),
+                                                  "shellExecution": {"exitCode": code}, "success": True, "result": {
+                                                      "content": pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+                                                      + f"\n<shellId: {turn} completed with exit code {code}>"}})
+            event("assistant.turn_end", {"turnId": str(turn)})
+            if final:
+                break
+        prompt = pools.text(rng, 10, 300)
+    event("session.shutdown", {"accountingSnapshot": {"totalUserRequests": n_prompt, "modelMetrics": {model: {"requests": {"count": requests}}}}})
+    out.close(t)
+    name = first[:60].replace("'", "''").replace("\n", " ")
+    write_text_file(stats, root, folder / "workspace.yaml", "copilot",
+                    f"id: {sid}\ncwd: {cwd}\nclient_name: github/cli\nname: '{name}'\nuser_named: false\nsummary_count: 0\n"
+                    f"fork_count: 0\ncreated_at: {iso_ms(t0)}\nupdated_at: {iso_ms(t)}\n", t)
+
+
+def write_text_file(stats: Stats, root: Path, path: Path, vendor: str, text: str, mtime_ms: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode()
+    path.write_bytes(data)
+    os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+    d = stats.vendor(vendor)
+    d["files"] += 1
+    d["bytes"] += len(data)
+    stats.largest = max(stats.largest, (len(data), path.relative_to(root).as_posix()))
+    stats.last_ms = max(stats.last_ms, mtime_ms)
+
+
+# ---------------------------------------------------------------------------------------
 # Corpus driver.
 
 
@@ -1483,6 +1640,12 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         elif vendor == "qwen":
             target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 20 * MiB), max(20_000, budget // 5), remaining + 3_000)
             qwen_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "pi":
+            target = min(lognormal_bytes(rng, 40_000, 1.2, 2_000, 16 * MiB), max(10_000, budget // 5), remaining + 2_000)
+            pi_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "copilot":
+            target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
+            copilot_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
         else:
             target = min(lognormal_bytes(rng, 24_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
             clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
@@ -1492,7 +1655,7 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
-    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen") if k in stats.v}
+    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot") if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -1529,7 +1692,8 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 50), ("codex", 27), ("clm", 13), ("gemini", 6), ("qwen", 4)):
+    for vendor, share in (("claude_code", 45), ("codex", 24), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
+                          ("copilot", 5)):
         budget = rest * share // 100
         n = max(1, -(-budget // SHARD))
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Install the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code) used by the
-# `clients` tests and by scripts/record_sessions.py into a private folder, never globally.
+# Install the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, pi, GitHub Copilot
+# CLI) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
+# never globally.
 #
 #   scripts/install_clients.sh [DIR]      DIR defaults to $SESH_CLIENTS_DIR, then ./.clients
 #
 # Pin versions with CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION /
-# QWEN_CODE_VERSION (default: latest). The folder is gitignored; the tests look for
-# DIR/node_modules/.bin/{claude,codex,gemini,qwen}. Qwen Code needs Node 22 (on an older
-# node, npm resolves an old release): the npm package node@22 puts a Node 22 binary in
-# DIR/node22/node_modules/.bin/node, and qwen is installed and run with it.
+# QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION (default: latest). The folder is
+# gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot}.
+# Qwen Code needs Node 22 (on an older node, npm resolves an old release): the npm package
+# node@22 puts a Node 22 binary in DIR/node22/node_modules/.bin/node, and the node clients
+# are installed and run with it. pi's branch scenario also runs `node`.
 set -euo pipefail
 
 dir="${1:-${SESH_CLIENTS_DIR:-./.clients}}"
@@ -17,6 +19,8 @@ codex_version="${CODEX_VERSION:-latest}"
 gemini_version="${GEMINI_CLI_VERSION:-latest}"
 qwen_version="${QWEN_CODE_VERSION:-latest}"
 node22_version="${NODE22_VERSION:-22}"
+pi_version="${PI_VERSION:-latest}"
+copilot_version="${COPILOT_VERSION:-latest}"
 
 mkdir -p "$dir/node22"
 # --no-fund/--no-audit: fewer network calls; the packages fetch their own platform binaries
@@ -30,8 +34,12 @@ PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "
     "@anthropic-ai/claude-code@${claude_version}" \
     "@openai/codex@${codex_version}" \
     "@google/gemini-cli@${gemini_version}" \
-    "@qwen-code/qwen-code@${qwen_version}"
+    "@qwen-code/qwen-code@${qwen_version}" \
+    "@mariozechner/pi-coding-agent@${pi_version}" \
+    "@github/copilot@${copilot_version}"
 
-for bin in claude codex gemini qwen; do
-    "$node22" "$dir/node_modules/.bin/$bin" --version 2>/dev/null || "$dir/node_modules/.bin/$bin" --version
+# each prints its version (pi 0.73.1 on stderr); a native binary is run as it is
+for bin in claude codex gemini qwen pi copilot; do
+    version="$("$node22" "$dir/node_modules/.bin/$bin" --version 2>&1)" || version="$("$dir/node_modules/.bin/$bin" --version 2>&1)"
+    echo "$bin: $version"
 done

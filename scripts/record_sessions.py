@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record real Claude Code, Codex, Gemini CLI and Qwen Code sessions against the scripted mock model servers.
+"""Record real Claude Code, Codex, Gemini CLI, Qwen Code, pi and Copilot CLI sessions against the scripted mock model servers.
 
     scripts/install_clients.sh            # once: puts the CLIs in ./.clients
     python scripts/record_sessions.py     # writes tests/fixtures/recorded/<vendor>-<version>/
@@ -7,7 +7,7 @@
 Each scenario (tests/clients/scenarios.py) runs in a fresh home and working folder under
 /tmp/sesh-record/, offline: the clients talk only to a mock on 127.0.0.1. The session
 files the client wrote are copied, relative to the vendor home (``projects/...`` for
-Claude Code, ``sessions/...`` for Codex), into ``<scenario>/``, next to ``scenario.json``:
+Claude Code, ``sessions/...`` for Codex and pi, ``session-state/...`` for Copilot CLI), into ``<scenario>/``, next to ``scenario.json``:
 the session id, the prompts, and the conversation the client sent in its last request plus
 the scripted reply to it (what a resume must send again).
 
@@ -42,36 +42,27 @@ OUT = REPO / "tests" / "fixtures" / "recorded"
 WORK = Path("/tmp/sesh-record")
 MAX_BYTES = 200_000
 
-VENDORS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
-MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock}
+VENDORS = runner.EXES
+MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock,
+         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
 READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
-           "qwen": conv.from_chat}
-# the vendor home (under HOME), the folder of it whose session files are kept, and which files
-HOMES = {"claude-code": (".claude", "projects", "*"), "codex": (".codex", "sessions", "*"),
-         "gemini": (".gemini", "tmp", "chats/**/*.json*"), "qwen": (".qwen", "projects", "chats/*.jsonl")}
+           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat}
+# the vendor home (under HOME) and the folder of it whose session files are kept
+HOMES = runner.HOMES
+# which files below each project folder of that folder are kept (default: all, at any depth)
+PATTERNS = {"gemini": "chats/**/*.json*", "qwen": "chats/*.jsonl"}
 LABELS = {
     "claude-code": ("Claude Code", "@anthropic-ai/claude-code", "Anthropic Messages API, streaming"),
     "codex": ("Codex CLI", "@openai/codex", "OpenAI Responses API, SSE; config.toml model_provider \"mock\""),
     "gemini": ("Gemini CLI", "@google/gemini-cli", "Gemini API streamGenerateContent, SSE; GOOGLE_GEMINI_BASE_URL"),
     "qwen": ("Qwen Code", "@qwen-code/qwen-code", "OpenAI chat completions, streamed; --auth-type openai, run on Node 22"),
+    "pi": ("pi", "@mariozechner/pi-coding-agent", "OpenAI Chat Completions, streamed; ~/.pi/agent/models.json provider \"mock\""),
+    "copilot": ("GitHub Copilot CLI", "@github/copilot", "OpenAI Chat Completions, streamed; COPILOT_OFFLINE with COPILOT_PROVIDER_*"),
 }
-
-
-def run_prompt(vendor: str, exe: Path, home: Path, cwd: Path, url: str, prompt: str, session_id: str | None,
-               fork: bool = False) -> str:
-    """Run one prompt (resuming ``session_id``, or forking it into a new session); the
-    session id the prompt ran in."""
-    if vendor == "claude-code":
-        return runner.run_claude(exe, home, cwd, url, prompt, resume=session_id, fork=fork).check().json()["session_id"]
-    if vendor == "codex":
-        before = set(runner.codex_sessions(home))
-        runner.run_codex(exe, home, cwd, url, prompt, resume=session_id, fork=fork).check()
-        new = sorted(set(runner.codex_sessions(home)) - before)
-        return runner.codex_session_id(new[0]) if new else (session_id or runner.codex_session_id(runner.codex_sessions(home)[0]))
-    assert not fork, f"{vendor}: no fork scenario"
-    if vendor == "gemini":
-        return runner.run_gemini(exe, home, cwd, url, prompt, resume=session_id).check().json()["session_id"]
-    return runner.qwen_session_id(runner.run_qwen(exe, home, cwd, url, prompt, resume=session_id).check())
+# Copilot CLI files that are its own bookkeeping, not the session: locks, the rewind
+# tracking and the (empty) checkpoint index; events.jsonl and workspace.yaml are kept
+COPILOT_SKIP = (".lock",)
+COPILOT_SKIP_DIRS = ("rewind-file-snapshots", "checkpoints")
 
 
 def final_conversations(vendor: str, mock: MockServer) -> dict[str, list[list]]:
@@ -101,22 +92,23 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     t0 = time.time()
     with MOCKS[vendor](sc.script) as mock:
         for i, prompt in enumerate(sc.prompts):
-            action = sc.action(i)
-            resume = sessions[0] if action in ("fork", "original") else session_id
-            session_id = run_prompt(vendor, exe, home, cwd, mock.url, prompt, resume, fork=action == "fork")
+            session_id = runner.run_step(vendor, exe, home, cwd, mock.url, prompt, sc.action(i), session_id,
+                                         sessions[0] if sessions else None)
             if session_id not in sessions:
                 sessions.append(session_id)
-        session_id = sessions[0]
+        # the recording resumes the session the last prompt ran in (the original one after
+        # "original", the new one after a pi fork)
         conversations = final_conversations(vendor, mock)
         n_requests = len(mock.requests)
-    home_dir, sub, pattern = HOMES[vendor]
+    home_dir, sub = HOMES[vendor]
+    pattern = PATTERNS.get(vendor, "*")
     vendor_home = home / home_dir
     target = dest / sc.name
     shutil.rmtree(target, ignore_errors=True)
     files = []
     for project in sorted((vendor_home / sub).glob("*")) if pattern != "*" else [vendor_home / sub]:
         for f in sorted(project.glob(pattern) if pattern != "*" else project.rglob("*")):
-            if f.is_file():
+            if f.is_file() and not (vendor == "copilot" and (f.name.endswith(COPILOT_SKIP) or f.parent.name in COPILOT_SKIP_DIRS)):
                 rel = f.relative_to(vendor_home)
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target / rel)

@@ -17,7 +17,8 @@ from archive.db import ArchiveError
 from helpers import assert_same_conversation
 from tests.vendor_home import build_home, vendor_env
 
-VENDOR_DIRS = {"claude-code": ".claude", "codex": ".codex", "clm": ".local/state"}
+VENDOR_DIRS = {"claude-code": ".claude", "codex": ".codex", "clm": ".local/state", "gemini": ".gemini", "qwen": ".qwen",
+               "pi": ".pi/agent", "copilot": ".copilot"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     originals = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in placed.values()}
     covered: set[Path] = set()
     for tid, provider in db.execute(
-        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','gemini','qwen') AND (parent_thread_id IS NULL "
+        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','gemini','qwen','pi','copilot') AND (parent_thread_id IS NULL "
         "OR NOT EXISTS (SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id))"  # orphan subagent files too
     ).fetchall():
         out = emit_thread(db, tid, provider)
@@ -186,3 +187,25 @@ def test_emit_to_a_file_or_folder_never_overwrites(archive, tmp_path):
     tree = runner.invoke(cli, ["--db", str(db_path), "emit", tid, "--to", "codex", "-o", str(folder)])
     assert tree.exit_code == 0, tree.output
     assert [p.name for p in folder.rglob("*.jsonl")] and not list(folder.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("target", ["pi", "claude-code"])
+def test_a_forked_or_branched_thread_is_emitted_with_its_parents_history(archive, target):
+    """pi's recorded ``--fork`` and in-place branch: the fork is a child thread holding only
+    its own messages (its copied history is stored once, in the parent); emitting it gives
+    the parent's messages up to the fork point first, then its own, and nothing after the
+    fork point."""
+    home, db_path, placed = archive
+    db = open_db(db_path)
+    forks = db.execute(
+        "SELECT id, parent_thread_id FROM threads WHERE provider = 'pi' AND parent_thread_id IS NOT NULL "
+        "AND origin_message_id IS NOT NULL AND agent_id IS NULL ORDER BY id").fetchall()  # fmt: skip
+    assert len(forks) >= 2, forks  # the fork scenario's second file and the branch scenario's branch
+    for tid, parent in forks:
+        own = db.execute("SELECT group_concat(role) FROM messages WHERE thread_id = ?", (tid,)).fetchone()[0]
+        assert own == "user,assistant", (tid, own)  # the copied history is the parent's
+        out = emit_thread(db, tid, target, exact=False)
+        text = b"".join(out.files.values()).decode()
+        assert "[one] First question." in text and "First answer." in text, (tid, target)
+        assert "[two] Second question." not in text  # the branch grows from the first answer
+        assert "Alternative answer." in text

@@ -39,7 +39,8 @@ def digest(root: Path) -> str:
 
 def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
-    for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen")):
+    for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen"),
+                           (".pi/", "pi"), (".copilot/", "copilot")):
         if rel.startswith(prefix):
             return vendor
     return "clm"
@@ -77,6 +78,9 @@ def test_every_line_is_json(corpus: Path) -> None:
     for p in files(corpus):
         if p.name.endswith((".jsonl", ".jsonl.bak")):
             jsonl_lines(p)
+        elif p.name == "workspace.yaml":  # Copilot CLI's companion: flat "key: value" lines
+            lines = p.read_text().splitlines()
+            assert lines[0] == f"id: {p.parent.name}" and all(": " in ln for ln in lines), p
         else:
             assert p.name.endswith(".meta.json"), p
             assert set(orjson.loads(p.read_bytes())) == {"agentType", "description", "toolUseId"}
@@ -104,11 +108,13 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "clm": len(list((corpus / ".local/state/clm").glob("*.jsonl"))),
         "gemini": len(list((corpus / ".gemini/tmp").glob("*/chats/session-*.jsonl"))),
         "qwen": len(list((corpus / ".qwen/projects").glob("*/chats/*.jsonl"))),
+        "pi": len(list((corpus / ".pi/agent/sessions").glob("*/*.jsonl"))),
+        "copilot": len(list((corpus / ".copilot/session-state").glob("*/events.jsonl"))),
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
-    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen"}
+    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot"}
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
     blob = b"".join(p.read_bytes() for p in files(corpus)).decode()
     for marker, d in m["markers"].items():
@@ -181,6 +187,26 @@ def test_vendor_shapes(corpus: Path) -> None:
         for d in lines[1:]:
             if d.get("role") == "assistant" and "tool_calls" in d:
                 assert all(isinstance(c["args"], str) for c in d["tool_calls"])
+
+    # pi: a header, then a tree whose parentIds point to earlier entries; some branch in place
+    branches = 0
+    for p in (corpus / ".pi/agent/sessions").glob("*/*.jsonl"):
+        lines = jsonl_lines(p)
+        assert lines[0]["type"] == "session" and p.stem.endswith(lines[0]["id"])
+        seen_ids: list[str] = []
+        for d in lines[1:]:
+            assert d["parentId"] is None or d["parentId"] in seen_ids, p
+            branches += bool(seen_ids) and d["parentId"] != seen_ids[-1]
+            seen_ids.append(d["id"])
+    assert branches
+    # Copilot CLI: events chained by parentId, a usage record before every assistant message
+    for p in (corpus / ".copilot/session-state").glob("*/events.jsonl"):
+        lines = jsonl_lines(p)
+        assert lines[0]["type"] == "session.start" and lines[0]["data"]["sessionId"] == p.parent.name
+        assert all(b["parentId"] == a["id"] for a, b in zip(lines, lines[1:]))
+        kinds = [d["type"] for d in lines]
+        assert kinds.count("session.usage_record") == kinds.count("assistant.message") > 0
+        assert (p.parent / "workspace.yaml").is_file()
 
 
 def test_append_adds_complete_lines(corpus: Path, tmp_path: Path) -> None:

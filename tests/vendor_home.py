@@ -4,7 +4,9 @@ Claude Code fixtures are renamed after the sessionId inside them (the shared fix
 carry their upstream names), subagent transcripts go to ``<session>/subagents/`` (2.1.x)
 or beside the session (2.0.x); Codex rollouts go under ``sessions/YYYY/MM/DD``; clm logs
 under ``state/clm``. The recorded trees (tests/fixtures/recorded) are already in layout
-(Gemini CLI and Qwen Code fixtures are copies of recorded files, placed from there).
+(Gemini CLI and Qwen Code fixtures are copies of recorded files, placed from there); the
+pi and Copilot CLI fixtures are byte-for-byte copies of recorded files (the archive would
+take a second copy for the same source moved), so they come from the recorded trees only.
 """
 
 from __future__ import annotations
@@ -57,11 +59,11 @@ def build_home(home: Path) -> dict[str, Path]:
     for f in sorted((FIXTURES / "clm").glob("*.jsonl")):
         shutil.copyfile(f, clm / f.name)
         placed[f.name] = clm / f.name
+    homes = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen",
+             "pi": ".pi/agent", "copilot": ".copilot"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
-        vendor = next(home_dir for prefix, home_dir in (("claude-code", ".claude"), ("codex", ".codex"),
-                                                        ("gemini", ".gemini"), ("qwen", ".qwen"))
-                      if vendor_dir.name.startswith(prefix + "-"))
+        vendor = next(h for v, h in homes.items() if vendor_dir.name.startswith(v + "-"))
         for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
             for f in sorted(scenario.rglob("*")):
                 if f.is_file() and f.name != "scenario.json":
@@ -78,4 +80,6 @@ def vendor_env(home: Path) -> dict[str, str]:
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "CODEX_HOME": str(home / ".codex"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
+        "COPILOT_HOME": str(home / ".copilot"),
     }

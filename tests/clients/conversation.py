@@ -220,47 +220,94 @@ def from_gemini(body: dict[str, Any]) -> Conversation:
     return out
 
 
-# ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+# ---------------------------------------------------------------- OpenAI Chat Completions API (Qwen Code, pi, Copilot CLI)
+
+# Copilot CLI (1.0.102) puts the time in front of every prompt it sends (transformedContent)
+_COPILOT_DATETIME = re.compile(r"^<current_datetime>[^<]*</current_datetime>\n\n")
+
+
+def _chat_content(role: str, content: Any) -> list[Turn]:
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    out = []
+    for c in content or []:
+        ct = c.get("type") if isinstance(c, dict) else None
+        if ct == "text":
+            text = _COPILOT_DATETIME.sub("", c.get("text", ""))
+            if not is_context(text):
+                out.append(Turn(role, "text", None, text))
+        elif ct == "image_url":
+            out.append(Turn(role, "image", None, _data_url_type((c.get("image_url") or {}).get("url"))))
+        else:
+            out.append(Turn(role, "unknown", str(ct), None))
+    return out
+
+
+PI_TOOL_IMAGES = "Attached image(s) from tool result:"
+PI_IMAGE_ONLY = "(see attached image)"
+
+
+def _pi_tool_images(out: Conversation, content: Any) -> bool:
+    """pi (openai-completions) sends a tool result's images as a user message right after
+    the tool messages (text ``PI_TOOL_IMAGES``, then the images), and the tool message's
+    text as ``PI_IMAGE_ONLY`` when the result had no text: put them back into the results
+    they came from, as ``output_text`` writes an image. True when ``content`` was that."""
+    if not (isinstance(content, list) and content and isinstance(content[0], dict)
+            and content[0].get("text") == PI_TOOL_IMAGES and out and out[-1].kind == "tool_result"):
+        return False
+    images = [f"[image {_data_url_type((c.get('image_url') or {}).get('url'))}]" for c in content[1:]
+              if isinstance(c, dict) and c.get("type") == "image_url"]
+    first = len(out)
+    while first > 0 and out[first - 1].kind == "tool_result":
+        first -= 1
+    targets = [i for i in range(first, len(out)) if out[i].value == PI_IMAGE_ONLY] or [len(out) - 1]
+    for n, i in enumerate(targets):
+        mine = images[n:n + 1] if n < len(targets) - 1 else images[n:]
+        text = "" if out[i].value == PI_IMAGE_ONLY else out[i].value
+        out[i] = out[i]._replace(value="\n".join(([text] if text else []) + mine))
+    return True
 
 
 _QWEN_IMAGE = re.compile(r"^\[image: ([^\]]+)\]$")
 
 
+def _qwen_image_placeholders(out: Conversation, content: Any) -> bool:
+    """Qwen Code 0.24.4, model without vision: a tool's image goes as ``[image: <type>]``
+    user text right after the tool message; it belongs to that result. True when
+    ``content`` was that (and was put back into the result)."""
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    placeholders = [_QWEN_IMAGE.match(c.get("text", "")) for c in content or [] if isinstance(c, dict)]
+    if not (out and out[-1].kind == "tool_result" and placeholders and all(placeholders)):
+        return False
+    prev = out.pop()
+    marks = [f"[image {p.group(1)}]" for p in placeholders if p]
+    out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + marks)))
+    return True
+
+
 def from_chat(body: dict[str, Any]) -> Conversation:
-    """The conversation in one chat-completions request body (``messages``; system messages
-    are context)."""
+    """The conversation in one Chat Completions request body (``messages``; ``system`` and
+    ``developer`` messages are context). Reasoning sent back (``reasoning_content``, pi)
+    comes before the message's text, as the model produced it."""
     out: Conversation = []
     for m in body.get("messages") or []:
         role = m.get("role", "?")
-        if role == "system":
+        if role in ("system", "developer"):
+            continue
+        if role == "user" and (_pi_tool_images(out, m.get("content")) or _qwen_image_placeholders(out, m.get("content"))):
             continue
         if role == "tool":
             out.append(Turn("tool", "tool_result", None, output_text(m.get("content"))))
             continue
-        if role == "assistant" and m.get("reasoning_content"):
-            out.append(Turn("assistant", "reasoning", None, m["reasoning_content"]))
-        content = m.get("content")
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}] if content else []
-        placeholders = [_QWEN_IMAGE.match(c.get("text", "")) for c in content or [] if isinstance(c, dict)]
-        if role == "user" and out and out[-1].kind == "tool_result" and placeholders and all(placeholders):
-            # Qwen Code 0.24.4, model without vision: a tool's image goes as "[image: <type>]"
-            # user text right after the tool message; it belongs to that result
-            prev = out.pop()
-            marks = [f"[image {p.group(1)}]" for p in placeholders if p]
-            out.append(prev._replace(value="\n".join(([prev.value] if prev.value else []) + marks)))
-            continue
-        for c in content or []:
-            ct = c.get("type")
-            if ct == "text":
-                if not is_context(c.get("text", "")):
-                    out.append(Turn("assistant" if role == "assistant" else "user", "text", None, c.get("text", "")))
-            elif ct == "image_url":
-                out.append(Turn(role, "image", None, _data_url_type((c.get("image_url") or {}).get("url"))))
-            else:
-                out.append(Turn(role, "unknown", str(ct), None))
-        for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {}
+        if role == "assistant":
+            for key in ("reasoning_content", "reasoning", "reasoning_text"):
+                if isinstance(m.get(key), str) and m[key]:
+                    out.append(Turn("assistant", "reasoning", None, m[key]))
+                    break
+        out.extend(_chat_content(role, m.get("content")))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
             out.append(Turn("assistant", "tool_call", fn.get("name"), _maybe_json(fn.get("arguments"))))
     return out
 

@@ -538,17 +538,19 @@ class GeminiMock(MockServer):
         return 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, out.encode()
 
 
-# ---------------------------------------------------------------- OpenAI chat completions (Qwen Code)
+# ---------------------------------------------------------------- OpenAI Chat Completions API
+# (Qwen Code, pi, GitHub Copilot CLI)
 
 
 def _chat_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "text")
+    return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str))
 
 
 def chat_prompt_and_step(messages: list[dict[str, Any]]) -> tuple[str, int]:
-    """The latest user message's text and the number of tool-message rounds after it."""
+    """The latest user message's text and the number of tool-result rounds after it (a
+    round is a run of consecutive ``tool`` messages, since one response may call several)."""
     prompt, step, prev_tool = "", 0, False
     for m in messages:
         role = m.get("role")
@@ -564,8 +566,17 @@ def chat_prompt_and_step(messages: list[dict[str, Any]]) -> tuple[str, int]:
 
 
 class ChatCompletionsMock(MockServer):
-    """``POST /v1/chat/completions`` (streamed chunks ending with a usage chunk, or one JSON
-    reply); ``GET /v1/models``; else 404, logged. Reasoning goes in ``reasoning_content``."""
+    """POST .../chat/completions (SSE when ``stream``, else one JSON); GET .../models lists
+    the model names the clients are configured with; anything else: 404, logged.
+
+    Reasoning goes out as ``delta.reasoning_content`` (the field OpenAI-compatible servers
+    such as DeepSeek and vLLM use; Qwen Code, pi and Copilot CLI read it). Usage comes in a
+    last chunk with empty ``choices`` (``stream_options.include_usage``), always sent, with
+    half the prompt reported as cached (a part of ``prompt_tokens``, as OpenAI counts it).
+    A request asking for JSON (``response_format``: Qwen Code's next-speaker check) gets
+    that verdict; other side requests (titles, summaries) get the script's side reply."""
+
+    models = ("mock-model", "m", "gpt-4.1")
 
     def model_requests(self) -> list[LoggedRequest]:
         """Requests of the agent loop: with tools, answering a scripted prompt. Qwen Code's
@@ -586,14 +597,15 @@ class ChatCompletionsMock(MockServer):
 
     def respond(self, req: LoggedRequest) -> tuple[int, dict[str, str], bytes]:
         if req.method == "GET" and req.path.endswith("/models"):
-            return self._json(200, {"object": "list", "data": [{"id": "mock-model", "object": "model"}]})
+            return self._json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1767225600, "owned_by": "mock"} for m in self.models]})
         if req.method != "POST" or not req.path.endswith("/chat/completions") or not isinstance(req.body, dict):
             return self._json(404, {"error": {"message": f"no route {req.path}", "type": "invalid_request_error"}})
         body = req.body
         messages = body.get("messages") or []
         key, prompt, step, reply = self.reply_for(body)
         cid = "chatcmpl-" + _ident("chat", key, step, prompt, len(messages))
-        model = body.get("model", "mock-model")
+        model = body.get("model") or "mock-model"
         text = "".join(p.text for p in reply if isinstance(p, Text))
         reasoning = "".join(p.text for p in reply if isinstance(p, Thinking))
         calls = [{"id": "call_" + _ident(cid, i), "type": "function",

@@ -4,11 +4,13 @@ one into a fresh vendor home so the real client can resume it.
 Invariants:
 
 * A recording's files are relative to the vendor home (``projects/...`` for Claude Code and
-  Qwen Code, ``sessions/...`` for Codex, ``tmp/...`` for Gemini CLI) and are copied byte
-  for byte.
-* Claude Code, Gemini CLI and Qwen Code find a session by the project folder of the
+  Qwen Code, ``sessions/...`` for Codex and pi, ``tmp/...`` for Gemini CLI,
+  ``session-state/...`` for Copilot CLI) and are copied byte for byte.
+* Claude Code, Gemini CLI, Qwen Code and pi find a session by the project folder of the
   working directory, so the recorded project folder is renamed to the one of the new
   working directory; the file contents (including their ``cwd`` fields) are not touched.
+* pi 0.73.1 refuses to resume a session whose recorded cwd no longer exists, so installing
+  a pi recording creates that (empty) folder under /tmp/sesh-record/ again.
 """
 
 from __future__ import annotations
@@ -76,23 +78,27 @@ def resume_cwd(rec: Recording, cwd: Path) -> Path:
 
 def install(rec: Recording, home: Path, cwd: Path) -> list[Path]:
     """Copy a recording's session files into ``home`` for a client started in ``cwd``."""
-    vendor_home = home / {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen"}[rec.vendor]
-    project = None  # the project folder's name for the new cwd, where the vendor files by cwd
+    vendor_home = home / runner.HOMES[rec.vendor][0]
+    top = runner.HOMES[rec.vendor][1]
+    project = None  # the project folder for the new cwd, where the vendor files by cwd
     if rec.vendor == "claude-code":
-        project = runner.claude_project_dir(home, cwd).name
+        project = runner.claude_project_dir(home, cwd)
+    elif rec.vendor == "pi":
+        project = runner.pi_project_dir(home, cwd)
+        Path(rec.meta["cwd"]).mkdir(parents=True, exist_ok=True)
     elif rec.vendor == "gemini":
         from archive.vendors.gemini.emit import slugify
 
-        project = slugify(cwd.name)
+        project = vendor_home / top / slugify(cwd.name)
     elif rec.vendor == "qwen":
         from archive.vendors.qwen.emit import project_slug
 
-        project = project_slug(str(resume_cwd(rec, cwd)))
+        project = vendor_home / top / project_slug(str(resume_cwd(rec, cwd)))
     written = []
     for rel in rec.meta["files"]:
         parts = Path(rel).parts
-        if project is not None and parts[0] in ("projects", "tmp"):
-            dest = vendor_home.joinpath(parts[0], project, *parts[2:])  # <recorded slug>/... -> new slug
+        if project is not None and parts[0] == top:
+            dest = project.joinpath(*parts[2:])  # <top>/<recorded folder>/... -> the new one
         else:
             dest = vendor_home / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -48,12 +48,14 @@ def find_client(name: str) -> Path | None:
 
 
 def client_version(exe: Path) -> str:
-    """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0'."""
-    out = subprocess.run(node_argv(exe) + ["--version"], capture_output=True, text=True, timeout=60,
-                         env=base_env(Path("/nonexistent-home"))).stdout.strip()
+    """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0', '1.0.102' from
+    'GitHub Copilot CLI 1.0.102.'."""
+    r = subprocess.run(node_argv(exe) + ["--version"], capture_output=True, text=True, timeout=60,
+                       env=base_env(Path("/nonexistent-home")))
+    out = (r.stdout.strip() or r.stderr.strip())  # pi 0.73.1 prints its version on stderr
     for word in out.replace("(", " ").split():
         if word[:1].isdigit():
-            return word
+            return word.rstrip(".")
     return out
 
 
@@ -312,3 +314,174 @@ def qwen_session_id(res: RunResult) -> str:
         if isinstance(e, dict) and e.get("session_id"):
             return e["session_id"]
     raise AssertionError(f"no session_id in qwen output: {res.stdout[-500:]}")
+
+
+# ---------------------------------------------------------------- pi (issue 20)
+
+PI_PROVIDER = "mock"
+PI_MODEL = "m"  # a model of the mock provider in models.json; reasoning on, with prices
+
+
+def pi_dir(home: Path) -> Path:
+    return home / ".pi" / "agent"
+
+
+def write_pi_config(home: Path, base_url: str) -> None:
+    """models.json: one OpenAI chat-completions provider on the mock, with per-million prices
+    so the session records a cost; settings.json: no telemetry."""
+    d = pi_dir(home)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "models.json").write_text(json.dumps({"providers": {PI_PROVIDER: {
+        "baseUrl": f"{base_url}/v1", "api": "openai-completions", "apiKey": "sk-mock-key",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": PI_MODEL, "name": "Mock", "reasoning": True, "input": ["text", "image"],
+                    "contextWindow": 128000, "maxTokens": 8000,
+                    "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}]}}}, indent=1))
+    (d / "settings.json").write_text(json.dumps({"enableInstallTelemetry": False, "defaultProvider": PI_PROVIDER,
+                                                 "defaultModel": PI_MODEL}))
+
+
+def pi_env(home: Path) -> dict[str, str]:
+    env = base_env(home)
+    env.update({"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"})
+    return env
+
+
+def run_pi(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+           timeout: float = 120, fork: str | None = None) -> RunResult:
+    """``pi -p``; ``resume`` is a session id (or file path) given to ``--session``, ``fork``
+    one given to ``--fork`` (a new session file copied from it)."""
+    write_pi_config(home, base_url)  # the port changes between runs
+    args = node_argv(exe) + ["--provider", PI_PROVIDER, "--model", PI_MODEL, "--thinking", "medium"]
+    if resume:
+        args += ["--session", resume]
+    if fork:
+        args += ["--fork", fork]
+    args += ["-p", prompt]
+    return _run(args, cwd, pi_env(home), timeout)
+
+
+def pi_package(exe: Path) -> Path:
+    """The installed package folder of the ``pi`` command (node_modules/.bin/pi links into it)."""
+    return exe.resolve().parents[1]
+
+
+def run_pi_branch(exe: Path, home: Path, cwd: Path, base_url: str, session_file: Path, entry_id: str, prompt: str,
+                  timeout: float = 120) -> RunResult:
+    """Branch ``session_file`` in place at ``entry_id`` and send ``prompt`` there, with pi's
+    own SessionManager (tests/clients/pi_branch.mjs; the TUI's ``/tree`` does the same)."""
+    write_pi_config(home, base_url)
+    script = Path(__file__).with_name("pi_branch.mjs")
+    args = [str(node22() or "node"), str(script), str(pi_package(exe)), str(session_file), entry_id, prompt]
+    return _run(args, cwd, pi_env(home), timeout)
+
+
+def pi_sessions(home: Path) -> list[Path]:
+    root = pi_dir(home) / "sessions"
+    return sorted(root.rglob("*.jsonl")) if root.exists() else []
+
+
+def pi_session_id(path: Path) -> str:
+    with path.open("rb") as f:
+        return json.loads(f.readline())["id"]
+
+
+def pi_project_dir(home: Path, cwd: Path) -> Path:
+    """pi's folder for a cwd: ``--`` + the path without its leading '/', '/' as '-', + ``--``."""
+    return pi_dir(home) / "sessions" / ("--" + str(cwd).lstrip("/").replace("/", "-").replace(":", "-") + "--")
+
+
+# ---------------------------------------------------------------- GitHub Copilot CLI (issue 20)
+
+COPILOT_MODEL = "gpt-4.1"
+
+
+def copilot_env(home: Path, base_url: str) -> dict[str, str]:
+    env = base_env(home)
+    env.update({
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_PROVIDER_BASE_URL": f"{base_url}/v1",
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_API_KEY": "sk-mock-key",
+        "COPILOT_MODEL": COPILOT_MODEL,
+        # the mock model's context, as pi's models.json gives it: without it Copilot CLI
+        # (1.0.102) assumes a small one and compacts a resumed session with a ~100 KB tool output
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "128000",
+    })
+    return env
+
+
+def run_copilot(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+                timeout: float = 120) -> RunResult:
+    args = node_argv(exe)
+    if resume:
+        args.append(f"--resume={resume}")
+    args += ["-p", prompt, "--allow-all-tools", "--no-color"]
+    return _run(args, cwd, copilot_env(home, base_url), timeout)
+
+
+def copilot_sessions(home: Path) -> list[Path]:
+    """Every file under session-state/ (events.jsonl, workspace.yaml, ...)."""
+    root = home / ".copilot" / "session-state"
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def copilot_session_id(home: Path) -> str:
+    events = [p for p in copilot_sessions(home) if p.name == "events.jsonl"]
+    return events[0].parent.name
+
+
+# ---------------------------------------------------------------- any vendor
+
+EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot"}
+# the vendor home below HOME, and its folder that holds the sessions
+HOMES = {"claude-code": (".claude", "projects"), "codex": (".codex", "sessions"), "gemini": (".gemini", "tmp"),
+         "qwen": (".qwen", "projects"), "pi": (".pi/agent", "sessions"), "copilot": (".copilot", "session-state")}
+# the clients that fork a session into a new one (Claude Code --fork-session, codex fork, pi --fork)
+FORKS = ("claude-code", "codex", "pi")
+
+
+def run_vendor(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, prompt: str,
+               resume: str | None = None, fork: bool = False) -> RunResult:
+    """One prompt, starting a session, resuming ``resume`` (a session id) or, with ``fork``,
+    forking it into a new session (the clients in FORKS)."""
+    run = {"claude-code": run_claude, "codex": run_codex, "gemini": run_gemini, "qwen": run_qwen,
+           "pi": run_pi, "copilot": run_copilot}[vendor]
+    if not fork:
+        return run(exe, home, cwd, base_url, prompt, resume=resume)
+    assert vendor in FORKS, f"{vendor}: no fork"
+    if vendor == "pi":
+        return run_pi(exe, home, cwd, base_url, prompt, fork=resume)
+    return run(exe, home, cwd, base_url, prompt, resume=resume, fork=True)  # type: ignore[call-arg]
+
+
+def run_step(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, action: str,
+             session: str | None, first: str | None) -> str:
+    """Send one prompt of a scenario as its action says (scenarios.Scenario.action: ``new``,
+    ``resume`` the session so far, ``fork`` or ``original`` from the ``first`` session, and
+    pi's ``branch``); the id of the session the prompt ran in."""
+    resume = first if action in ("fork", "original") else session
+    if action == "branch":  # pi: back to the first answer of the session, in the same file
+        assert vendor == "pi" and session is not None, (vendor, action)
+        f = next(p for p in pi_sessions(home) if pi_session_id(p) == session)
+        entries = [json.loads(line) for line in f.read_text().splitlines()]
+        first_answer = next(e["id"] for e in entries if e.get("type") == "message" and e["message"]["role"] == "assistant")
+        run_pi_branch(exe, home, cwd, base_url, f, first_answer, prompt).check()
+        return session
+    before_codex, before_pi = set(codex_sessions(home)), set(pi_sessions(home))
+    res = run_vendor(vendor, exe, home, cwd, base_url, prompt, resume=resume, fork=action == "fork").check()
+    if vendor in ("claude-code", "gemini"):
+        return res.json()["session_id"]
+    if vendor == "qwen":
+        return qwen_session_id(res)
+    if vendor == "codex":
+        new = sorted(set(codex_sessions(home)) - before_codex)
+        return codex_session_id(new[0]) if new else (resume or codex_session_id(codex_sessions(home)[0]))
+    if vendor == "copilot":
+        return resume or copilot_session_id(home)
+    new = sorted(set(pi_sessions(home)) - before_pi)
+    if new:
+        return pi_session_id(new[0])
+    assert resume is not None
+    return resume

@@ -29,13 +29,15 @@ RESUME_REPLY = "OK."
 @dataclass
 class Scenario:
     name: str
-    vendor: str  # "claude-code" | "codex" | "gemini" | "qwen"
+    vendor: str  # a key of SCENARIOS
     prompts: list[str]
     script: Script
     covers: str = ""
     files: dict[str, str] = field(default_factory=dict)  # files to create in cwd first
     # per prompt after the first: "resume" (the session so far), "fork" (a new session
-    # forked from the first one) or "original" (resume the first session again)
+    # forked from the first one; pi: ``pi --fork``, a second file copied from it),
+    # "original" (resume the first session again) or "branch" (pi: back to the first
+    # answer and on from there, in the same file, with pi's own SessionManager)
     actions: list[str] = field(default_factory=list)
 
     def action(self, i: int) -> str:
@@ -171,7 +173,53 @@ def gemini_like_scenarios(vendor: str) -> list[Scenario]:
     ]
 
 
+def pi_scenarios(cwd: Path) -> list[Scenario]:
+    return [
+        Scenario("text", "pi", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "thinking (reasoning_content, its signature), text, model_change, usage with cost, a second turn by --session"),
+        Scenario("bash", "pi", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("bash", {"command": "echo hello-from-bash"})],
+                [Tool("bash", {"command": "ls /nonexistent-sesh-dir"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "bash tool calls, one succeeding and one failing (isError)"),
+        Scenario("branch", "pi", ["[one] First question.", "[two] Second question.", "[alt] Another second question."],
+                 _with_resume_check({
+                     "[one]": [[Text("First answer.")]],
+                     "[two]": [[Text("Second answer.")]],
+                     "[alt]": [[Text("Alternative answer.")]],
+                 }), "a branch in the same file (the tree by id/parentId): [alt] grows from the first answer",
+                 actions=["resume", "branch"]),
+        Scenario("fork", "pi", ["[one] First question.", "[alt] Another question."], _with_resume_check({
+            "[one]": [[Text("First answer.")]],
+            "[alt]": [[Text("Alternative answer.")]],
+        }), "pi --fork: a second file with parentSession and the parent's entries copied", actions=["fork"]),
+    ]
+
+
+def copilot_scenarios(cwd: Path) -> list[Scenario]:
+    return [
+        Scenario("text", "copilot", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "reasoningText, text, session.usage_record, a second turn by --resume (session.resume)"),
+        Scenario("bash", "copilot", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("bash", {"command": "echo hello-from-bash", "description": "Print a greeting"})],
+                [Tool("bash", {"command": "ls /nonexistent-sesh-dir", "description": "List a missing folder"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "bash toolRequests and tool.execution_complete, one succeeding and one failing"),
+    ]
+
+
+SCENARIOS = {"claude-code": claude_scenarios, "codex": codex_scenarios,
+             "gemini": lambda cwd: gemini_like_scenarios("gemini"), "qwen": lambda cwd: gemini_like_scenarios("qwen"),
+             "pi": pi_scenarios, "copilot": copilot_scenarios}
+
+
 def scenarios(vendor: str, cwd: Path) -> list[Scenario]:
-    if vendor in ("gemini", "qwen"):
-        return gemini_like_scenarios(vendor)
-    return claude_scenarios(cwd) if vendor == "claude-code" else codex_scenarios(cwd)
+    return SCENARIOS[vendor](cwd)

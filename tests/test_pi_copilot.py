@@ -1,0 +1,191 @@
+"""pi and GitHub Copilot CLI beyond the contract test: discovery under the vendors' own
+variables, pi's tree (a branch in place, a --fork file), Copilot's workspace.yaml companion,
+and usage equal to the clients' own totals (recordings in tests/fixtures/recorded/)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from archive.db import open_db
+from archive.ingest import IngestOptions, ingest_paths, restore
+from archive.projection import load_messages, load_threads
+from archive.vendors import get
+from archive.vendors.copilot.parse import parse_workspace_yaml
+from archive.vendors.pi.emit import project_folder
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+PI = RECORDED / "pi-0.73.1"
+COPILOT = RECORDED / "copilot-1.0.102"
+
+
+def copy_tree(src: Path, dest: Path) -> None:
+    shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("scenario.json"))
+
+
+def ingest_env(tmp_path: Path, env: dict[str, str]):
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(env={"HOME": str(tmp_path / "home"), **env}, idle_seconds=10**9))
+    assert summary.failed == 0 and not summary.reports.get("unexplained") and not summary.reports.get("adapter_error")
+    return db, summary
+
+
+def test_default_roots_follow_the_vendors_variables(tmp_path: Path) -> None:
+    home = Path("/h")
+    pi = get("pi")
+    assert pi.default_roots({}, home) == [home / ".pi/agent/sessions"]
+    assert pi.default_roots({"PI_CODING_AGENT_DIR": "/x/agent"}, home) == [Path("/x/agent/sessions")]
+    assert pi.default_roots({"PI_CODING_AGENT_SESSION_DIR": "/s"}, home) == [Path("/s"), home / ".pi/agent/sessions"]
+    copilot = get("copilot")
+    assert copilot.default_roots({}, home) == [home / ".copilot/session-state"]
+    assert copilot.default_roots({"COPILOT_HOME": "/c"}, home) == [Path("/c/session-state")]
+    # a pi session file anywhere by its name; Copilot files only in a <uuid> folder
+    assert pi.classify(Path("/a/2026-11-30T16-34-53-094Z_01a22d4f-2c25-70e4-afa3-47b72dd58210.jsonl")) == "lines"
+    assert pi.classify(Path("/a/notes.jsonl")) is None
+    uid = "33b4c1e6-762f-445d-b39a-065f174f340e"
+    assert copilot.classify(Path(f"/s/{uid}/events.jsonl")) == "lines"
+    assert copilot.classify(Path(f"/s/{uid}/workspace.yaml")) == "snapshot"
+    assert copilot.classify(Path("/s/other/events.jsonl")) is None
+
+
+def test_pi_sessions_found_under_pi_coding_agent_session_dir(tmp_path: Path) -> None:
+    sessions = tmp_path / "elsewhere"
+    for scenario in ("text", "bash"):
+        copy_tree(PI / scenario / "sessions", sessions)
+    db, summary = ingest_env(tmp_path, {"PI_CODING_AGENT_SESSION_DIR": str(sessions)})
+    assert summary.files_changed == 2
+    threads = load_threads(db.conn, "provider = 'pi'")
+    assert len(threads) == 2 and {t.metadata["model"] for t in threads} == {"m"}
+
+
+def test_pi_branch_in_place_and_fork_file_become_child_threads(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    for scenario in ("branch", "fork"):
+        copy_tree(PI / scenario, agent)
+    db, _ = ingest_env(tmp_path, {"PI_CODING_AGENT_DIR": str(agent)})
+    threads = {t.id: t for t in load_threads(db.conn, "provider = 'pi'")}
+    children = [t for t in threads.values() if t.parent_thread_id]
+    assert len(threads) == 4 and len(children) == 2
+    for child in children:
+        parent_msgs = load_messages(db.conn, "m.thread_id = ?", (child.parent_thread_id,))
+        origin = next(m for m in parent_msgs if m.id == child.origin_message_id)
+        # both grew from the first answer; the branch's own history starts after it
+        assert origin.role == "assistant" and origin.content[0].text == "First answer."  # type: ignore[union-attr]
+        own = load_messages(db.conn, "m.thread_id = ?", (child.id,))
+        assert [m.content[0].text for m in own] == [  # type: ignore[union-attr]
+            "[alt] Another second question." if "/branch-" in child.id else "[alt] Another question.",
+            "Alternative answer."]
+    # the fork file's copies of its parent's entries are the parent's messages, stored once
+    fork = next(t for t in children if "/branch-" not in t.id)
+    assert len(load_messages(db.conn, "m.thread_id = ?", (fork.parent_thread_id,))) == 2
+    occurrences = db.execute("SELECT count(*) FROM message_occurrences o JOIN messages m ON m.id = o.message_id "
+                             "WHERE m.thread_id = ?", (fork.parent_thread_id,)).fetchone()[0]
+    assert occurrences == 4  # each parent message seen in both files
+
+
+def pi_usage_of_file(path: Path) -> tuple[int, int, int, int]:
+    totals = [0, 0, 0, 0]
+    for line in path.read_text().splitlines():
+        d = json.loads(line)
+        u = (d.get("message") or {}).get("usage") if d.get("type") == "message" else None
+        if u:
+            for i, k in enumerate(("input", "cacheRead", "cacheWrite", "output")):
+                totals[i] += u[k]
+    return tuple(totals)  # type: ignore[return-value]
+
+
+def usage_totals(db, provider: str) -> tuple[int, ...]:
+    return tuple(db.execute(
+        "SELECT sum(input_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(output_tokens), count(*) "
+        "FROM usage u JOIN threads t ON t.id = u.thread_id WHERE t.provider = ?", (provider,)).fetchone())
+
+
+def test_pi_usage_is_pis_own_and_keeps_its_cost(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    copy_tree(PI / "bash", agent)
+    db, _ = ingest_env(tmp_path, {"PI_CODING_AGENT_DIR": str(agent)})
+    (session,) = (agent / "sessions").rglob("*.jsonl")
+    assert usage_totals(db, "pi")[:4] == pi_usage_of_file(session)
+    assert usage_totals(db, "pi")[1] > 0  # the mock reports cache reads after the first request
+    costs = [json.loads(r[0])["vendor"]["cost"]["total"] for r in db.execute("SELECT extra FROM usage")]
+    assert len(costs) == 3 and all(c > 0 for c in costs)
+
+
+def test_copilot_usage_equals_its_shutdown_accounting(tmp_path: Path) -> None:
+    home = tmp_path / "copilot"
+    copy_tree(COPILOT / "bash", home)
+    db, _ = ingest_env(tmp_path, {"COPILOT_HOME": str(home)})
+    (events,) = home.rglob("events.jsonl")
+    shutdown = [json.loads(line) for line in events.read_text().splitlines() if '"session.shutdown"' in line][-1]
+    (metrics,) = shutdown["data"]["accountingSnapshot"]["modelMetrics"].values()
+    u = metrics["usage"]
+    inp, cache_read, cache_write, out, responses = usage_totals(db, "copilot")
+    # Copilot's inputTokens include cache reads; the archive's input_tokens do not
+    assert (inp + cache_read + cache_write, cache_read, out) == (u["inputTokens"], u["cacheReadTokens"], u["outputTokens"])
+    assert responses == metrics["requests"]["count"] == 3 and cache_read > 0
+    # every response is carried by its assistant message
+    assert db.execute("SELECT count(*) FROM usage WHERE message_id IS NULL").fetchone()[0] == 0
+    extras = [json.loads(r[0]) for r in db.execute("SELECT extra FROM usage")]
+    assert all(e["vendor"]["isByok"] is True and "planCovered" not in e for e in extras)
+
+
+def test_copilot_workspace_yaml_is_a_companion_snapshot(tmp_path: Path) -> None:
+    home = tmp_path / "copilot"
+    copy_tree(COPILOT / "bash", home)
+    db, summary = ingest_env(tmp_path, {"COPILOT_HOME": str(home)})
+    assert summary.files_changed == 2
+    (thread,) = load_threads(db.conn, "provider = 'copilot'")
+    assert thread.title == "[bash] Run two commands."
+    assert thread.metadata["cwd"] == "/tmp/sesh-record/copilot-bash/work"
+    assert thread.metadata["systemPrompt"]["chars"] > 1000 and thread.metadata["model"] == "gpt-4.1"
+    # the prompt as typed, never the harness's transformedContent
+    first = load_messages(db.conn, "m.thread_id = ?", (thread.id,))[0]
+    assert first.content[0].text == "[bash] Run two commands."  # type: ignore[union-attr]
+    # workspace.yaml rewritten in place: a second generation; both restore byte for byte
+    (yaml,) = home.rglob("workspace.yaml")
+    original = yaml.read_bytes()
+    yaml.write_bytes(original.replace(b"summary_count: 0", b"summary_count: 1"))
+    again = ingest_paths(db, None, IngestOptions(env={"HOME": str(tmp_path), "COPILOT_HOME": str(home)}, idle_seconds=10**9))
+    assert again.files_changed == 1
+    restored = restore(db, tmp_path / "out", all_generations=True)
+    shas = {r.sha256 for r in restored}
+    assert hashlib.sha256(original).hexdigest() in shas and hashlib.sha256(yaml.read_bytes()).hexdigest() in shas
+    # and a byte-exact copy of the thread carries its workspace.yaml along
+    assert get("copilot").companion_markers(thread.id) == (f"/{thread.id}/workspace.yaml",)
+
+
+def test_workspace_yaml_scalars() -> None:
+    doc = parse_workspace_yaml("id: x\nname: 'it''s: here'\nuser_named: false\nsummary_count: 2\nbranch: \"a\\\"b\"\n"
+                               "nested:\n  - skipped\n")
+    assert doc == {"id": "x", "name": "it's: here", "user_named": False, "summary_count": 2, "branch": 'a"b', "nested": None}
+
+
+def test_pi_emit_files_a_session_under_pis_project_folder() -> None:
+    assert project_folder("/home/me/app") == "--home-me-app--"
+    assert project_folder("C:\\work\\app") == "--C--work-app--"
+    hint = get("pi").resume_hint("01a22d4f-2c25", "/home/me/my app")
+    assert hint == "cd '/home/me/my app' && pi --session 01a22d4f-2c25"
+    assert get("copilot").resume_hint("u-1", None) == "copilot --resume=u-1"
+
+
+def test_copilot_subagent_events_go_to_a_child_thread() -> None:
+    """Events with a top-level agentId (schema 1.0.102; none recorded yet): the recorded
+    prompt event, given an agentId, lands in <session>/agent-<id>, announced once."""
+    from archive.vendors.base import MessageRow, SourceInfo, ThreadFact
+
+    (events,) = (COPILOT / "text").rglob("events.jsonl")
+    lines = events.read_bytes().splitlines()
+    start = lines[0]
+    prompt = json.loads(next(ln for ln in lines if b'"user.message"' in ln))
+    parser = get("copilot").parser(SourceInfo("s", "copilot", str(events)))
+    list(parser.feed(0, start))
+    sid = json.loads(start)["data"]["sessionId"]
+    rows = []
+    for i, agent in enumerate(("a1", "a1", None)):
+        d = dict(prompt, id=f"e{i}", **({"agentId": agent} if agent else {}))
+        rows += list(parser.feed(100 + i, json.dumps(d).encode()))
+    facts = [r for r in rows if isinstance(r, ThreadFact)]
+    assert [(f.thread_id, f.fields["parentThreadId"], f.fields["agentId"]) for f in facts] == [(f"{sid}/agent-a1", sid, "a1")]
+    assert [r.message.thread_id for r in rows if isinstance(r, MessageRow)] == [f"{sid}/agent-a1"] * 2 + [sid]
