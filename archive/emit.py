@@ -82,12 +82,14 @@ def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
 
 
 def with_lineage(db: Database, thread: Thread, own: list[Message], seen: frozenset[str] = frozenset()) -> list[Message]:
-    """A thread forked or branched from another (``origin_message_id``; not a subagent's)
-    continues its parent's conversation: the parent's messages up to the fork point (its
-    own lineage first) come before the thread's own, so the emitted session has the whole
-    history the client had."""
+    """A thread forked or branched from another (the adapter says so: ``metadata.forkedFrom``
+    names the parent; a subagent or sidechain child has its own conversation and does not)
+    continues its parent's conversation: the parent's messages up to the fork point
+    (``origin_message_id``, its own lineage first) come before the thread's own, so the
+    emitted session has the whole history the client had."""
     parent_id, origin = thread.parent_thread_id, thread.origin_message_id
-    if not parent_id or not origin or thread.agent_id is not None or parent_id in seen:
+    forked = (thread.metadata or {}).get("forkedFrom") == parent_id
+    if not parent_id or not origin or not forked or parent_id in seen:
         return own
     parent, parent_own = load_thread(db, parent_id)
     before = with_lineage(db, parent, parent_own, seen | {thread.id})

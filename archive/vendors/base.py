@@ -21,7 +21,9 @@ Row semantics, as ingest applies them:
 
 * ``ThreadFact(thread_id, fields)``: a partial thread in the seed's camelCase
   (``title``, ``createdAt``, ``parentThreadId``, ``originMessageId``, ``agentId``,
-  ``metadata``). A thread is the fold of all its facts in (source, generation, offset)
+  ``metadata``). A fork (a thread that continues another's history from a point, unlike a
+  subagent) says so with ``metadata.forkedFrom`` = its parent thread id and
+  ``originMessageId`` = the fork point. A thread is the fold of all its facts in (source, generation, offset)
   order: top-level keys overwrite, ``metadata`` merges key by key.
 * ``MessageRow(message)``: stored once per message id; every line that
   yields it is recorded as an occurrence. Attachment ``data`` moves to the blobs table.

@@ -307,20 +307,22 @@ class PiParser:
                 else:
                     thread = f"{session}/branch-{eid}"
                     rows.append(ThreadFact(thread, {"parentThreadId": session, "createdAt": d.get("timestamp"),
-                                                    "metadata": {"cwd": self.cwd, "forkEntryId": None}}))
+                                                    "metadata": {"cwd": self.cwd, "forkEntryId": None,
+                                                                 "forkedFrom": session}}))
             else:
                 pthread, anchor, _copy, remembered = self._lookup(pid)
                 if not self.own_started:
                     thread = session
                     if pthread != session:  # a fork file: the first own entry grows from a copy
                         rows.append(ThreadFact(session, {"parentThreadId": pthread, "originMessageId": anchor,
-                                                         "metadata": {"forkEntryId": pid}}))
+                                                         "metadata": {"forkEntryId": pid, "forkedFrom": pthread}}))
                 elif self.leaves.get(str(self._tidx(pthread))) == pid:
                     thread = pthread
                 else:
                     thread = f"{session}/branch-{eid}"
                     fields: JsonObject = {"parentThreadId": pthread, "createdAt": d.get("timestamp"),
-                                          "metadata": {"forkEntryId": pid, **({"cwd": self.cwd} if self.cwd else {})}}
+                                          "metadata": {"forkEntryId": pid, "forkedFrom": pthread,
+                                                       **({"cwd": self.cwd} if self.cwd else {})}}
                     if anchor:
                         fields["originMessageId"] = anchor
                     rows.append(ThreadFact(thread, fields))
