@@ -1,6 +1,6 @@
 """Gemini CLI and Qwen Code adapters beyond the shared contract (tests/test_contract.py):
 where they look, what they claim, and the operation-log cases the recordings do not show
-(a legacy single-document session, ``$rewindTo``, a rewrite that changes a body)."""
+(a legacy single-document session, ``$rewindTo``, a rewrite that updates a message)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,14 @@ def _rows(adapter, data: bytes, name: str = "s.jsonl", kind: str = LINES):
 
 
 def _messages(rows) -> list:
-    return [r.message for r in rows if isinstance(r, MessageRow)]
+    """The messages as the projection stores them: a revision replaces the version before
+    it, in that version's place."""
+    out: dict[str, object] = {}
+    for r in rows:
+        if isinstance(r, MessageRow):
+            assert r.revises == (r.message.id in out), r
+            out[r.message.id] = r.message
+    return list(out.values())
 
 
 def test_legacy_single_document_reads_like_the_log() -> None:
@@ -75,11 +82,11 @@ def test_legacy_single_document_reads_like_the_log() -> None:
     def view(ms):
         return sorted((m.role, tuple(type(b).__name__ for b in m.content)) for m in ms)
 
-    # the log splits a response that was rewritten (text, then its calls); the document
-    # holds the final version in one piece: the same blocks either way
+    # the log rewrites a response (text, then its calls) and the document holds its final
+    # version: the same messages either way
     flat = sorted(b.to_dict().__repr__() for m in legacy for b in m.content)
     assert flat == sorted(b.to_dict().__repr__() for m in log for b in m.content)
-    assert len(view(legacy)) <= len(view(log))
+    assert view(legacy) == view(log)
 
 
 def _gemini_lines(*records: dict) -> bytes:
@@ -87,7 +94,7 @@ def _gemini_lines(*records: dict) -> bytes:
     return b"\n".join(orjson.dumps(r) for r in (head, *records)) + b"\n"
 
 
-def test_rewrite_adds_calls_once_and_never_replaces_a_body() -> None:
+def test_a_rewrite_updates_the_message_in_its_place() -> None:
     msg = {"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "gemini", "content": "Looking.", "thoughts": [],
            "tokens": {"input": 100, "output": 10, "cached": 40, "thoughts": 0, "tool": 0, "total": 110}, "model": "gemini-2.5-pro"}
     call = {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success",
@@ -95,42 +102,53 @@ def test_rewrite_adds_calls_once_and_never_replaces_a_body() -> None:
     rows = _rows(GEMINI, _gemini_lines(
         {"id": "u1", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": [{"text": "go"}]},
         msg,
-        {**msg, "toolCalls": [call]},
+        {"id": "i1", "timestamp": "2026-01-01T00:00:02Z", "type": "info", "content": "a notice between"},
+        {**msg, "toolCalls": [call]},  # gains its call: the row is updated
         {**msg, "toolCalls": [call]},  # written again: nothing new
-        {**msg, "content": "Looking again.", "toolCalls": [call]},  # a changed body: kept as first seen
+        {**msg, "content": "Looking again.", "toolCalls": [call]},  # a changed body: the latest wins, as on resume
         {"$rewindTo": "m1"},
     ))
+    revisions = [r for r in rows if isinstance(r, MessageRow) and r.revises]
+    assert len(revisions) == 2
     msgs = _messages(rows)
     assert [(m.role, [type(b) for b in m.content]) for m in msgs] == [
-        ("user", [Text]), ("assistant", [Text]), ("assistant", [ToolCall]), ("tool", [ToolResult])]
-    assert msgs[1].content[0].text == "Looking."
+        ("user", [Text]), ("assistant", [Text, ToolCall]), ("system", [Text]), ("tool", [ToolResult])]
+    assert msgs[1].content[0].text == "Looking again."
     usage = [r for r in rows if isinstance(r, UsageRow)]
     assert {r.key for r in usage} == {"gemini:s-1:m1"} and usage[-1].message_id == msgs[1].id
     assert (usage[0].usage.input_tokens, usage[0].usage.cache_read_tokens) == (60, 40)
     reports = [(r.kind, r.reason) for r in rows if isinstance(r, Report)]
-    assert (WARNING, "message rewritten with other content; first version kept") in reports
     assert (METADATA, "$rewindTo") in reports
     assert sum(k == DUPLICATE for k, _ in reports) >= 1
 
 
-def test_gemini_thought_chunks_join_and_subjects_split() -> None:
-    rows = _rows(GEMINI, _gemini_lines({
-        "id": "m1", "type": "gemini", "content": "x", "thoughts": [
-            {"subject": "Plan", "description": "First ", "timestamp": "t"}, {"subject": "", "description": "part.", "timestamp": "t"},
-            {"subject": "Check", "description": "Second.", "timestamp": "t"}]}))
-    (msg,) = _messages(rows)
-    assert [b.text for b in msg.content if isinstance(b, Reasoning)] == ["First part.", "Second."]
+def test_archive_updates_a_rewritten_message_row(tmp_path: Path) -> None:
+    """Ingested whole, or in two runs split between a message and its rewrite, the archive
+    holds one row for it (text and call) in its first place, with one response's tokens."""
+    from ingest_helpers import ingest, portable_dump
 
-
-def test_qwen_helper_usage_counts_and_its_text_stays_out() -> None:
-    rows = _rows(QWEN, (FIXTURES / "qwen" / "qwen-0.24.4-text.jsonl").read_bytes())
-    helpers = [m for m in _messages(rows) if (m.extra or {}).get("helper")]
-    assert helpers and all(m.role == "system" and m.content == () and m.extra["injected"] for m in helpers)
-    keys = {}
-    for r in rows:
-        if isinstance(r, UsageRow):
-            keys[r.key] = r
-    # one row per API response (main ones attached to their assistant message)
-    assert sum(1 for r in keys.values() if r.message_id in {m.id for m in helpers}) == len(helpers)
-    text = b"".join(orjson.dumps(m.to_dict()) for m in _messages(rows))
-    assert b"Done." not in text  # the helper's reply text
+    data = SHELL.read_bytes()
+    lines = data.splitlines(keepends=True)
+    recs = [orjson.loads(ln) for ln in lines]
+    ids = [r.get("id") for r in recs]
+    split = next(i for i, v in enumerate(ids) if v and ids.index(v) < i and recs[i].get("toolCalls"))
+    vid = ids[split]
+    chats = tmp_path / "home" / ".gemini" / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    f = chats / SHELL.name
+    dumps = []
+    for parts in ((data,), (b"".join(lines[:split]), data)):
+        db_path = tmp_path / f"a{len(parts)}.db"
+        for part in parts:
+            f.write_bytes(part)
+            db, _ = ingest(db_path, [f])
+            db.conn.close()
+        db, _ = ingest(db_path, [f])
+        row = db.conn.execute(
+            "SELECT m.offset, group_concat(b.type, ',') FROM messages m JOIN blocks b ON b.message_id = m.id "
+            "WHERE json_extract(m.provenance, '$.sourceId') = ? AND m.role = 'assistant' GROUP BY m.id", (vid,)).fetchall()
+        assert row == [(data.index(lines[ids.index(vid)]), row[0][1])] and "tool_call" in row[0][1]
+        assert db.conn.execute("SELECT count(*) FROM usage WHERE key LIKE ?", (f"%:{vid}",)).fetchone()[0] == 1
+        dumps.append(portable_dump(db))
+        db.conn.close()
+    assert dumps[0] == dumps[1]

@@ -27,6 +27,9 @@ Row semantics, as ingest applies them:
   order: top-level keys overwrite, ``metadata`` merges key by key.
 * ``MessageRow(message)``: stored once per message id; every line that
   yields it is recorded as an occurrence. Attachment ``data`` moves to the blobs table.
+  ``MessageRow(message, revises=True)``: a later version of a message the same source
+  already yielded (a vendor that upserts messages by id, like Gemini CLI); it replaces the
+  stored content, blocks included, and keeps the first version's place in the thread.
 * ``UsageRow(key, ...)``: one model response's tokens, in the neutral buckets (see
   ``Usage``): the adapter normalises its vendor's figures, keeping the raw ones in
   ``usage.extra``. Rows sharing a key are one response: the row from the latest line wins
@@ -90,6 +93,7 @@ class ThreadFact:
 @dataclass(frozen=True)
 class MessageRow:
     message: Message
+    revises: bool = False  # replaces the version this source yielded before (same id)
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,19 @@ source (the whole document is one "line" at offset 0), through the same upsert c
 
 Invariants:
 
-* **Replay, never double count.** The parser keeps, in its state, short digests of what
-  it already emitted for each vendor message: its body (content and thoughts), each tool
-  call, each tool result. A rewrite or a snapshot that repeats them is a ``DUPLICATE``
-  report; what a rewrite *adds* (tool calls, results) becomes a message of its own, so
-  stored rows are never replaced and incremental ingest equals whole ingest. A rewrite
-  that *changes* an emitted body is kept as it was first seen, with a ``WARNING`` (not
-  seen in 0.61.0: bodies are written once streaming ends).
-* **Ids.** Thread id = ``sessionId``. The first canonical message of vendor message
-  ``id`` is ``stable_id(thread, id, "head")``; later additions ``stable_id(thread, id,
-  "calls", first call id)``; a tool result ``stable_id(thread, "result", call id)``.
+* **Replay, never double count.** The client replays the upserts in order, the last
+  version of a message id wins; so does the archive. The parser keeps, in its state, a
+  short digest of the version it last emitted for each vendor message and of each tool
+  result. A rewrite or a snapshot that repeats them is a ``DUPLICATE`` report; a rewrite
+  that changes the message (it gains its ``toolCalls``, a streamed body is completed) is a
+  ``MessageRow(revises=True)``: the canonical row is updated in place, keeping its place
+  in the thread, so incremental ingest equals whole ingest and nothing is stored twice.
+  A ``$set.messages`` snapshot only adds messages the log lacks: its copies of known ones
+  are reduced (parts only, no model or tokens) and never revise them.
+* **Ids.** Thread id = ``sessionId``. The canonical message of vendor message ``id`` is
+  ``stable_id(thread, id, "head")``: thoughts, text, then its tool calls; a tool result
+  ``stable_id(thread, "result", call id)``, a message of its own (the model reads it as
+  the next turn).
 * **One result per call.** A result appears inside ``toolCalls[].result`` (the
   ``functionResponse`` parts, with ``status``) and again as a ``user`` message with the
   same ``functionResponse``: the first one seen is stored, the second is a ``DUPLICATE``.
@@ -216,10 +219,13 @@ class GeminiParser:
         self.turn: str | None = s.get("turn")
         self.cwd: str | None = s.get("cwd")
         self.done: set[str] = set(s.get("done", []))  # digests of what was emitted
+        self.bodies: dict[str, str] = dict(s.get("bodies", {}))  # vendor id -> digest of its last version
         self.ts: str | None = None
+        self.in_snapshot = False
 
     def state(self) -> JsonObject:
-        return {"thread": self.thread, "turn": self.turn, "cwd": self.cwd, "done": sorted(self.done)}
+        return {"thread": self.thread, "turn": self.turn, "cwd": self.cwd, "done": sorted(self.done),
+                "bodies": self.bodies}
 
     def _thread(self) -> str:
         if self.thread is None:  # content before any header: a stable stand-in
@@ -330,14 +336,19 @@ class GeminiParser:
             if not isinstance(m, dict) or not isinstance(m.get("id"), str):
                 yield Report(INVALID, "snapshot entry without id")
                 continue
-            for row in self._message(m, in_snapshot=True):
+            self.in_snapshot = True
+            try:
+                found = list(self._message(m))
+            finally:
+                self.in_snapshot = False
+            for row in found:
                 new = new or not (isinstance(row, Report) and row.kind == DUPLICATE)
                 if not (isinstance(row, Report) and row.kind == DUPLICATE):
                     yield row
         if not new:
             yield Report(DUPLICATE, "$set messages snapshot", f"{len(messages)} messages already stored")
 
-    def _message(self, d: JsonObject, in_snapshot: bool = False) -> Iterator[Row]:
+    def _message(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")
         handler = MESSAGE_HANDLERS.get(kind) if isinstance(kind, str) else None
         self.ts = _str(d.get("timestamp"))
@@ -359,12 +370,13 @@ class GeminiParser:
 
     def _emit_new(self, d: JsonObject, role: str, blocks: list[Block], extra: JsonObject) -> Iterator[Row]:
         vid = d["id"]
-        body = _digest(role, [b.to_dict() for b in blocks])
-        if self._once(vid, "head"):
-            self.done.add(_digest(vid, "body", body))
-            yield MessageRow(self._msg(vid, "head", role, blocks, extra))
-        elif not self._seen(vid, "body", body):
-            yield Report(WARNING, "message rewritten with other content; first version kept", vid)
+        body = _digest(role, [b.to_dict() for b in blocks], extra)
+        first = self._once(vid, "head")
+        # a resume snapshot repeats the history in a reduced form (parts, no model or
+        # tokens): it adds the messages the log lacks, it does not revise the ones it has
+        if first or (self.bodies.get(vid) != body and not self.in_snapshot):
+            self.bodies[vid] = body
+            yield MessageRow(self._msg(vid, "head", role, blocks, extra), revises=not first)
         else:
             yield Report(DUPLICATE, f"{d.get('type')} message {vid}")
 
@@ -431,22 +443,12 @@ class GeminiParser:
         extra: JsonObject = {"model": d["model"]} if _str(d.get("model")) else {}
         rows: list[Row] = []
         calls = [c for c in d.get("toolCalls") or [] if isinstance(c, dict)]
-        new_calls = [c for c in calls if not self._seen(vid, "call", c.get("id"))]
+        blocks.extend(self._call_block(c) for c in calls)
         head_new = not self._seen(vid, "head")
-        if head_new and not blocks and not new_calls:
-            rows.append(Report(SKIPPED, "empty gemini message (its tool calls come in a rewrite)", vid))
-        elif head_new or blocks:
-            call_blocks = [self._call_block(c) for c in new_calls] if head_new else []
-            rows.extend(self._emit_new(d, "assistant", blocks + call_blocks, extra))
-            if head_new:
-                for c in new_calls:
-                    self.done.add(_digest(vid, "call", c.get("id")))
-                new_calls = []
-        if new_calls:
-            for c in new_calls:
-                self.done.add(_digest(vid, "call", c.get("id")))
-            slot = "calls:" + str(new_calls[0].get("id"))
-            rows.append(MessageRow(self._msg(vid, slot, "assistant", [self._call_block(c) for c in new_calls], extra)))
+        if head_new and not blocks:
+            rows.append(Report(SKIPPED, "empty gemini message (its content comes in a rewrite)", vid))
+        elif blocks:
+            rows.extend(self._emit_new(d, "assistant", blocks, extra))
         for c in calls:
             rows.extend(self._call_result(vid, c))
         usage = gemini_usage(d.get("tokens"))
