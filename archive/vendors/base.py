@@ -43,10 +43,12 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Union
+from typing import IO, Any, Protocol, Union
 
 import orjson
 
@@ -147,11 +149,130 @@ class EmitError(ValueError):
     """A thread that cannot be written in the target format (for example no project folder)."""
 
 
+class EmittedFiles(MutableMapping[str, bytes]):
+    """Relative path -> the file's bytes, written as they are produced: ``open(rel)`` gives a
+    file an emitter writes line by line, kept in memory up to ``SPOOL_BYTES`` and in a
+    temporary file past that, so emitting a 600 MB session holds a few MB (README
+    benchmarks). ``chunks(rel)`` reads a file back in pieces; ``files[rel]`` joins them
+    (for small files and tests). ``files[rel] = data`` stores bytes as they are."""
+
+    SPOOL_BYTES = 8 << 20
+    CHUNK = 1 << 20
+
+    def __init__(self) -> None:
+        # each file is a list of parts: bytes, a spooled file, or a function giving chunks
+        self._parts: dict[str, list[Any]] = {}
+
+    def open(self, rel: str) -> IO[bytes]:
+        spool = tempfile.SpooledTemporaryFile(max_size=self.SPOOL_BYTES)
+        self._parts[rel] = [spool]
+        return spool  # type: ignore[return-value]
+
+    def prepend(self, rel: str, data: bytes) -> None:
+        """Put ``data`` before what the file holds (a header known only at the end)."""
+        self._parts[rel].insert(0, bytes(data))
+
+    def set_chunks(self, rel: str, chunks: Callable[[], Iterable[bytes]]) -> None:
+        """A file whose bytes ``chunks()`` gives when read (a stored file, reassembled)."""
+        self._parts[rel] = [chunks]
+
+    def move(self, rel: str, new: str) -> None:
+        if new != rel:
+            self._parts[new] = self._parts.pop(rel)
+
+    def chunks(self, rel: str) -> Iterator[bytes]:
+        for part in self._parts[rel]:
+            if isinstance(part, bytes):
+                yield part
+            elif callable(part):
+                yield from part()
+            else:
+                part.seek(0)
+                while chunk := part.read(self.CHUNK):
+                    yield chunk
+
+    def __getitem__(self, rel: str) -> bytes:
+        if rel not in self._parts:
+            raise KeyError(rel)
+        return b"".join(self.chunks(rel))
+
+    def __setitem__(self, rel: str, data: bytes) -> None:
+        self._parts[rel] = [bytes(data)]
+
+    def __delitem__(self, rel: str) -> None:
+        del self._parts[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __repr__(self) -> str:
+        return f"EmittedFiles({sorted(self._parts)})"
+
+
+def file_chunks(files: Mapping[str, bytes], rel: str) -> Iterator[bytes]:
+    """A file's bytes in pieces, from ``EmittedFiles`` or a plain dict."""
+    if isinstance(files, EmittedFiles):
+        yield from files.chunks(rel)
+    else:
+        yield files[rel]
+
+
+class MessageStream:
+    """A thread's messages for an emitter that reads them once, in order, and may look ahead
+    for a first value (the first timestamp, the first model) or scan them all before
+    writing (tool names by call id). A source that can be iterated again (a list, the
+    archive's pages) is scanned in a pass of its own, so nothing is held; a one-pass
+    iterator (a generator) keeps what a look-ahead read until the main pass reaches it."""
+
+    def __init__(self, messages: Iterable[Message]) -> None:
+        self._source = messages
+        self._again = iter(messages) is not messages
+        self._it: Iterator[Message] | None = None
+        self._ahead: deque[Message] = deque()
+
+    def _scan(self) -> Iterator[Message]:
+        if self._again:
+            yield from self._source
+            return
+        yield from list(self._ahead)
+        if self._it is None:
+            self._it = iter(self._source)
+        for m in self._it:
+            self._ahead.append(m)
+            yield m
+
+    def first(self, fn: Callable[[Message], Any]) -> Any:
+        """The first ``fn(m)`` that is not None, or None."""
+        return next((v for v in map(fn, self._scan()) if v is not None), None)
+
+    def scan(self) -> Iterator[Message]:
+        """Every message, before the main pass (each one is kept when the source is one-pass)."""
+        return self._scan()
+
+    def __iter__(self) -> Iterator[Message]:
+        if self._again:
+            yield from self._source
+            return
+        if self._it is None:
+            self._it = iter(self._source)
+        while True:
+            if self._ahead:
+                yield self._ahead.popleft()
+                continue
+            m = next(self._it, None)
+            if m is None:
+                return
+            yield m
+
+
 @dataclass
 class EmitResult:
     """Files an emitter wrote (relative path -> bytes) and what it dropped or changed."""
 
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: EmittedFiles = field(default_factory=EmittedFiles)
     counts: dict[str, int] = field(default_factory=dict)  # "reason" -> how many
     notes: list[str] = field(default_factory=list)
     resume_hint: str | None = None
