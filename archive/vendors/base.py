@@ -233,6 +233,10 @@ class MessageStream:
         self._it: Iterator[Message] | None = None
         self._ahead: deque[Message] = deque()
 
+    @classmethod
+    def of(cls, messages: Iterable[Message]) -> MessageStream:
+        return messages if isinstance(messages, MessageStream) else cls(messages)
+
     def _scan(self) -> Iterator[Message]:
         if self._again:
             yield from self._source
