@@ -447,11 +447,22 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     em = _SessionEmitter(thread, children, options)
     by_thread = {t.id: MessageStream.of(ms) for t, ms in [(thread, messages), *children]}
     meta_files: dict[str, JsonObject] = {}
+    parents = {c.id: c.parent_thread_id if c.parent_thread_id in by_thread else thread.id for c, _ in children}
+    # the spawning messages, each parent's read once for all its children (not once a child)
+    origins: dict[tuple[str, str], Message] = {}
+    for parent in dict.fromkeys(parents.values()):
+        wanted = {c.origin_message_id for c, _ in children if parents[c.id] == parent and c.origin_message_id}
+        for m in by_thread[parent].scan() if wanted else ():
+            if m.id in wanted:
+                wanted.discard(m.id)
+                origins[(parent, m.id)] = m
+                if not wanted:
+                    break
     for child, _ in children:
         aid = em.agent_ids[child.id]
         meta: JsonObject = {"agentType": str((child.metadata or {}).get("agentType") or "general-purpose"), "description": child.title or ""}
-        parent = child.parent_thread_id if child.parent_thread_id in by_thread else thread.id
-        origin = by_thread[parent].first(lambda m: m if m.id == child.origin_message_id else None)
+        parent = parents[child.id]
+        origin = origins.get((parent, child.origin_message_id or ""))
         calls = [b for b in (origin.content if origin else ()) if isinstance(b, ToolCall)]
         call = next((c for c in calls if c.name in SPAWN_TOOLS), calls[0] if calls else None)
         if call is not None:
