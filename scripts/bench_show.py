@@ -2,7 +2,7 @@
 """Peak memory and time of reading the archive's largest thread: ``show`` (text folded and
 ``--full``, Markdown, JSON) and, with ``--emit TARGET``, ``emit``.
 
-    python scripts/bench_show.py ARCHIVE.db [--thread ID] [--emit codex] [--json]
+    python scripts/bench_show.py ARCHIVE.db [--thread ID] [--emit codex] [--emit-exact claude-code] [--json]
 
 Each command runs in a child process (``python -m archive``, output to /dev/null); its peak
 RSS comes from ``wait4``, so the figure is the command's own, imports included. Without
@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("db", type=Path)
     ap.add_argument("--thread", help="thread id (default: the one with the most messages)")
     ap.add_argument("--emit", action="append", default=[], metavar="TARGET", help="also time emit --to TARGET")
+    ap.add_argument("--emit-exact", action="append", default=[], metavar="TARGET",
+                    help="also time emit --to TARGET without --rebuild-format (the byte-exact copy, for the thread's own vendor)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     tid, n = (a.thread, -1) if a.thread else largest_thread(a.db)
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     for target in a.emit:
         runs[f"emit --to {target}"] = ["emit", tid, "--to", target, "--rebuild-format"]
+    for target in a.emit_exact:
+        runs[f"emit --to {target} (byte-exact)"] = ["emit", tid, "--to", target]
     out = {"thread": tid, "messages": n, "runs": {name: measure(db + args) for name, args in runs.items()}}
     if a.json:
         print(json.dumps(out, indent=2))
