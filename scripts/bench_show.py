@@ -4,7 +4,8 @@
 
     python scripts/bench_show.py ARCHIVE.db [--thread ID] [--emit codex] [--emit-exact claude-code] [--json]
 
-Each command runs in a child process (``python -m archive``, output to /dev/null); its peak
+Each command runs in a child process (``python -m archive``, output to /dev/null; an emit
+writes its files under a temporary folder, removed after); its peak
 RSS comes from ``wait4``, so the figure is the command's own, imports included. Without
 ``--thread`` the thread with the most messages is measured. A tool for people, not imported
 by the package: the README's benchmark table quotes its output.
@@ -15,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +39,18 @@ def largest_thread(db: Path) -> tuple[str, int]:
 
 
 def measure(args: list[str]) -> dict[str, float]:
+    out_dir = None
+    if "emit" in args:  # a session with subagents is several files: -o DIR
+        out_dir = tempfile.mkdtemp(prefix="bench-emit-")
+        args = [*args, "-o", out_dir]
+    try:
+        return _measure(args)
+    finally:
+        if out_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _measure(args: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(os.devnull, "wb") as null:

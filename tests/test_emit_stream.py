@@ -102,3 +102,26 @@ def test_a_long_thread_is_not_held_in_memory(adapter, monkeypatch: pytest.Monkey
     assert peak < size / 5, (peak, size)
     lines = b"".join(file_chunks(result.files, next(r for r in result.files if r.endswith(".jsonl"))))
     assert b"answer 1499 " in lines and lines.endswith(b"\n")
+
+
+def test_many_files_are_neither_held_in_memory_nor_kept_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session with thousands of subagent files (the 1 GB corpus's largest has 2,459)."""
+    monkeypatch.setattr(EmittedFiles, "SPOOL_BYTES", 256 << 10)
+    files = EmittedFiles()
+    handles = {}
+    tracemalloc.start()
+    try:
+        for i in range(3000):
+            out = files.open(f"sub/agent-{i}.jsonl")
+            out.write(f"{i:06d}".encode() * 2000)  # 12 KB a file, 36 MB in all
+            if i == 100:
+                handles[i] = out
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak
+    assert len(files) == 3000
+    for i in (0, 1, 1500, 2999):
+        assert files[f"sub/agent-{i}.jsonl"] == f"{i:06d}".encode() * 2000
+    with pytest.raises(ValueError):  # finished and moved: a late write fails, it is not lost silently
+        handles[100].write(b"x")

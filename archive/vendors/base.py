@@ -153,20 +153,51 @@ class EmittedFiles(MutableMapping[str, bytes]):
     """Relative path -> the file's bytes, written as they are produced: ``open(rel)`` gives a
     file an emitter writes line by line, kept in memory up to ``SPOOL_BYTES`` and in a
     temporary file past that, so emitting a 600 MB session holds a few MB (README
-    benchmarks). ``chunks(rel)`` reads a file back in pieces; ``files[rel]`` joins them
-    (for small files and tests). ``files[rel] = data`` stores bytes as they are."""
+    benchmarks). Emitters write one file at a time: opening the next one finishes the one
+    before, which then moves to one shared temporary file once the finished files held in
+    memory pass ``SPOOL_BYTES`` (a session with 2,459 subagent files holds neither them all
+    in memory nor 2,459 open files). ``chunks(rel)`` reads a file back in pieces;
+    ``files[rel]`` joins them (for small files and tests). ``files[rel] = data`` stores
+    bytes as they are."""
 
     SPOOL_BYTES = 8 << 20
     CHUNK = 1 << 20
 
     def __init__(self) -> None:
-        # each file is a list of parts: bytes, a spooled file, or a function giving chunks
+        # each file is a list of parts: bytes, a spooled file, a function giving chunks, or
+        # (offset, length) in the shared temporary file
         self._parts: dict[str, list[Any]] = {}
+        self._open: tuple[str, Any] | None = None
+        self._held = 0  # bytes of finished files kept in memory
+        self._heap: Any = None
 
     def open(self, rel: str) -> IO[bytes]:
+        """A new file to write; the file opened before is finished (writing to it fails)."""
+        self._finish()
         spool = tempfile.SpooledTemporaryFile(max_size=self.SPOOL_BYTES)
         self._parts[rel] = [spool]
+        self._open = (rel, spool)
         return spool  # type: ignore[return-value]
+
+    def _finish(self) -> None:
+        if self._open is None:
+            return
+        rel, spool = self._open
+        self._open = None
+        size = spool.tell()
+        if size > self.SPOOL_BYTES or self._parts.get(rel, [None])[-1] is not spool:
+            return  # on disk already (SpooledTemporaryFile rolled over), or replaced
+        if self._held + size <= self.SPOOL_BYTES:
+            self._held += size
+            return
+        if self._heap is None:
+            self._heap = tempfile.TemporaryFile()
+        offset = self._heap.seek(0, 2)
+        spool.seek(0)
+        while chunk := spool.read(self.CHUNK):
+            self._heap.write(chunk)
+        spool.close()
+        self._parts[rel][-1] = (offset, size)
 
     def prepend(self, rel: str, data: bytes) -> None:
         """Put ``data`` before what the file holds (a header known only at the end)."""
@@ -186,6 +217,15 @@ class EmittedFiles(MutableMapping[str, bytes]):
                 yield part
             elif callable(part):
                 yield from part()
+            elif isinstance(part, tuple):
+                offset, size = part
+                while size > 0:
+                    self._heap.seek(offset)
+                    chunk = self._heap.read(min(self.CHUNK, size))
+                    if not chunk:
+                        raise OSError(f"emitted file {rel}: temporary file truncated")
+                    offset, size = offset + len(chunk), size - len(chunk)
+                    yield chunk
             else:
                 part.seek(0)
                 while chunk := part.read(self.CHUNK):
