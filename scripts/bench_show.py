@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--emit", action="append", default=[], metavar="TARGET", help="also time emit --to TARGET")
     ap.add_argument("--emit-exact", action="append", default=[], metavar="TARGET",
                     help="also time emit --to TARGET without --rebuild-format (the byte-exact copy, for the thread's own vendor)")
+    ap.add_argument("--no-show", action="store_true", help="only the emit runs")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     tid, n = (a.thread, -1) if a.thread else largest_thread(a.db)
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         "show --format markdown --full": ["show", tid, "--format", "markdown", "--full"],
         "show --format json": ["show", tid, "--format", "json"],
     }
+    if a.no_show:
+        runs = {}
     for target in a.emit:
         runs[f"emit --to {target}"] = ["emit", tid, "--to", target, "--rebuild-format"]
     for target in a.emit_exact:
