@@ -208,8 +208,8 @@ class EmittedFiles(MutableMapping[str, bytes]):
         self._parts[rel] = [chunks]
 
     def move(self, rel: str, new: str) -> None:
-        if new != rel:
-            self._parts[new] = self._parts.pop(rel)
+        """Rename (moving every file in turn keeps their order)."""
+        self._parts[new] = self._parts.pop(rel)
 
     def chunks(self, rel: str) -> Iterator[bytes]:
         for part in self._parts[rel]:
