@@ -428,7 +428,10 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
             raise click.UsageError("--json-report needs -o or --install (stdout carries the session otherwise)")
         if len(outcome.files) != 1:
             raise click.UsageError(f"{len(outcome.files)} files to write: use -o DIR or --install")
-        sys.stdout.buffer.write(next(iter(outcome.files.values())))
+        from .vendors.base import file_chunks
+
+        for chunk in file_chunks(outcome.files, next(iter(outcome.files))):
+            sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
     _print_emit_report(outcome, json_report)
 

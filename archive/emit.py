@@ -13,6 +13,9 @@ Invariants:
   drops or transforms is counted with its reason in the report.
 * **Paths** are relative to the parent of the vendor's first root folder
   (``Adapter.install_path``), so ``-o DIR`` and ``--install`` lay files out the same way.
+* **Streamed:** messages are read from the archive a page at a time (``MessagePages``) and
+  the emitters write each file as they go (``EmittedFiles``: spooled to a temporary file
+  past a few MB), so memory stays flat however long the thread (README benchmarks).
 * **``--install`` never overwrites:** every target is checked first; each file is written
   to a temporary name in its folder and hard-linked into place (which fails if the name
   exists), so a concurrent writer or a crash never leaves a half-written session.
@@ -21,7 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,13 +33,13 @@ from sqlite_utils import Database
 
 from .companions import with_full_outputs
 from .db import ArchiveError
-from .ingest import plain_name, stored_file_bytes
+from .ingest import iter_stored_lines, plain_name
 from .model import Message, Thread
 from .projection import load_messages, load_threads
-from .queries import resolve_thread
+from .queries import MessagePages, resolve_thread
 from .vendors import VENDORS
 from .vendors import get as get_adapter
-from .vendors.base import EmitError, EmitOptions, EmitResult
+from .vendors.base import EmitError, EmitOptions, EmitResult, EmittedFiles, file_chunks
 
 MARKDOWN = "markdown"  # a document for people, not a session: rendered here, not by an adapter
 TARGETS = tuple(a.name for a in VENDORS if a.emits) + (MARKDOWN,)
@@ -49,7 +52,7 @@ class EmitOutcome:
     thread_id: str
     target: str
     exact: bool  # byte-exact restore of the vendor's own files
-    files: dict[str, bytes]  # relative path -> bytes
+    files: Mapping[str, bytes]  # relative path -> bytes (EmittedFiles: read with file_chunks)
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     resume_hint: str | None = None
@@ -163,17 +166,40 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
             f"--cwd cannot be applied to a byte-exact {target} copy: its files name their folder inside; "
             f"add --rebuild-format to build the session for {cwd}"
         )
-    files: dict[str, bytes] = {}
+    files = EmittedFiles()
     for sid, _provider, _kind, gen, last_path in sources + _companions(db, target, thread.id):
         rel = adapter.install_path(plain_name(last_path), cwd if moved else None)
         if rel is not None:
-            files[rel] = stored_file_bytes(db, sid, gen)
+            files.set_chunks(rel, _stored_chunks(db, sid, gen))
     notes = [f"filed under {cwd}: the files are byte for byte as archived (they still name {own_cwd} inside)"] if moved else []
     root = _root_thread(db, thread)
     hint = adapter.resume_hint(root, cwd or own_cwd)
     if root != thread.id and hint:
         hint += f"  # {thread.id} is a subagent thread: its client reaches it through the session above"
     return EmitOutcome(thread.id, target, True, files, notes=notes, resume_hint=hint, target_id=root)
+
+
+def _stored_chunks(db: Database, source_id: int, generation: int):  # type: ignore[no-untyped-def]
+    """One generation's bytes, reassembled line by line when read (``ingest.stored_file_bytes``)."""
+
+    def chunks() -> Iterator[bytes]:
+        for _o, _l, term, line in iter_stored_lines(db.conn, source_id, generation):
+            yield line + b"\n" if term else line
+
+    return chunks
+
+
+class _Messages:
+    """The messages an emit is built from, read again on each pass: inherited history (a
+    fork's, already loaded) then the thread's own pages. A per-message transform (redaction)
+    belongs in ``__iter__``."""
+
+    def __init__(self, inherited: list[Message], own: MessagePages) -> None:
+        self.inherited, self.own = inherited, own
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from self.inherited
+        yield from self.own
 
 
 def _root_thread(db: Database, thread: Thread) -> str:
@@ -202,8 +228,11 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         from .queries import show
         from .render import thread_markdown
 
-        text = "\n".join(thread_markdown(show(db, thread_id), full=True)) + "\n"
-        return EmitOutcome(thread_id, target, False, {f"{_safe_name(thread_id)}.md": text.encode()})
+        md = EmittedFiles()
+        out = md.open(f"{_safe_name(thread_id)}.md")
+        for line in thread_markdown(show(db, thread_id), full=True):
+            out.write(line.encode() + b"\n")
+        return EmitOutcome(thread_id, target, False, md)
     adapter = get_adapter(target)
     # messages are loaded only when the target is built from them, not for a byte-exact copy
     thread = _thread_record(db, thread_id)
@@ -212,13 +241,15 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
         if outcome is not None:
             return outcome
-    messages, full = with_full_outputs(db, with_lineage(db, thread, load_messages(db.conn, "m.thread_id = ?", (thread_id,))))
+    # inherited history (a fork's: the parent's messages up to the fork point), then the
+    # thread's own messages a page at a time; child threads are paged too
+    inherited, full = with_full_outputs(db, with_lineage(db, thread, []))
+    pages = [MessagePages(db, thread_id)]
+    messages: Iterable[Message] = _Messages(inherited, pages[0])
     children = []
     for c in child_ids:
-        child, child_messages = load_thread(db, c)
-        child_messages, n = with_full_outputs(db, child_messages)
-        children.append((child, child_messages))
-        full += n
+        pages.append(MessagePages(db, c))
+        children.append((_thread_record(db, c), pages[-1]))
     applied = []
     for key, value in (configured or {}).items():
         own_model = key == "model" and (thread.metadata or {}).get("provider") == target and (thread.metadata or {}).get("model")
@@ -232,16 +263,17 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         result: EmitResult = adapter.emit(thread, messages, children, options)
     except EmitError as e:
         raise ArchiveError(str(e)) from e
+    full += sum(n for p in pages for n in p.replaced.values())
     if default_cwd:
         result.count("cwd: none archived, the current folder was used")
     if full:
         result.count("tool_result: full output from its companion file, not the transcript's preview", full)
     result.notes.extend(applied)
     root = _root_name(target, {}, Path("/")) if target in INSTALLABLE else None
-    files = {}
-    for rel, data in result.files.items():
+    files = result.files
+    for rel in list(files):
         first = Path(rel).parts[0]
-        files[rel if root is None or first == root.name else str(Path(root.name) / rel)] = data
+        files.move(rel, rel if root is None or first == root.name else str(Path(root.name) / rel))
     return EmitOutcome(
         thread_id, target, False, files, dict(result.counts), list(result.notes), result.resume_hint, result.thread_id
     )
@@ -257,26 +289,27 @@ def install_base(target: str, env: Mapping[str, str], home: Path) -> Path:
 
 def write_files(outcome: EmitOutcome, base: Path) -> list[Path]:
     """Write every file under ``base`` atomically; refuse (before writing anything) if any exists."""
-    return _write_atomically(outcome, [(base / rel, data) for rel, data in sorted(outcome.files.items())])
+    return _write_atomically(outcome, [(base / rel, rel) for rel in sorted(outcome.files)])
 
 
 def write_file(outcome: EmitOutcome, path: Path) -> list[Path]:
     """Write the outcome's one file as ``path``, atomically, never over an existing file."""
-    ((_rel, data),) = outcome.files.items()
-    return _write_atomically(outcome, [(path, data)])
+    (rel,) = outcome.files
+    return _write_atomically(outcome, [(path, rel)])
 
 
-def _write_atomically(outcome: EmitOutcome, targets: list[tuple[Path, bytes]]) -> list[Path]:
+def _write_atomically(outcome: EmitOutcome, targets: list[tuple[Path, str]]) -> list[Path]:
     existing = [str(p) for p, _ in targets if p.exists() or p.is_symlink()]
     if existing:
         raise ArchiveError("refusing to overwrite: " + ", ".join(existing))
     written = []
-    for path, data in targets:
+    for path, rel in targets:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as f:
-                f.write(data)
+                for chunk in file_chunks(outcome.files, rel):
+                    f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
             try:

@@ -504,6 +504,7 @@ class MessagePages:
         self.ids = [r[0] for r in self.conn.execute(
             "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
             (thread_id,))]  # fmt: skip
+        self.replaced: dict[int, int] = {}  # page start -> tool outputs read in full from companions
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -511,7 +512,7 @@ class MessagePages:
     def __iter__(self) -> Iterator[Message]:
         for i in range(0, len(self.ids), self.page):
             chunk = self.ids[i : i + self.page]
-            page, _ = with_full_outputs(self.db, load_messages(self.conn, "m.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk),)))
+            page, self.replaced[i] = with_full_outputs(self.db, load_messages(self.conn, "m.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk),)))
             # a tool output the vendor kept in a companion file reads in full, not as its preview
             msgs = {m.id: m for m in page}
             for mid in chunk:

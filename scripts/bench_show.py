@@ -2,9 +2,10 @@
 """Peak memory and time of reading the archive's largest thread: ``show`` (text folded and
 ``--full``, Markdown, JSON) and, with ``--emit TARGET``, ``emit``.
 
-    python scripts/bench_show.py ARCHIVE.db [--thread ID] [--emit codex] [--json]
+    python scripts/bench_show.py ARCHIVE.db [--thread ID] [--emit codex] [--emit-exact claude-code] [--json]
 
-Each command runs in a child process (``python -m archive``, output to /dev/null); its peak
+Each command runs in a child process (``python -m archive``, output to /dev/null; an emit
+writes its files under a temporary folder, removed after); its peak
 RSS comes from ``wait4``, so the figure is the command's own, imports included. Without
 ``--thread`` the thread with the most messages is measured. A tool for people, not imported
 by the package: the README's benchmark table quotes its output.
@@ -15,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +39,18 @@ def largest_thread(db: Path) -> tuple[str, int]:
 
 
 def measure(args: list[str]) -> dict[str, float]:
+    out_dir = None
+    if "emit" in args:  # a session with subagents is several files: -o DIR
+        out_dir = tempfile.mkdtemp(prefix="bench-emit-")
+        args = [*args, "-o", out_dir]
+    try:
+        return _measure(args)
+    finally:
+        if out_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _measure(args: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(os.devnull, "wb") as null:
@@ -53,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("db", type=Path)
     ap.add_argument("--thread", help="thread id (default: the one with the most messages)")
     ap.add_argument("--emit", action="append", default=[], metavar="TARGET", help="also time emit --to TARGET")
+    ap.add_argument("--emit-exact", action="append", default=[], metavar="TARGET",
+                    help="also time emit --to TARGET without --rebuild-format (the byte-exact copy, for the thread's own vendor)")
+    ap.add_argument("--no-show", action="store_true", help="only the emit runs")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     tid, n = (a.thread, -1) if a.thread else largest_thread(a.db)
@@ -63,8 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         "show --format markdown --full": ["show", tid, "--format", "markdown", "--full"],
         "show --format json": ["show", tid, "--format", "json"],
     }
+    if a.no_show:
+        runs = {}
     for target in a.emit:
         runs[f"emit --to {target}"] = ["emit", tid, "--to", target, "--rebuild-format"]
+    for target in a.emit_exact:
+        runs[f"emit --to {target} (byte-exact)"] = ["emit", tid, "--to", target]
     out = {"thread": tid, "messages": n, "runs": {name: measure(db + args) for name, args in runs.items()}}
     if a.json:
         print(json.dumps(out, indent=2))

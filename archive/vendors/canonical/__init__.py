@@ -11,7 +11,7 @@ thread record for the same id overwrites the earlier one's fields (ingest folds 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import orjson
@@ -97,15 +97,15 @@ class CanonicalAdapter(Adapter):
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CanonicalParser:
         return CanonicalParser(source, state)
 
-    def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+    def emit(self, thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, Iterable[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:
         """One file: the thread, its messages, then each child thread and its messages."""
-        lines = []
-        for t, ms in [(thread, messages), *children]:
-            lines.append(orjson.dumps(t.to_dict()))
-            lines += [orjson.dumps(m.to_dict()) for m in ms]
         result = EmitResult(thread_id=thread.id)
-        result.files[f"{thread.id}.jsonl"] = b"\n".join(lines) + b"\n"
+        out = result.files.open(f"{thread.id}.jsonl")
+        for t, ms in [(thread, messages), *children]:
+            out.write(orjson.dumps(t.to_dict()) + b"\n")
+            for m in ms:
+                out.write(orjson.dumps(m.to_dict()) + b"\n")
         return result
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -38,6 +38,7 @@ from ..base import (
     command,
     EmitError,
     EmitResult,
+    MessageStream,
     stable_id,
 )
 from .parse import EDIT_TOOLS, NAME, SPAWN_TOOLS
@@ -109,14 +110,20 @@ class _SessionEmitter:
 
 
 class _ThreadWriter:
-    """Lines of one Claude Code file (the trunk or one subagent), in canonical order."""
+    """Lines of one Claude Code file (the trunk or one subagent), in canonical order, written
+    to ``out`` as soon as nothing can change them: a response's lines wait until its run ends
+    (its usage is the run's total), the rest of the file is never held."""
 
-    def __init__(self, em: _SessionEmitter, thread: Thread, messages: list[Message], agent_id: str | None) -> None:
+    def __init__(self, em: _SessionEmitter, thread: Thread, messages: Iterable[Message], agent_id: str | None,
+                 out: Any) -> None:  # fmt: skip
         self.em = em
         self.thread = thread
-        self.messages = messages
+        self.messages = MessageStream.of(messages)
         self.agent_id = agent_id
-        self.lines: list[JsonObject] = []
+        self.out = out
+        self.lines: list[JsonObject] = []  # not yet written
+        self.n = 0  # lines added
+        self.only_system = True  # every line so far is a system line (or there is none)
         self.last_uuid: str | None = None
         self.last_ts = thread.created_at or None
         self.in_run = False
@@ -129,7 +136,7 @@ class _ThreadWriter:
         # the usage dicts of each response's lines, filled with the run's total in write()
         self.run_usage: dict[str, tuple[list[JsonObject], dict[str, Usage]]] = {}
         self.names: dict[str, str] = {}  # source call id -> tool name
-        for m in messages:
+        for m in self.messages.scan():
             for b in m.content:
                 if isinstance(b, ToolCall):
                     self.names[b.call_id] = b.name
@@ -137,7 +144,7 @@ class _ThreadWriter:
     # -- envelope
 
     def _add(self, record: JsonObject, ts: str | None) -> str:
-        uid = _emit_uuid(self.thread.id, len(self.lines))
+        uid = _emit_uuid(self.thread.id, self.n)
         env: JsonObject = {"parentUuid": self.last_uuid, "isSidechain": self.agent_id is not None}
         if self.agent_id is not None:
             env["agentId"] = self.agent_id
@@ -157,6 +164,8 @@ class _ThreadWriter:
             }
         )
         self.lines.append(env)
+        self.n += 1
+        self.only_system = self.only_system and env["type"] == "system"
         self.last_uuid = uid
         self.last_ts = env["timestamp"]
         return uid
@@ -166,7 +175,7 @@ class _ThreadWriter:
         return self._add({"type": "user", "message": {"role": "user", "content": content}, **fields}, ts)
 
     def _assistant(self, block: JsonObject, m: Message) -> None:
-        if not self.lines or all(line["type"] == "system" for line in self.lines):
+        if self.only_system:
             # the API wants a conversation to open with a user message
             self._user("[conversation imported by sesh-archive]", m.ts, isMeta=True)
             self.em.result.count("user line inserted before a leading assistant message")
@@ -179,6 +188,7 @@ class _ThreadWriter:
             self.in_run = True
         if not self.in_run:
             self._answer_pending(m.ts)
+            self._settle()  # the runs before this one are complete
             self.in_run = True
             self.runs += 1
             self.run_source = src
@@ -343,10 +353,14 @@ class _ThreadWriter:
 
     # -- messages
 
-    def write(self) -> list[JsonObject]:
+    def write(self) -> None:
         for m in self.messages:
             self._message(m)
         self._answer_pending(self.last_ts)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Fill in the usage of the runs so far and write every line held."""
         for lines_usage, by_message in self.run_usage.values():
             responses = list(by_message.values())
             # neutral buckets are Claude's own convention: input_tokens leave the cache out
@@ -360,7 +374,10 @@ class _ThreadWriter:
                 usage.update(total)
             if len(responses) > 1:
                 self.em.result.count("usage: responses written as one Claude response (summed)", len(responses) - 1)
-        return self.lines
+        self.run_usage.clear()
+        for line in self.lines:
+            self.out.write(orjson.dumps(line) + b"\n")
+        self.lines.clear()
 
     def _message(self, m: Message) -> None:
         role = m.role
@@ -424,17 +441,28 @@ def resume_hint(session_id: str, cwd: str | None) -> str:
     return command("cd", cwd or ".") + " && " + command("claude", "--resume", session_id)
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]], options: EmitOptions) -> EmitResult:
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, Iterable[Message]]], options: EmitOptions) -> EmitResult:
     """Build ``projects/<slug>/<session>.jsonl`` and its subagent files from canonical
     messages of any vendor."""
     em = _SessionEmitter(thread, children, options)
-    by_thread = {thread.id: messages, **{t.id: ms for t, ms in children}}
+    by_thread = {t.id: MessageStream.of(ms) for t, ms in [(thread, messages), *children]}
     meta_files: dict[str, JsonObject] = {}
+    parents = {c.id: c.parent_thread_id if c.parent_thread_id in by_thread else thread.id for c, _ in children}
+    # the spawning messages, each parent's read once for all its children (not once a child)
+    origins: dict[tuple[str, str], Message] = {}
+    for parent in dict.fromkeys(parents.values()):
+        wanted = {c.origin_message_id for c, _ in children if parents[c.id] == parent and c.origin_message_id}
+        for m in by_thread[parent].scan() if wanted else ():
+            if m.id in wanted:
+                wanted.discard(m.id)
+                origins[(parent, m.id)] = m
+                if not wanted:
+                    break
     for child, _ in children:
         aid = em.agent_ids[child.id]
         meta: JsonObject = {"agentType": str((child.metadata or {}).get("agentType") or "general-purpose"), "description": child.title or ""}
-        parent = child.parent_thread_id if child.parent_thread_id in by_thread else thread.id
-        origin = next((m for m in by_thread[parent] if m.id == child.origin_message_id), None)
+        parent = parents[child.id]
+        origin = origins.get((parent, child.origin_message_id or ""))
         calls = [b for b in (origin.content if origin else ()) if isinstance(b, ToolCall)]
         call = next((c for c in calls if c.name in SPAWN_TOOLS), calls[0] if calls else None)
         if call is not None:
@@ -444,20 +472,15 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
             em.result.count("child thread: spawning tool call not found")
         meta_files[aid] = meta
     base = f"projects/{cwd_slug(em.cwd)}"
-    lines = _ThreadWriter(em, thread, messages, None).write()
+    out = em.result.files.open(f"{base}/{em.session_id}.jsonl")
+    _ThreadWriter(em, thread, by_thread[thread.id], None, out).write()
     if thread.title:
-        lines.append({"type": "custom-title", "customTitle": thread.title, "sessionId": em.session_id})
-    em.result.files[f"{base}/{em.session_id}.jsonl"] = _jsonl(lines)
-    for child, ms in children:
+        out.write(orjson.dumps({"type": "custom-title", "customTitle": thread.title, "sessionId": em.session_id}) + b"\n")
+    for child, _ in children:
         aid = em.agent_ids[child.id]
-        child_lines = _ThreadWriter(em, child, ms, aid).write()
         sub = f"{base}/{em.session_id}/subagents/agent-{aid}"
-        em.result.files[f"{sub}.jsonl"] = _jsonl(child_lines)
+        _ThreadWriter(em, child, by_thread[child.id], aid, em.result.files.open(f"{sub}.jsonl")).write()
         em.result.files[f"{sub}.meta.json"] = orjson.dumps(meta_files[aid])
     return em.result
-
-
-def _jsonl(lines: list[JsonObject]) -> bytes:
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
 
 

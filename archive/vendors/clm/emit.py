@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Sequence, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -81,10 +81,13 @@ class _Emitter:
         self.cid = cid
         self.blobs = blobs
         self.result = result
-        self.lines: list[bytes] = []
+        self.out: Any = None  # the log, written line by line
         self.call_names: dict[str, str] = {}
         self.answered: set[str] = set()
         self.last_prompt: str | None = None
+
+    def _write(self, line: bytes) -> None:
+        self.out.write(line + b"\n")
 
     def message(self, m: Message) -> None:
         r = self.result
@@ -154,7 +157,7 @@ class _Emitter:
             obj["attachments"] = extras.pop("attachments")
         for key, val in extras.items():
             obj.setdefault(key, val)
-        self.lines.append(_dumps(obj))
+        self._write(_dumps(obj))
 
     def prompt(self, text: str | None, calls: list[ToolCall], results: list[ToolResult], atts: list[JsonObject], extras: dict[str, Any]) -> None:
         if calls or results or atts or extras:
@@ -171,7 +174,7 @@ class _Emitter:
         if note not in self.result.notes:
             self.result.notes.append(note)
         data = text.encode("utf-8", "surrogatepass")
-        self.lines.append(_dumps({"type": "prompt", "hash": fnv1a64(data), "content": text}))
+        self._write(_dumps({"type": "prompt", "hash": fnv1a64(data), "content": text}))
 
     def call(self, c: ToolCall) -> JsonObject:
         self.call_names[c.call_id] = c.name
@@ -205,7 +208,7 @@ class _Emitter:
         else:
             self.result.count("tool result without a tool name")
         obj["type"] = "msg"
-        self.lines.append(_dumps(obj))
+        self._write(_dumps(obj))
 
     def attachment(self, a: Attachment) -> JsonObject | None:
         extra = a.extra or {}
@@ -267,7 +270,7 @@ def resume_hint(session_id: str) -> str:
     return command("clm", "--resume", session_id)
 
 
-def emit_log(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]],
+def emit_log(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, list[Message]]],
              options: EmitOptions) -> EmitResult:
     """``<id>.jsonl`` (and ``<id>.blobs/`` images). ``options.blobs`` (sha256 -> bytes)
     supplies image bytes for attachments whose data lives in the archive's blob table."""
@@ -278,13 +281,13 @@ def emit_log(thread: Thread, messages: list[Message], children: Sequence[tuple[T
     if children:
         result.count("child thread", len(children))
     emitter = _Emitter(cid, options.blobs, result)
-    emitter.lines.append(_meta_line(thread, cid, result))
+    emitter.out = result.files.open(f"{cid}.jsonl")
+    emitter._write(_meta_line(thread, cid, result))
     for m in messages:
         emitter.message(m)
     unanswered = [c for c in emitter.call_names if c not in emitter.answered]
     if unanswered:
         result.count("tool call without a result", len(unanswered))
-    result.files[f"{cid}.jsonl"] = b"\n".join(emitter.lines) + b"\n"
     result.resume_hint = (
         f"copy {cid}.jsonl (and {cid}.blobs/ if present) into $XDG_STATE_HOME/clm "
         f"(default ~/.local/state/clm), then run: {resume_hint(cid)}  "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from ...model import (
     WebSearch,
 )
 from ..base import (
+    MessageStream,
     EmitOptions,
     command,
     EmitResult,
@@ -99,16 +100,13 @@ def _image_url(media: str | None, data: str | None, uri: str | None) -> str | No
 
 
 class _Emitter:
-    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions) -> None:
+    def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread = thread
-        self.messages = messages
+        self.messages = MessageStream(messages)
         self.options = options
         self.result = EmitResult()
-        self.lines: list[bytes] = []
         meta = thread.metadata or {}
-        created = _parse_ts(thread.created_at) or next(
-            (t for t in (_parse_ts(m.ts) for m in messages) if t is not None), None
-        )
+        created = _parse_ts(thread.created_at) or self.messages.first(lambda m: _parse_ts(m.ts))
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.id = codex_uuid(f"sesh-archive:codex:{thread.id}", self.created)
         self.clock = self.created
@@ -122,11 +120,14 @@ class _Emitter:
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
 
+    def _write(self, line: bytes) -> None:
+        self.out.write(line + b"\n")
+
     def line(self, kind: str, payload: JsonObject, ts: str | None = None) -> None:
         when = _parse_ts(ts)
         # line times must not go backwards: resume sorts nothing, but readers assume it
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
-        self.lines.append(orjson.dumps({"timestamp": _fmt_ts(self.clock), "type": kind, "payload": payload}))
+        self._write(orjson.dumps({"timestamp": _fmt_ts(self.clock), "type": kind, "payload": payload}))
 
     def session_meta(self) -> None:
         meta = self.thread.metadata or {}
@@ -145,7 +146,7 @@ class _Emitter:
         if git:
             payload["git"] = git
         self.clock = self.created
-        self.lines.append(orjson.dumps({"timestamp": _fmt_ts(self.created), "type": "session_meta", "payload": payload}))
+        self._write(orjson.dumps({"timestamp": _fmt_ts(self.created), "type": "session_meta", "payload": payload}))
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
 
@@ -177,11 +178,11 @@ class _Emitter:
         )
 
     def emit(self) -> EmitResult:
+        self.out = self.result.files.open(self.path())
         self.session_meta()
         for m in self.messages:
             self.emit_message(m)
         self.close_calls(None)
-        self.result.files[self.path()] = b"\n".join(self.lines) + b"\n"
         self.result.thread_id = self.id
         self.result.resume_hint = resume_hint(self.id)
         self.result.notes.append(
@@ -420,7 +421,7 @@ def resume_hint(session_id: str) -> str:
     return command("codex", "resume", session_id)
 
 
-def emit_rollout(thread: Thread, messages: list[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
+def emit_rollout(thread: Thread, messages: Iterable[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
     """A Codex rollout (G2 lines, as 0.171.0 reads them) for ``thread``'s messages.
 
     The file is ``sessions/YYYY/MM/DD/rollout-<created, UTC>-<id>.jsonl`` with a fresh

@@ -21,14 +21,14 @@ or changed is counted in ``EmitResult.counts`` under its reason:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
 
 from ...model import JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, command
+from ..base import EmitOptions, EmitResult, MessageStream, command
 from .parse import NAME
 
 EMIT_CLIENT_VERSION = "1.0.102"
@@ -76,22 +76,24 @@ def _output_text(output: Any) -> tuple[str, bool]:
     return orjson.dumps(output).decode(), True
 
 
+def _model_of(m: Message) -> str | None:
+    model = (m.extra or {}).get("model")
+    return model if isinstance(model, str) else None
+
+
 class _Emitter:
-    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions) -> None:
+    def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread = thread
-        self.messages = messages
+        self.messages = MessageStream(messages)
         self.options = options
         self.result = EmitResult()
-        self.lines: list[bytes] = []
         meta = thread.metadata or {}
-        created = _parse_ts(thread.created_at) or next(
-            (t for t in (_parse_ts(m.ts) for m in messages) if t is not None), None)
+        created = _parse_ts(thread.created_at) or self.messages.first(lambda m: _parse_ts(m.ts))
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.clock = self.created
         self.id = options.session_id or uuid4_from(f"sesh-archive:copilot:{thread.id}")
         self.cwd = str(options.cwd or meta.get("cwd") or "/")
-        model = options.model or meta.get("model") or next(
-            ((m.extra or {}).get("model") for m in messages if isinstance((m.extra or {}).get("model"), str)), None)
+        model = options.model or meta.get("model") or self.messages.first(_model_of)
         self.model = model if isinstance(model, str) else "gpt-4.1"
         self.parent: str | None = None
         self.n = 0
@@ -103,17 +105,21 @@ class _Emitter:
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
 
+    def _write(self, line: bytes) -> None:
+        self.out.write(line + b"\n")
+
     def event(self, kind: str, data: JsonObject, ts: str | None) -> str:
         self.n += 1
         eid = uuid4_from(f"{self.id}:event:{self.n}")
         when = _parse_ts(ts)
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
-        self.lines.append(orjson.dumps({"type": kind, "data": data, "id": eid, "timestamp": _fmt_ts(self.clock),
+        self._write(orjson.dumps({"type": kind, "data": data, "id": eid, "timestamp": _fmt_ts(self.clock),
                                         "parentId": self.parent}))
         self.parent = eid
         return eid
 
     def emit(self) -> EmitResult:
+        self.out = self.result.files.open(f"session-state/{self.id}/events.jsonl")
         git = self.thread.metadata or {}
         context: JsonObject = {"cwd": self.cwd}
         for src, key in (("gitRoot", "gitRoot"), ("gitBranch", "branch"), ("gitRepository", "repository")):
@@ -131,7 +137,6 @@ class _Emitter:
         for m in self.messages:
             self.emit_message(m)
         self.end_turn(None)
-        self.result.files[f"session-state/{self.id}/events.jsonl"] = b"\n".join(self.lines) + b"\n"
         self.result.files[f"session-state/{self.id}/workspace.yaml"] = self.workspace()
         self.result.thread_id = self.id
         self.result.resume_hint = resume_hint(self.id)
@@ -269,7 +274,7 @@ class _Emitter:
         self.event("tool.execution_complete", data, m.ts)
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
     """A Copilot CLI session folder for ``thread``'s messages; see the module docstring."""
     emitter = _Emitter(thread, messages, options)
     if children:

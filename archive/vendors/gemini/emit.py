@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
@@ -124,10 +124,12 @@ def tokens_of(m: Message) -> JsonObject | None:
 class GeminiWriter:
     """Writes the records; ``result`` collects the counts."""
 
-    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions) -> None:
+    def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread, self.messages, self.options = thread, messages, options
         self.result = EmitResult()
-        self.records: list[JsonObject] = []
+        self.records: list[JsonObject] = []  # not yet written (see flush)
+        self.out: Any = None
+        self.last: str | None = None  # the timestamp of the last record written
         self.current: JsonObject | None = None  # the open gemini record
         self.calls: dict[str, JsonObject] = {}  # call id -> its toolCalls entry
 
@@ -202,6 +204,9 @@ class GeminiWriter:
 
     def tool_result(self, b: ToolResult, m: Message) -> None:
         entry = self.calls.get(b.call_id)
+        if entry is not None and entry.get("_written"):
+            self.count("tool result: its call was already written (answered, or waiting longer than HOLD records), dropped")
+            return
         if entry is None:
             self.count("tool result without its call: dropped")
             return
@@ -222,8 +227,34 @@ class GeminiWriter:
         if self.current is not None:
             self.current["_closed"] = True  # the next assistant message is the next response
 
+    HOLD = 5000  # records kept waiting for a tool result before they are written without it
+
+    def flush(self, end: bool = False) -> None:
+        """Write the records that can no longer change: up to the open response or the first
+        record whose tool calls still wait for a result (a result fills in its call's entry);
+        past ``HOLD`` waiting records the oldest are written as they are."""
+        n = 0
+        for rec in self.records:
+            if not end and len(self.records) - n <= self.HOLD and (
+                    rec is self.current or any("result" not in e for e in rec.get("toolCalls", ()))):
+                break
+            n += 1
+        for rec in self.records[:n]:
+            rec.pop("_closed", None)
+            for entry in rec.get("toolCalls", ()):
+                if self.calls.get(entry["id"]) is entry:
+                    self.calls[entry["id"]] = {"_written": True}
+            self.out.write(orjson.dumps(rec) + b"\n")
+            self.last = rec["timestamp"]
+        del self.records[:n]
+
     def emit(self, cwd: str, session_id: str) -> EmitResult:
+        start = self.thread.created_at
+        name = f"session-{_file_stamp(start)}-{session_id[:8]}.jsonl"
+        path = str(PurePath("tmp", slugify(PurePath(cwd).name), "chats", name))
+        self.out = self.result.files.open(path)
         for m in self.messages:
+            self.flush()
             if m.usage is not None and m.role == "system":
                 self.count("usage: of background helper calls, dropped (no place for it in Gemini CLI)")
                 continue
@@ -240,18 +271,13 @@ class GeminiWriter:
                         self.count(f"{type(b).__name__} in a tool message: dropped")
             else:
                 self.user(m)
-        for rec in self.records:
-            rec.pop("_closed", None)
-        start = self.thread.created_at
-        last = next((r["timestamp"] for r in reversed(self.records)), start)
+        self.flush(end=True)
+        last = self.last if self.last is not None else start
         header: JsonObject = {"sessionId": session_id, "projectHash": hashlib.sha256(cwd.encode()).hexdigest(),
                               "startTime": start, "lastUpdated": last, "kind": "main"}
         if self.thread.title:
             header["summary"] = self.thread.title
-        lines = [orjson.dumps(header)] + [orjson.dumps(r) for r in self.records]
-        name = f"session-{_file_stamp(start)}-{session_id[:8]}.jsonl"
-        path = str(PurePath("tmp", slugify(PurePath(cwd).name), "chats", name))
-        self.result.files[path] = b"\n".join(lines) + b"\n"
+        self.result.files.prepend(path, orjson.dumps(header) + b"\n")
         self.result.thread_id = session_id
         self.result.resume_hint = resume_hint(session_id, cwd)
         self.result.notes.append(f"filed under tmp/{slugify(PurePath(cwd).name)}: Gemini CLI finds it there unless "
@@ -259,7 +285,7 @@ class GeminiWriter:
         return self.result
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
                  options: EmitOptions = EmitOptions()) -> EmitResult:
     cwd = options.cwd or (thread.metadata or {}).get("cwd")
     if not isinstance(cwd, str) or not cwd:

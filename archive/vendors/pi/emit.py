@@ -20,14 +20,14 @@ dropped or changed is counted in ``EmitResult.counts`` under its reason:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, command
+from ..base import EmitOptions, EmitResult, MessageStream, command
 from .parse import NAME, _parse_ts
 
 SESSION_VERSION = 3
@@ -105,22 +105,24 @@ def _content_output(output: Any, attachments: list[Attachment]) -> tuple[list[Js
     return parts, changed
 
 
+def _model_of(m: Message) -> str | None:
+    model = (m.extra or {}).get("model")
+    return model if isinstance(model, str) else None
+
+
 class _Emitter:
-    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions) -> None:
+    def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread = thread
-        self.messages = messages
+        self.messages = MessageStream(messages)
         self.options = options
         self.result = EmitResult()
-        self.lines: list[bytes] = []
         meta = thread.metadata or {}
-        created = _parse_ts(thread.created_at) or next(
-            (t for t in (_parse_ts(m.ts) for m in messages) if t is not None), None)
+        created = _parse_ts(thread.created_at) or self.messages.first(lambda m: _parse_ts(m.ts))
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.clock = self.created
         self.id = options.session_id or pi_uuid(f"sesh-archive:pi:{thread.id}", self.created)
         self.cwd = str(options.cwd or meta.get("cwd") or "/")
-        model = options.model or meta.get("model") or next(
-            ((m.extra or {}).get("model") for m in messages if isinstance((m.extra or {}).get("model"), str)), None)
+        model = options.model or meta.get("model") or self.messages.first(_model_of)
         self.model = model if isinstance(model, str) else None
         provider = options.model_provider or meta.get("modelProvider")
         self.provider = provider if isinstance(provider, str) else None
@@ -131,6 +133,9 @@ class _Emitter:
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
 
+    def _write(self, line: bytes) -> None:
+        self.out.write(line + b"\n")
+
     def _when(self, ts: str | None) -> datetime:
         when = _parse_ts(ts)
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
@@ -140,7 +145,7 @@ class _Emitter:
         self.n += 1
         eid = hashlib.sha256(f"{self.id}:{self.n}".encode()).hexdigest()[:8]
         when = self._when(ts)
-        self.lines.append(orjson.dumps({"type": kind, "id": eid, "parentId": self.parent, "timestamp": _fmt_ts(when),
+        self._write(orjson.dumps({"type": kind, "id": eid, "parentId": self.parent, "timestamp": _fmt_ts(when),
                                         **fields}))
         self.parent = eid
 
@@ -150,16 +155,16 @@ class _Emitter:
         self.entry("message", ts, message={**message, "timestamp": int(when.timestamp() * 1000)})
 
     def emit(self) -> EmitResult:
+        self.out = self.result.files.open(self.path())
         header: JsonObject = {"type": "session", "version": SESSION_VERSION, "id": self.id,
                               "timestamp": _fmt_ts(self.created), "cwd": self.cwd}
-        self.lines.append(orjson.dumps(header))
+        self._write(orjson.dumps(header))
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
         if self.model:
             self.entry("model_change", None, provider=self.provider or "unknown", modelId=self.model)
         for m in self.messages:
             self.emit_message(m)
-        self.result.files[self.path()] = b"\n".join(self.lines) + b"\n"
         self.result.thread_id = self.id
         self.result.resume_hint = resume_hint(self.id, self.cwd)
         return self.result
@@ -276,7 +281,7 @@ class _Emitter:
         self.message(m.ts, msg)
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:
     """A pi session file for ``thread``'s messages; see the module docstring."""
     emitter = _Emitter(thread, messages, options)
     if children:

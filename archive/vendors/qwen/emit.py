@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import PurePath
+from typing import Any
 
 import orjson
 
@@ -57,11 +58,12 @@ def usage_metadata(m: Message) -> JsonObject | None:
 
 
 class QwenWriter:
-    def __init__(self, thread: Thread, messages: list[Message], options: EmitOptions, cwd: str, session_id: str) -> None:
+    def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions, cwd: str, session_id: str) -> None:
         self.thread, self.messages, self.options = thread, messages, options
         self.cwd, self.session_id = cwd, session_id
         self.result = EmitResult()
-        self.records: list[JsonObject] = []
+        self.records: list[JsonObject] = []  # not yet written: the open record and what follows it
+        self.out: Any = None
         self.parent: str | None = None
         self.open: JsonObject | None = None  # the assistant record being filled
         self.names: dict[str, str] = {}  # call id -> tool name
@@ -175,8 +177,24 @@ class QwenWriter:
         self.records.append(rec)
         self.count("helper call: usage written as ui_telemetry api_response")
 
+    def flush(self, end: bool = False) -> None:
+        """Write the records before the open one (only the open record still changes)."""
+        n = len(self.records)
+        if not end and self.open is not None:
+            n = next((i for i, r in enumerate(self.records) if r is self.open), n)
+        done = self.records[:n]
+        for r in done:
+            if r["type"] == "assistant" and not r["message"]["parts"]:
+                # only reasoning that was dropped: keep the record (its usage), with no parts
+                self.count("assistant response without representable content: written empty")
+            self.out.write(orjson.dumps(r) + b"\n")
+        del self.records[: len(done)]
+
     def emit(self) -> EmitResult:
+        path = str(PurePath("projects", project_slug(self.cwd), "chats", f"{self.session_id}.jsonl"))
+        self.out = self.result.files.open(path)
         for m in self.messages:
+            self.flush()
             if (m.extra or {}).get("helper") and m.usage is not None:
                 self.helper_call(m)
                 continue
@@ -193,17 +211,13 @@ class QwenWriter:
                         self.count(f"{type(b).__name__} in a tool message: dropped")
             else:
                 self.user(m)
-        empty = [r for r in self.records if r["type"] == "assistant" and not r["message"]["parts"]]
-        for r in empty:  # only reasoning that was dropped: keep the record (its usage), with no parts
-            self.count("assistant response without representable content: written empty")
-        path = str(PurePath("projects", project_slug(self.cwd), "chats", f"{self.session_id}.jsonl"))
-        self.result.files[path] = b"".join(orjson.dumps(r) + b"\n" for r in self.records)
+        self.flush(end=True)
         self.result.thread_id = self.session_id
         self.result.resume_hint = resume_hint(self.session_id, self.cwd)
         return self.result
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
                  options: EmitOptions = EmitOptions()) -> EmitResult:
     cwd = options.cwd or (thread.metadata or {}).get("cwd")
     if not isinstance(cwd, str) or not cwd:
