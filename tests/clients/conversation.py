@@ -106,6 +106,16 @@ def _data_url_type(url: Any) -> str | None:
 # ---------------------------------------------------------------- Anthropic Messages API
 
 
+# Claude Code 2.1.332 sends context that arrives while a tool runs (a background task's
+# notification) inside the tool result's text, after two newlines; its transcript keeps
+# that context as an attachment line of its own
+_TRAILING_REMINDERS = re.compile(r"(?:\n\n<system-reminder>.*?</system-reminder>)+$", re.S)
+
+
+def _strip_reminders(text: str) -> str:
+    return _TRAILING_REMINDERS.sub("", text)
+
+
 def from_anthropic(body: dict[str, Any]) -> Conversation:
     """The conversation in one Messages API request body (``messages``; ``system`` is context)."""
     out: Conversation = []
@@ -131,7 +141,7 @@ def _anthropic_block(role: str, b: dict[str, Any]) -> list[Turn]:
     if t == "tool_use":
         return [Turn("assistant", "tool_call", b.get("name"), b.get("input"))]
     if t == "tool_result":
-        return [Turn("tool", "tool_result", None, output_text(b.get("content")))]
+        return [Turn("tool", "tool_result", None, _strip_reminders(output_text(b.get("content"))))]
     if t == "image":
         return [Turn(role, "image", None, (b.get("source") or {}).get("media_type"))]
     return [Turn(role, "unknown", str(t), None)]
