@@ -114,7 +114,7 @@ class _ThreadWriter:
     def __init__(self, em: _SessionEmitter, thread: Thread, messages: list[Message], agent_id: str | None) -> None:
         self.em = em
         self.thread = thread
-        self.messages = messages
+        self.messages = model_order(messages)
         self.agent_id = agent_id
         self.lines: list[JsonObject] = []
         self.last_uuid: str | None = None
@@ -455,6 +455,34 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
         em.result.files[f"{sub}.jsonl"] = _jsonl(child_lines)
         em.result.files[f"{sub}.meta.json"] = orjson.dumps(meta_files[aid])
     return em.result
+
+
+def _is_context_attachment(m: Message) -> bool:
+    x = m.extra or {}
+    return m.role == "user" and bool(x.get("injected")) and isinstance(x.get("attachment"), str)
+
+
+def model_order(messages: list[Message]) -> list[Message]:
+    """Messages in the order the model read them. Claude Code (2.1.332) writes the context
+    attachments of a prompt (environment, date, listings: system-reminder texts) after the
+    prompt's line but sends them before the prompt; written after it, Claude joins them to
+    the prompt on resume and adds a newline at the seam of the prompt's text. So a run of
+    such attachments right after a typed prompt goes before it."""
+    out = list(messages)
+    i = 0
+    while i < len(out):
+        m = out[i]
+        x = m.extra or {}
+        if m.role == "user" and not x.get("injected") and not any(isinstance(b, ToolResult) for b in m.content):
+            j = i + 1
+            while j < len(out) and _is_context_attachment(out[j]):
+                j += 1
+            if j > i + 1:
+                out[i:j] = [*out[i + 1:j], m]
+                i = j
+                continue
+        i += 1
+    return out
 
 
 def _jsonl(lines: list[JsonObject]) -> bytes:
