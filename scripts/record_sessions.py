@@ -93,6 +93,7 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     session_id: str | None = None
     sessions: list[str] = []  # every session id the scenario made, in order
     t0 = time.time()
+    sc.write_files(cwd)
     with MOCKS[vendor](sc.script) as mock:
         for i, prompt in enumerate(sc.prompts):
             session_id = runner.run_step(vendor, exe, home, cwd, mock.url, prompt, sc.action(i), session_id,

@@ -87,6 +87,7 @@ def run_scenario(vendor: str, sc: Any, home: Path, cwd: Path, url: str) -> str:
     exe = client(vendor)
     session: str | None = None
     first: str | None = None
+    sc.write_files(cwd)
     for i, prompt in enumerate(sc.prompts):
         session = runner.run_step(vendor, exe, home, cwd, url, prompt, sc.action(i), session, first)
         first = first or session
@@ -464,9 +465,9 @@ _FORK = ("issue 17: a Claude Code --fork-session copy shares its history (same u
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
     # the archive check fails before the emit, so for every target (main listed Claude Code
     # and Codex only; Gemini CLI and Qwen Code failed there the same way)
-    **{("claude-code-2.1.197/fork", target): _FORK for target in VENDORS},
+    **{(f"claude-code-{v}/fork", target): _FORK for target in VENDORS for v in ("2.1.197", "2.1.332")},
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
-       for v in ("claude-code-2.1.197", "codex-0.171.0")},
+       for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
 }
 
 ROUND_TRIPS = [

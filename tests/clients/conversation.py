@@ -54,6 +54,9 @@ CONTEXT_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
     "<session_context>",
+    # a background task's result, written by the harness (Claude Code sends it inside a
+    # system-reminder; its transcript line starts with the tag itself)
+    "<task-notification>",
 )
 
 
@@ -141,7 +144,10 @@ def _anthropic_block(role: str, b: dict[str, Any]) -> list[Turn]:
     if t == "tool_use":
         return [Turn("assistant", "tool_call", b.get("name"), b.get("input"))]
     if t == "tool_result":
-        return [Turn("tool", "tool_result", None, _strip_reminders(output_text(b.get("content"))))]
+        content = b.get("content")
+        if isinstance(content, list):  # a reminder as a text part of its own (after an image)
+            content = [c for c in content if not (isinstance(c, dict) and c.get("type") == "text" and is_context(c.get("text", "")))]
+        return [Turn("tool", "tool_result", None, _strip_reminders(output_text(content)))]
     if t == "image":
         return [Turn(role, "image", None, (b.get("source") or {}).get("media_type"))]
     return [Turn(role, "unknown", str(t), None)]

@@ -40,6 +40,11 @@ class Scenario:
     # answer and on from there, in the same file, with pi's own SessionManager)
     actions: list[str] = field(default_factory=list)
 
+    def write_files(self, cwd: Path) -> None:
+        for rel, text in self.files.items():
+            (cwd / rel).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / rel).write_text(text)
+
     def action(self, i: int) -> str:
         return "new" if i == 0 else (self.actions[i - 1] if i - 1 < len(self.actions) else "resume")
 
@@ -106,6 +111,11 @@ def claude_scenarios(cwd: Path) -> list[Scenario]:
             ],
         }), "Agent with run_in_background (>=2.1.3xx): 'Async agent launched successfully', the result "
             "later as an attachment queued_command holding <task-notification> (min version 2.1.332)"),
+        Scenario("slash", "claude-code", ["/greet Ada"], _with_resume_check({
+            "[greet]": [[Text("Hello, Ada.")]],
+        }), "a custom slash command (.claude/commands/greet.md): the <command-message>/<command-name>/"
+            "<command-args> line, then the expanded prompt as an isMeta line",
+            files={".claude/commands/greet.md": "[greet] Greet the user named $ARGUMENTS.\n"}),
         Scenario("bigoutput", "claude-code", ["[bigoutput] Print many numbers."], _with_resume_check({
             "[bigoutput]": [
                 [Tool("Bash", {"command": "seq 1 20000", "description": "Print 20000 numbers"})],
