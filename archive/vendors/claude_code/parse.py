@@ -27,6 +27,24 @@ Field notes: ``formats/claude-code.md`` of the shared docs. Invariants of this m
   synthesized, a stray one becomes text); only reasoning with a Claude ``signature``
   becomes a thinking block. The project folder is the slug of ``cwd=`` if given, else of
   the thread's metadata cwd.
+* **What the model read is a message** (issue 18; docs/adding-a-vendor.md). An
+  ``attachment`` line (≥2.1.101) is a user message marked ``injected`` when the model read
+  it: 2.1.332 records the text it sent as ``rendered`` (system-reminders: environment,
+  model, date, listings, token budget; ``renderedBesideToolResult`` when it went inside a
+  tool result); older lines carry a ``queued_command`` prompt (a background agent's
+  ``<task-notification>``, ``commandMode`` "task-notification", or a prompt typed while
+  the agent was busy) or ``hook_additional_context``. ``prompt_snapshot`` and
+  ``session_context`` (no ``rendered``) stay skipped. 2.1.332 also writes
+  ``api-request`` (params) and ``api-request-shape`` (system prompt and tools, ~75 KB once
+  per shape): metadata; ``api-request-blob`` (a copy of one request message): duplicate;
+  ``atis-latch`` and ``tools-used``: skipped. The Agent tool runs in the background by
+  default in 2.1.332 ("Async agent launched successfully"); the result reaches the parent
+  as a ``queued_command`` attachment when the parent is busy, else as a ``<task-notification>``
+  user line.
+* **agent_progress** (2.1.9-~2.1.100) copies a subagent line (``data.message``, same
+  ``uuid``) into the trunk: it is projected into the child thread under that uuid, so it
+  is the same message as the subagent file's line when that file is archived (one message,
+  two occurrences) and the only copy when it is gone.
 * **Agent meta.json** names neither session nor agent: both come from the file's last
   path components (the same components that identify a snapshot source).
 """
