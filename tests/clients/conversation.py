@@ -145,8 +145,17 @@ def _anthropic_block(role: str, b: dict[str, Any]) -> list[Turn]:
         return [Turn("assistant", "tool_call", b.get("name"), b.get("input"))]
     if t == "tool_result":
         content = b.get("content")
-        if isinstance(content, list):  # a reminder as a text part of its own (after an image)
-            content = [c for c in content if not (isinstance(c, dict) and c.get("type") == "text" and is_context(c.get("text", "")))]
+        if isinstance(content, list):
+            # a reminder as a text part of its own; Claude (2.1.332) ends the text part before
+            # it with a newline at that seam
+            kept: list[Any] = []
+            for c in content:
+                if isinstance(c, dict) and c.get("type") == "text" and is_context(c.get("text", "")):
+                    if kept and isinstance(kept[-1], dict) and kept[-1].get("type") == "text" and kept[-1].get("text", "").endswith("\n"):
+                        kept[-1] = {**kept[-1], "text": kept[-1]["text"][:-1]}
+                    continue
+                kept.append(c)
+            content = kept
         return [Turn("tool", "tool_result", None, _strip_reminders(output_text(content)))]
     if t == "image":
         return [Turn(role, "image", None, (b.get("source") or {}).get("media_type"))]

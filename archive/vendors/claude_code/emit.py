@@ -465,23 +465,30 @@ def _is_context_attachment(m: Message) -> bool:
 def model_order(messages: list[Message]) -> list[Message]:
     """Messages in the order the model read them. Claude Code (2.1.332) writes the context
     attachments of a prompt (environment, date, listings: system-reminder texts) after the
-    prompt's line but sends them before the prompt; written after it, Claude joins them to
-    the prompt on resume and adds a newline at the seam of the prompt's text. So a run of
-    such attachments right after a typed prompt goes before it."""
+    prompt's lines (a typed prompt, or a slash command's tag line and its expanded isMeta
+    prompt) but sends them before the prompt; written after it, Claude joins them to the
+    prompt on resume and adds a newline at the seam of the prompt's text. So a run of such
+    attachments right after a prompt goes before the prompt's first line."""
+
+    def prompt_line(m: Message) -> bool:
+        return (m.role == "user" and not _is_context_attachment(m)
+                and not any(isinstance(b, ToolResult) for b in m.content))
+
     out = list(messages)
     i = 0
     while i < len(out):
-        m = out[i]
-        x = m.extra or {}
-        if m.role == "user" and not x.get("injected") and not any(isinstance(b, ToolResult) for b in m.content):
-            j = i + 1
-            while j < len(out) and _is_context_attachment(out[j]):
-                j += 1
-            if j > i + 1:
-                out[i:j] = [*out[i + 1:j], m]
-                i = j
-                continue
-        i += 1
+        if not (prompt_line(out[i]) and not (out[i].extra or {}).get("injected")):
+            i += 1
+            continue
+        k = i + 1
+        while k < len(out) and prompt_line(out[k]):
+            k += 1  # the prompt's other lines (an expanded slash command)
+        j = k
+        while j < len(out) and _is_context_attachment(out[j]):
+            j += 1
+        if j > k:
+            out[i:j] = [*out[k:j], *out[i:k]]
+        i = j if j > k else k
     return out
 
 
