@@ -646,7 +646,11 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
     if _str(m.get("cwd")):
         p.facts[f"{sid}:cwd"] = m["cwd"]
 
-    if p.thread is None:
+    stand_in = p.thread is not None and p.thread == "codex-" + stable_id(p.source.source_id, "thread")
+    if p.thread is None or (stand_in and p.seg == p.thread and p.thread not in p.last_msg):
+        # the first meta (or the first after lines that named no thread and projected no
+        # message, such as a leading turn_context): this file's own thread. A stand-in id
+        # depends on the source's identity, so it must not hold messages that have a name
         p.thread = p.seg = sid
         if meta.get("model"):
             p.model = str(meta["model"])
