@@ -380,3 +380,51 @@ def test_file_change_report_names_the_emitted_call(folder: Path, tmp_path: Path)
     assert out.counts.get("file_change: carried by its tool call") == 2, out.counts
     data = b"".join(out.files.values())
     assert data.count(b'"name":"Edit"') + data.count(b'"name":"Write"') == 2
+
+
+def test_claude_rule_for_older_attachment_shapes() -> None:
+    """Shapes from the format notes that the recordings lack: a queued prompt typed while
+    the agent was busy (the user's, a list of blocks or a string), a task notification
+    without commandMode, hook_additional_context; and bookkeeping attachments stay skipped."""
+    sid = "0f000000-0000-4000-8000-000000000001"
+
+    def att(uid: str, a: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "attachment", "uuid": uid, "parentUuid": None, "sessionId": sid, "timestamp": "2026-01-01T00:00:00Z", "attachment": a}
+
+    lines = [att("q1", {"type": "queued_command", "prompt": "also run the tests"}),
+             att("q2", {"type": "queued_command", "prompt": [{"type": "text", "text": "<task-notification>done</task-notification>"}]}),
+             att("q3", {"type": "hook_additional_context", "content": ["lint is clean"]}),
+             att("q4", {"type": "hook_success", "hookName": "SessionStart", "content": ""}),
+             att("q5", {"type": "prompt_snapshot", "systemPrompt": ["..."]})]
+    data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
+    rows = parse_bytes(CLAUDE, data, source_for(Path(f"/h/.claude/projects/-p/{sid}.jsonl"), "claude-code"))
+    msgs = {r.message.id: r.message for _, r in rows if isinstance(r, MessageRow)}
+    assert [b.text for b in msgs["q1"].content] == ["also run the tests"] and not (msgs["q1"].extra or {}).get("injected")
+    assert (msgs["q2"].extra or {}).get("injected") and (msgs["q3"].extra or {}).get("injected")
+    assert set(msgs) == {"q1", "q2", "q3"}
+    assert Counter(r.kind for _, r in rows if isinstance(r, Report)) == {SKIPPED: 2}
+
+
+CODEX_FILES = sorted((HERE / "fixtures" / "codex").glob("*.jsonl")) + sorted((HERE / "fixtures" / "codex" / "recorded").glob("*.jsonl")) \
+    + sorted((RECORDED / "codex-0.171.0").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CODEX_FILES, ids=lambda p: p.name[:60])
+def test_codex_rule_per_record_type(path: Path) -> None:
+    """Skipped Codex lines are token counters and G1 state records only; every user_message
+    event's text is in exactly one user message (from its item, or from the event)."""
+    lines = _lines(path)
+    rows = _parse(CODEX, path)
+    by_off = _by_offset(rows)
+    users = Counter(" ".join(b.text.split()) for _, r in rows if isinstance(r, MessageRow) and r.message.role == "user"
+                    for b in r.message.content if isinstance(b, Text))
+    for off, d in lines.items():
+        for r in by_off.get(off, []):
+            if isinstance(r, Report) and r.kind == SKIPPED:
+                p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
+                assert p.get("type") == "token_count" or "record_type" in d, (off, r)
+        p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
+        if d.get("type") == "event_msg" and p.get("type") == "user_message" and str(p.get("message") or "").strip():
+            text = " ".join(p["message"].split())
+            if not text.startswith("[trimmed"):
+                assert users[text] == 1, (off, text[:80])

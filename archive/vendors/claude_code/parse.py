@@ -605,7 +605,9 @@ class ClaudeCodeParser:
         self._links(d, tid, out)
         extra: JsonObject = {"attachment": atype}
         mode = _str(att.get("commandMode"))
-        typed = atype == "queued_command" and mode not in (None, "task-notification") and not rendered
+        # a prompt the user typed while the agent was busy (steering; no commandMode before
+        # ~2.1.1xx) is the user's; a task notification, or any text Claude rendered, is not
+        typed = atype == "queued_command" and mode != "task-notification" and not rendered
         text = _as_text(prompt) or ""
         if not typed or text.lstrip().startswith(INJECTED_PREFIXES):
             extra["injected"] = True  # the harness wrote it (a typed queued prompt is the user's)
