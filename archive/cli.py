@@ -197,7 +197,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
                 )  # fmt: skip
             finally:
                 progress.done()
-            summary.warnings.extend(coverage.drift_warnings(db, before))  # format drift, named by version
+            coverage.add_drift_warnings(summary, db, before)  # format drift, named by version
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
     if not paths and summary.files_seen == 0 and not quiet:

@@ -6,6 +6,9 @@ Invariants:
 
 * Nothing here names a vendor: providers and versions come from the rows (a version is
   what the adapter put in a thread's ``metadata.version``).
+* ``line_coverage`` costs about 3-5 µs of CPU per line read (measured: 20,419 lines of a
+  30 MB generated corpus in 0.06-0.09 s), so ``status`` stays a few seconds on a million
+  lines; no index was added for it (ingest pays for every index).
 * The warnings of a run look only at what that run wrote: report rows and source lines
   past the marks taken before it (rowids and ids only grow), so a run over an archive of
   millions of lines reads a handful of rows.
@@ -55,6 +58,17 @@ def mark(db: Any) -> tuple[int, int]:
     r = db.execute("SELECT coalesce(max(rowid), 0) FROM reports").fetchone()[0]
     line = db.execute("SELECT coalesce(max(id), 0) FROM source_lines").fetchone()[0]
     return int(r), int(line)
+
+
+def add_drift_warnings(summary: Any, db: Any, since: tuple[int, int]) -> None:
+    """Append a run's drift warnings to its summary. Ingest's own "<path>: no messages in
+    this source" says less than the warning here (version, record types) about the same
+    source: that one gives way."""
+    drift = drift_warnings(db, since)
+    named = {w.split(": ", 1)[1].split(" yields no messages", 1)[0] for w in drift if " yields no messages " in w}
+    summary.warnings[:] = [w for w in summary.warnings if not (w.endswith(": no messages in this source")
+                                                               and w[: -len(": no messages in this source")] in named)]
+    summary.warnings.extend(drift)
 
 
 def drift_warnings(db: Any, since: tuple[int, int]) -> list[str]:
