@@ -500,6 +500,9 @@ KNOWN_ISSUES: dict[tuple[str, str], str] = {
     # the archive check fails before the emit, so for every target (main listed Claude Code
     # and Codex only; Gemini CLI and Qwen Code failed there the same way)
     **{(f"claude-code-{v}/fork", target): _FORK for target in VENDORS for v in ("2.1.197", "2.1.332")},
+    **{(f"claude-code-{v}/slash", target): "Gemini CLI and Qwen Code send two consecutive user messages (a slash "
+       "command's tag line and its expanded prompt) as one text; the comparison has no rule for that join yet"
+       for v in ("2.1.197", "2.1.332") for target in ("gemini", "qwen")},
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
        for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
 }
