@@ -15,7 +15,7 @@ from typing import Any
 import click
 import orjson
 
-from . import __version__
+from . import __version__, coverage
 from .db import ArchiveError, default_db_path, open_db, private_dir
 from .emit import TARGETS
 from .ingest import IngestLocked, IngestOptions, ingest_lock, ingest_paths, rebuild, restore
@@ -189,6 +189,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
             db = open_db(db_path)
             if progress.enabled:
                 progress.start(*_prescan(list(paths), providers))
+            before = coverage.mark(db)
             try:
                 summary = ingest_paths(
                     db, list(paths) or None,
@@ -196,6 +197,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
                 )  # fmt: skip
             finally:
                 progress.done()
+            coverage.add_drift_warnings(summary, db, before)  # format drift, named by version
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
     if not paths and summary.files_seen == 0 and not quiet:
@@ -306,7 +308,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from .stats import archive_status
 
     db_path = _db_path(ctx)
-    info = archive_status(_open_read(ctx), db_path)
+    db = _open_read(ctx)
+    info = archive_status(db, db_path)
+    info["coverage"] = coverage.coverage_rows(db)  # per provider and client version
     if as_json:
         _echo_json(info)
         return
@@ -324,11 +328,23 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    f"{'rebuilt' if run['command'] == 'rebuild' else 'added'}")  # fmt: skip
     else:
         click.echo("last run: never")
+    _print_coverage(info["coverage"])
     gone = info["missing_sources"]
     if gone:
         click.echo(f"sources whose file is gone ({len(gone)}; their data stays in the archive):")
         for g in gone[:20]:
             click.echo(f"  {g['provider']}  {g['path']}")
+
+
+def _print_coverage(rows: list[dict[str, Any]]) -> None:
+    """Lines read per provider and client version, and their share by report kind."""
+    if not rows:
+        return
+    click.echo("coverage (lines read, share by kind):")
+    for r in rows:
+        kinds = ", ".join(f"{k} {v['share']:g}%" for k, v in r["kinds"].items())
+        flag = "  <- unknown lines: the adapter may need an update" if set(r["kinds"]) & set(coverage.PROBLEMS) else ""
+        click.echo(f"  {r['provider']} {r['client_version']}: {_plural(r['lines'], 'line')}: {kinds}{flag}")
 
 
 @cli.command()

@@ -697,3 +697,57 @@ def m050_25_push(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m030_18_coverage(db: Database) -> None:
+    """Coverage per vendor version (issue 18): how each line read was explained, by the
+    client version that wrote it, so format drift shows the night it happens.
+
+    ``line_coverage``: one row per line read. Its version is the last client version a
+    thread fact of the same source named at or before the line (the first one after it for
+    lines above any, ``?`` where the adapter names none). Its kind is the first that applies
+    of: a problem report (unknown, parse_error, invalid, refused, unexplained,
+    adapter_error), ``message`` (the line yields a message), duplicate, metadata, skipped,
+    warning, ``metadata`` again for a line that yields only thread facts or usage.
+    ``coverage``: lines and share (percent of the provider and version's lines) by kind."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE VIEW line_coverage AS
+        SELECT l.source_id, l.generation, l.offset, s.provider,
+               coalesce(
+                 (SELECT json_extract(f.fields, '$.metadata.version') FROM thread_facts f
+                   WHERE f.source_id = l.source_id AND f.generation = l.generation AND f.offset <= l.offset
+                     AND json_extract(f.fields, '$.metadata.version') IS NOT NULL
+                   ORDER BY f.offset DESC LIMIT 1),
+                 (SELECT json_extract(f.fields, '$.metadata.version') FROM thread_facts f
+                   WHERE f.source_id = l.source_id AND f.generation = l.generation
+                     AND json_extract(f.fields, '$.metadata.version') IS NOT NULL
+                   ORDER BY f.offset LIMIT 1),
+                 '?') AS client_version,
+               coalesce(
+                 (SELECT r.kind FROM reports r
+                   WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+                     AND r.kind IN ('unknown', 'parse_error', 'invalid', 'refused', 'unexplained', 'adapter_error')
+                   ORDER BY r.seq LIMIT 1),
+                 (SELECT 'message' FROM message_occurrences o
+                   WHERE o.source_id = l.source_id AND o.generation = l.generation AND o.offset = l.offset LIMIT 1),
+                 (SELECT r.kind FROM reports r
+                   WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+                   ORDER BY CASE r.kind WHEN 'duplicate' THEN 0 WHEN 'metadata' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END,
+                            r.seq LIMIT 1),
+                 'metadata') AS kind,
+               (SELECT r.reason FROM reports r
+                 WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+                 ORDER BY r.seq LIMIT 1) AS reason
+        FROM source_lines l JOIN sources s ON s.id = l.source_id;
+
+        CREATE VIEW coverage AS
+        SELECT provider, client_version, kind, count(*) AS lines,
+               round(100.0 * count(*) / sum(count(*)) OVER (PARTITION BY provider, client_version), 2) AS share
+        FROM line_coverage
+        GROUP BY provider, client_version, kind;
+        """
+        )
+    )

@@ -387,7 +387,9 @@ def test_built_system_records_and_bookkeeping() -> None:
         (SKIPPED, "system/turn_duration"): 1,
         (UNKNOWN, "system/brand_new_kind"): 1,
         (UNKNOWN, "system/brand_new_silent"): 1,
-        (DUPLICATE, "progress"): 1,
+        # an agent_progress line without a subagent message copies nothing: bookkeeping, not
+        # a duplicate (issue 18: duplicate only when a twin holds the same content)
+        (SKIPPED, "progress"): 1,
         (UNKNOWN, "some-future-record"): 1,
         (SKIPPED, "pr-link"): 1,
     }

@@ -87,6 +87,7 @@ def run_scenario(vendor: str, sc: Any, home: Path, cwd: Path, url: str) -> str:
     exe = client(vendor)
     session: str | None = None
     first: str | None = None
+    sc.write_files(cwd)
     for i, prompt in enumerate(sc.prompts):
         session = runner.run_step(vendor, exe, home, cwd, url, prompt, sc.action(i), session, first)
         first = first or session
@@ -100,6 +101,18 @@ def resent(vendor: str, conversation: conv.Conversation) -> conv.Conversation:
     if vendor == "gemini":
         return [t for t in conversation if t.kind != "reasoning"]
     return list(conversation)
+
+
+def seamless(c: conv.Conversation) -> conv.Conversation:
+    """Claude Code (2.1.197, 2.1.332) sends consecutive user messages as one, adding a newline
+    at the seam to the earlier text (a slash command's tag line and its expanded prompt are
+    two lines): compare such texts without that one newline."""
+    out = list(c)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if a.role == b.role == "user" and a.kind == b.kind == "text" and isinstance(a.value, str) and a.value.endswith("\n"):
+            out[i] = a._replace(value=a.value[:-1])
+    return out
 
 
 def as_sent_by(vendor: str, c: conv.Conversation) -> conv.Conversation:
@@ -250,10 +263,32 @@ def _latest(vendor: str) -> dict[str, Recording]:
 
 
 LIVE = [(v, name) for v in VENDORS for name in _latest(v)]
+_INSTALLED: dict[str, str] = {}
+
+
+def recording_for_installed(vendor: str, name: str) -> Recording:
+    """The recording of ``name`` made with the installed client's version when there is one
+    (a pinned older client, ``CLAUDE_CODE_VERSION=2.1.197``, is held to its own recordings),
+    else the newest; a scenario recorded only with newer clients is skipped."""
+    if vendor not in _INSTALLED:
+        _INSTALLED[vendor] = runner.client_version(client(vendor))
+    version = _INSTALLED[vendor]
+    recs = [r for r in recordings(vendor) if r.meta["scenario"] == name]
+    own = [r for r in recs if r.version == version]
+    if own:
+        return own[0]
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(p) if p.isdigit() else 0 for p in v.split("."))
+
+    if all(key(r.version) > key(version) for r in recs):
+        pytest.skip(f"{name}: recorded with {vendor} {', '.join(r.version for r in recs)} only; installed {version}")
+    return _latest(vendor)[name]
 
 
 @pytest.mark.parametrize("vendor,name", LIVE, ids=[f"{v}-{n}" for v, n in LIVE])
 def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: Path) -> None:
+    recorded_rec = recording_for_installed(vendor, name)
     home, cwd = dirs(tmp_path)
     sc = next(s for s in scenarios(vendor, cwd) if s.name == name)
     with mock_for(vendor, sc.script) as mock:
@@ -261,7 +296,7 @@ def test_live_scenario_has_the_recorded_shape(vendor: str, name: str, tmp_path: 
         last = mock.model_requests()[-1].body
         reply = mock.reply_for(last)[3]  # type: ignore[attr-defined]
     live = sent_conversation(vendor, last) + conv.reply_turns(reply)
-    recorded = _latest(vendor)[name].conversation
+    recorded = recorded_rec.conversation
     # Paths, timings and ids differ between runs; roles, kinds and tool names must not.
     shape = ("text", "reasoning", "tool_call", "tool_result", "image", "web_search")
     conv.assert_same(conv.project(recorded, shape, values=False), conv.project(live, shape, values=False))
@@ -464,9 +499,15 @@ _FORK = ("issue 17: a Claude Code --fork-session copy shares its history (same u
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
     # the archive check fails before the emit, so for every target (main listed Claude Code
     # and Codex only; Gemini CLI and Qwen Code failed there the same way)
-    **{("claude-code-2.1.197/fork", target): _FORK for target in VENDORS},
+    **{(f"claude-code-{v}/fork", target): _FORK for target in VENDORS for v in ("2.1.197", "2.1.332")},
+    **{(f"claude-code-{v}/slash", target): "Gemini CLI and Qwen Code send two consecutive user messages (a slash "
+       "command's tag line and its expanded prompt) as one text; the comparison has no rule for that join yet"
+       for v in ("2.1.197", "2.1.332") for target in ("gemini", "qwen")},
+    ("claude-code-2.1.332/agent", "qwen"): "the Qwen Code emit leaves out injected context, here the background "
+    "agent's <task-notification> (2.1.332 runs Agent in the background): the answers before and after it reach the "
+    "model as one assistant text",
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
-       for v in ("claude-code-2.1.197", "codex-0.171.0")},
+       for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
 }
 
 ROUND_TRIPS = [
@@ -482,15 +523,15 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
     client(target)
     thread, messages, children = archive_threads(rec, tmp_path)
     # the archive holds the conversation the client had sent
-    conv.assert_same(rec.conversation, as_sent_by(rec.vendor, conv.from_canonical(messages)))
+    conv.assert_same(seamless(rec.conversation), seamless(as_sent_by(rec.vendor, conv.from_canonical(messages))))
     home, cwd = dirs(tmp_path)
     resume_id, report = emit_into(target, thread.id, tmp_path / "archive.db", home, cwd)
     with mock_for(target, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
         run(target, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
         first = mock.model_requests()[0]
-    sent = sent_conversation(target, first.body)
-    expected = with_companions(rec, resent(target, rec.conversation), report["dropped_or_transformed"]) + [
-        conv.Turn("user", "text", None, RESUME_PROMPT)]
+    sent = seamless(sent_conversation(target, first.body))
+    expected = seamless(with_companions(rec, resent(target, rec.conversation), report["dropped_or_transformed"]) + [
+        conv.Turn("user", "text", None, RESUME_PROMPT)])
     if target == rec.vendor:
         conv.assert_same(as_sent_by(target, expected), sent)
     else:

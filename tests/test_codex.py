@@ -63,10 +63,12 @@ def line(ts: str, kind: str, payload: dict) -> bytes:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_event_views_never_copy_content(name: str) -> None:
     """user_message / agent_message / agent_reasoning / item_completed repeat response
-    items: each text appears in one message only, and no event line yields a message."""
+    items: each text appears in one message only, and an event line yields a message only
+    to project a user_message event that has no response_item twin (issue 18)."""
     data, rows = parse_fixture(name)
     kinds = {off: orjson.loads(ln).get("type") for off, ln in split_lines(data)}
-    assert not [off for off, r in rows if isinstance(r, MessageRow) and kinds[off] == "event_msg"]
+    from_events = [r.message for off, r in rows if isinstance(r, MessageRow) and kinds[off] == "event_msg"]
+    assert all((m.extra or {}).get("fromEvent") == "user_message" and m.role == "user" for m in from_events)
     texts = Counter(b.text for b in blocks(messages(rows), Text) if not b.text.startswith("[trimmed"))
     assert [t for t, n in texts.items() if n > 1] == []
 
@@ -205,11 +207,15 @@ def test_g3_coverage_file_is_read_leniently() -> None:
 
 def test_review_excerpt_imports() -> None:
     _, rows = parse_fixture(REVIEW)
-    assert messages(rows) == []  # the excerpt kept the event but not its response item
+    # the review prompt exists only as the event (no response item): it is the user message,
+    # projected when review mode starts (issue 18; it was a "duplicate" of nothing before)
+    (msg,) = messages(rows)
+    assert msg.role == "user" and [b.text for b in msg.content] == ["ls"] and msg.ts == "2026-01-04T12:01:36.936Z"
     facts = [r for _, r in rows if isinstance(r, ThreadFact)]
     assert facts[0].thread_id == "019b88e0-0b0f-7bb0-a9ba-5cc2d8dffde9"
     assert facts[1].fields == {"metadata": {"model": "gpt-5.2-codex"}}  # cwd unchanged
-    assert report_kinds(rows) == {("duplicate", "user_message"): 1, ("metadata", "entered_review_mode"): 1}
+    assert report_kinds(rows) == {("metadata", "user_message"): 1, ("warning", "user_message"): 1,
+                                  ("metadata", "entered_review_mode"): 1}
 
 
 # ---------------------------------------------------------------- invented lines

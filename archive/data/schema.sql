@@ -294,6 +294,11 @@ SELECT m.thread_id, m.id AS message_id, m.role, m.ts, m.turn_id, m.model, m.inje
        m.source_id AS seq_source, m.generation AS seq_generation, m.offset AS seq_offset,
        m.sub AS seq_sub
 FROM messages m JOIN blocks b ON b.message_id = m.id;
+CREATE VIEW coverage AS
+SELECT provider, client_version, kind, count(*) AS lines,
+       round(100.0 * count(*) / sum(count(*)) OVER (PARTITION BY provider, client_version), 2) AS share
+FROM line_coverage
+GROUP BY provider, client_version, kind;
 CREATE VIEW file_changes AS
 SELECT b.id AS block_id, m.thread_id, m.id AS message_id, m.ts, t.cwd AS project, b.path,
        coalesce(json_extract(b.extra, '$.kind'), json_extract(b.extra, '$.op')) AS kind,
@@ -313,6 +318,34 @@ CREATE VIEW files_changed AS
 SELECT project, path, count(*) AS changes, count(DISTINCT thread_id) AS threads,
        min(ts) AS first_ts, max(ts) AS last_ts
 FROM file_changes GROUP BY project, path;
+CREATE VIEW line_coverage AS
+SELECT l.source_id, l.generation, l.offset, s.provider,
+       coalesce(
+         (SELECT json_extract(f.fields, '$.metadata.version') FROM thread_facts f
+           WHERE f.source_id = l.source_id AND f.generation = l.generation AND f.offset <= l.offset
+             AND json_extract(f.fields, '$.metadata.version') IS NOT NULL
+           ORDER BY f.offset DESC LIMIT 1),
+         (SELECT json_extract(f.fields, '$.metadata.version') FROM thread_facts f
+           WHERE f.source_id = l.source_id AND f.generation = l.generation
+             AND json_extract(f.fields, '$.metadata.version') IS NOT NULL
+           ORDER BY f.offset LIMIT 1),
+         '?') AS client_version,
+       coalesce(
+         (SELECT r.kind FROM reports r
+           WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+             AND r.kind IN ('unknown', 'parse_error', 'invalid', 'refused', 'unexplained', 'adapter_error')
+           ORDER BY r.seq LIMIT 1),
+         (SELECT 'message' FROM message_occurrences o
+           WHERE o.source_id = l.source_id AND o.generation = l.generation AND o.offset = l.offset LIMIT 1),
+         (SELECT r.kind FROM reports r
+           WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+           ORDER BY CASE r.kind WHEN 'duplicate' THEN 0 WHEN 'metadata' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END,
+                    r.seq LIMIT 1),
+         'metadata') AS kind,
+       (SELECT r.reason FROM reports r
+         WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
+         ORDER BY r.seq LIMIT 1) AS reason
+FROM source_lines l JOIN sources s ON s.id = l.source_id;
 CREATE VIEW projects AS
 SELECT t.cwd AS project, count(*) AS threads,
        (SELECT count(*) FROM threads c WHERE c.parent_thread_id IS NOT NULL AND c.cwd IS t.cwd) AS child_threads,

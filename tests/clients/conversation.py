@@ -54,6 +54,9 @@ CONTEXT_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
     "<session_context>",
+    # a background task's result, written by the harness (Claude Code sends it inside a
+    # system-reminder; its transcript line starts with the tag itself)
+    "<task-notification>",
 )
 
 
@@ -106,6 +109,16 @@ def _data_url_type(url: Any) -> str | None:
 # ---------------------------------------------------------------- Anthropic Messages API
 
 
+# Claude Code 2.1.332 sends context that arrives while a tool runs (a background task's
+# notification) inside the tool result's text, after two newlines; its transcript keeps
+# that context as an attachment line of its own
+_TRAILING_REMINDERS = re.compile(r"(?:\n\n<system-reminder>.*?</system-reminder>)+$", re.S)
+
+
+def _strip_reminders(text: str) -> str:
+    return _TRAILING_REMINDERS.sub("", text)
+
+
 def from_anthropic(body: dict[str, Any]) -> Conversation:
     """The conversation in one Messages API request body (``messages``; ``system`` is context)."""
     out: Conversation = []
@@ -131,7 +144,19 @@ def _anthropic_block(role: str, b: dict[str, Any]) -> list[Turn]:
     if t == "tool_use":
         return [Turn("assistant", "tool_call", b.get("name"), b.get("input"))]
     if t == "tool_result":
-        return [Turn("tool", "tool_result", None, output_text(b.get("content")))]
+        content = b.get("content")
+        if isinstance(content, list):
+            # a reminder as a text part of its own; Claude (2.1.332) ends the text part before
+            # it with a newline at that seam
+            kept: list[Any] = []
+            for c in content:
+                if isinstance(c, dict) and c.get("type") == "text" and is_context(c.get("text", "")):
+                    if kept and isinstance(kept[-1], dict) and kept[-1].get("type") == "text" and kept[-1].get("text", "").endswith("\n"):
+                        kept[-1] = {**kept[-1], "text": kept[-1]["text"][:-1]}
+                    continue
+                kept.append(c)
+            content = kept
+        return [Turn("tool", "tool_result", None, _strip_reminders(output_text(content)))]
     if t == "image":
         return [Turn(role, "image", None, (b.get("source") or {}).get("media_type"))]
     return [Turn(role, "unknown", str(t), None)]

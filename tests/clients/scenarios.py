@@ -40,6 +40,11 @@ class Scenario:
     # answer and on from there, in the same file, with pi's own SessionManager)
     actions: list[str] = field(default_factory=list)
 
+    def write_files(self, cwd: Path) -> None:
+        for rel, text in self.files.items():
+            (cwd / rel).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / rel).write_text(text)
+
     def action(self, i: int) -> str:
         return "new" if i == 0 else (self.actions[i - 1] if i - 1 < len(self.actions) else "resume")
 
@@ -88,6 +93,29 @@ def claude_scenarios(cwd: Path) -> list[Scenario]:
                 [Text("1 2 3")],
             ],
         }), "Agent tool: subagents/agent-*.jsonl and agent-*.meta.json, the trunk tool_result"),
+        Scenario("bgagent", "claude-code", ["[bgagent] Ask a background helper to count."], _with_resume_check({
+            # the subagent's last text comes back inside the <task-notification> prompt, so
+            # its tag keys the parent's reply to the notification (checked first)
+            "[bg-done]": [[Text("The background helper reported 4 5 6.")]],
+            "[bgagent]": [
+                [Tool("Agent", {"description": "Count in the background", "prompt": "[bgsub] Count from four to six with echo.",
+                                "subagent_type": "general-purpose", "run_in_background": True})],
+                # busy while the helper runs: its notification arrives mid-turn, as an
+                # attachment queued_command on the next request (not a prompt of its own)
+                [Text("The helper is counting in the background."), Tool("Bash", {"command": "sleep 6", "description": "Wait"})],
+                [Text("Done waiting.")],
+            ],
+            "[bgsub]": [
+                [Tool("Bash", {"command": "echo 4 5 6", "description": "Count"})],
+                [Text("[bg-done] 4 5 6")],
+            ],
+        }), "Agent with run_in_background (>=2.1.3xx): 'Async agent launched successfully', the result "
+            "later as an attachment queued_command holding <task-notification> (min version 2.1.332)"),
+        Scenario("slash", "claude-code", ["/greet Ada"], _with_resume_check({
+            "[greet]": [[Text("Hello, Ada.")]],
+        }), "a custom slash command (.claude/commands/greet.md): the <command-message>/<command-name>/"
+            "<command-args> line, then the expanded prompt as an isMeta line",
+            files={".claude/commands/greet.md": "[greet] Greet the user named $ARGUMENTS.\n"}),
         Scenario("bigoutput", "claude-code", ["[bigoutput] Print many numbers."], _with_resume_check({
             "[bigoutput]": [
                 [Tool("Bash", {"command": "seq 1 20000", "description": "Print 20000 numbers"})],

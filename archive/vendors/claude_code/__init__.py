@@ -34,7 +34,9 @@ from .parse import ToolResultsFileParser, AGENT_FILE_RE, AGENT_META_RE, AgentMet
 class ClaudeCodeAdapter(Adapter):
     name = NAME
     emits = True
-    revision = 2  # 2: a thread's cwd is where it started (later ones: metadata.lastCwd)
+    # 2: a thread's cwd is where it started (later ones: metadata.lastCwd); 3: attachments
+    # the model read are messages, agent_progress fills the child thread (issue 18)
+    revision = 3
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
                   "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",

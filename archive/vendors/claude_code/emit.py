@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -118,7 +118,7 @@ class _ThreadWriter:
                  out: Any) -> None:  # fmt: skip
         self.em = em
         self.thread = thread
-        self.messages = MessageStream.of(messages)
+        self.messages = MessageStream.of(model_order(messages))
         self.agent_id = agent_id
         self.out = out
         self.lines: list[JsonObject] = []  # not yet written
@@ -482,5 +482,50 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
         _ThreadWriter(em, child, by_thread[child.id], aid, em.result.files.open(f"{sub}.jsonl")).write()
         em.result.files[f"{sub}.meta.json"] = orjson.dumps(meta_files[aid])
     return em.result
+
+
+def _is_context_attachment(m: Message) -> bool:
+    x = m.extra or {}
+    return m.role == "user" and bool(x.get("injected")) and isinstance(x.get("attachment"), str)
+
+
+def model_order(messages: Iterable[Message]) -> Iterator[Message]:
+    """Messages in the order the model read them. Claude Code (2.1.332) writes the context
+    attachments of a prompt (environment, date, listings: system-reminder texts) after the
+    prompt's lines (a typed prompt, or a slash command's tag line and its expanded isMeta
+    prompt) but sends them before the prompt; written after it, Claude joins them to the
+    prompt on resume and adds a newline at the seam of the prompt's text. So a run of such
+    attachments right after a prompt goes before the prompt's first line. Streams: only a
+    prompt's lines and its attachments are held."""
+
+    def prompt_line(m: Message) -> bool:
+        return (m.role == "user" and not _is_context_attachment(m)
+                and not any(isinstance(b, ToolResult) for b in m.content))
+
+    prompt: list[Message] = []  # a typed prompt and its other lines (an expanded slash command)
+    attached: list[Message] = []  # the context attachments written after them
+    for m in messages:
+        if attached:
+            if _is_context_attachment(m):
+                attached.append(m)
+                continue
+            yield from attached
+            yield from prompt
+            prompt, attached = [], []
+        elif prompt:
+            if prompt_line(m):
+                prompt.append(m)
+                continue
+            if _is_context_attachment(m):
+                attached.append(m)
+                continue
+            yield from prompt
+            prompt = []
+        if prompt_line(m) and not (m.extra or {}).get("injected"):
+            prompt = [m]
+            continue
+        yield m
+    yield from attached
+    yield from prompt
 
 

@@ -27,6 +27,24 @@ Field notes: ``formats/claude-code.md`` of the shared docs. Invariants of this m
   synthesized, a stray one becomes text); only reasoning with a Claude ``signature``
   becomes a thinking block. The project folder is the slug of ``cwd=`` if given, else of
   the thread's metadata cwd.
+* **What the model read is a message** (issue 18; docs/adding-a-vendor.md). An
+  ``attachment`` line (≥2.1.101) is a user message marked ``injected`` when the model read
+  it: 2.1.332 records the text it sent as ``rendered`` (system-reminders: environment,
+  model, date, listings, token budget; ``renderedBesideToolResult`` when it went inside a
+  tool result); older lines carry a ``queued_command`` prompt (a background agent's
+  ``<task-notification>``, ``commandMode`` "task-notification", or a prompt typed while
+  the agent was busy) or ``hook_additional_context``. ``prompt_snapshot`` and
+  ``session_context`` (no ``rendered``) stay skipped. 2.1.332 also writes
+  ``api-request`` (params) and ``api-request-shape`` (system prompt and tools, ~75 KB once
+  per shape): metadata; ``api-request-blob`` (a copy of one request message): duplicate;
+  ``atis-latch`` and ``tools-used``: skipped. The Agent tool runs in the background by
+  default in 2.1.332 ("Async agent launched successfully"); the result reaches the parent
+  as a ``queued_command`` attachment when the parent is busy, else as a ``<task-notification>``
+  user line.
+* **agent_progress** (2.1.9-~2.1.100) copies a subagent line (``data.message``, same
+  ``uuid``) into the trunk: it is projected into the child thread under that uuid, so it
+  is the same message as the subagent file's line when that file is archived (one message,
+  two occurrences) and the only copy when it is gone.
 * **Agent meta.json** names neither session nor agent: both come from the file's last
   path components (the same components that identify a snapshot source).
 """
@@ -116,6 +134,21 @@ SKIPPED_TYPES = (
     "saved_hook_context",
     "turn_end",
 )
+# Records ≥2.1.3xx writes about each API request (seen first in 2.1.332). None of them is
+# conversation: the model reads the request's messages, which the user/assistant/attachment
+# lines of the same file hold; these are the client's own bookkeeping of them.
+REQUEST_RECORDS: dict[str, tuple[str, str]] = {
+    # {id, querySource, shapeHash, params{model, betas, max_tokens, thinking, ...}, thread}
+    "api-request": (METADATA, "request parameters (model, betas, max_tokens, thinking)"),
+    # {shapeHash, shape{system, tools, ...}}: the system prompt and tool schemas, written
+    # once per shape; the request envelope is client configuration, not a message
+    "api-request-shape": (METADATA, "system prompt and tool schemas of the requests with this shapeHash"),
+    # {hash, message}: a content-addressed copy of one request message, written after the
+    # transcript lines (user, attachment) that hold the same content
+    "api-request-blob": (DUPLICATE, "copy of a request message held by this file's user/attachment lines"),
+    "atis-latch": (SKIPPED, "client state latch {atis}"),
+    "tools-used": (SKIPPED, "running list of the tool names used so far"),
+}
 SYSTEM_MESSAGE_SUBTYPES = {
     "compact_boundary",
     "microcompact_boundary",
@@ -537,6 +570,55 @@ class ClaudeCodeParser:
         yield from out
         yield Report(SKIPPED, str(d.get("type")), sub if isinstance(sub, str) else None)
 
+    def _request_record(self, d: JsonObject, offset: int) -> Iterator[Row]:
+        kind, why = REQUEST_RECORDS[str(d.get("type"))]
+        yield Report(kind, str(d.get("type")), why)
+
+    def _attachment(self, d: JsonObject, offset: int) -> Iterator[Row]:
+        """An attachment line (≥2.1.101) is a message when the model read it: ≥2.1.3xx
+        records what it sent as ``rendered`` (system-reminder texts placed in the next user
+        message, or beside a tool result: ``renderedBesideToolResult``); older lines name
+        it by type only, and of those a ``queued_command`` (a prompt queued while the agent
+        was busy, or a ``<task-notification>`` of a background task) and
+        ``hook_additional_context`` carry their text. The rest (prompt_snapshot,
+        session_context, and the old listings whose rendering is not recorded) stay
+        ``skipped``."""
+        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
+        atype = _str(att.get("type")) or "?"
+        uid = _str(d.get("uuid"))
+        rendered = d.get("rendered")
+        blocks: list[Block] = []
+        if isinstance(rendered, list):
+            blocks = [Text(text=r["content"]) for r in rendered if isinstance(r, dict) and isinstance(r.get("content"), str)]
+        prompt = att.get("prompt") if atype == "queued_command" else att.get("content") if atype == "hook_additional_context" else None
+        if not blocks and isinstance(prompt, str):
+            blocks = [Text(text=prompt)]
+        elif not blocks and isinstance(prompt, list):
+            for b in prompt:
+                blocks.extend([Text(text=b)] if isinstance(b, str) else _block(b))
+        if not blocks or uid is None:
+            yield from self._skipped(d, offset)
+            return
+        out: list[Row] = []
+        tid = self._thread(d, out)
+        self._facts(tid, d, out)
+        self._links(d, tid, out)
+        extra: JsonObject = {"attachment": atype}
+        mode = _str(att.get("commandMode"))
+        # a prompt the user typed while the agent was busy (steering; no commandMode before
+        # ~2.1.1xx) is the user's; a task notification, or any text Claude rendered, is not
+        typed = atype == "queued_command" and mode != "task-notification" and not rendered
+        text = _as_text(prompt) or ""
+        if not typed or text.lstrip().startswith(INJECTED_PREFIXES):
+            extra["injected"] = True  # the harness wrote it (a typed queued prompt is the user's)
+        if mode:
+            extra["commandMode"] = mode
+        for key in ("renderedRole", "renderedBesideToolResult"):
+            if key in d:
+                extra[key] = d[key]
+        yield from out
+        yield MessageRow(self._build(d, tid, uid, "user", blocks, extra))
+
     def _progress(self, d: JsonObject, offset: int) -> Iterator[Row]:
         out: list[Row] = []
         tid = self._thread(d, out)
@@ -545,9 +627,20 @@ class ClaudeCodeParser:
         yield from out
         data = d.get("data") if isinstance(d.get("data"), dict) else {}
         sub = data.get("type")
-        if sub == "agent_progress":
-            # repeats a subagent message that its own file (or sidechain) holds
-            yield Report(DUPLICATE, "progress", "agent_progress")
+        nested = data.get("message")
+        agent = _str(data.get("agentId"))
+        if sub == "agent_progress" and isinstance(nested, dict) and agent and nested.get("type") in ("user", "assistant"):
+            # A subagent message, as its own file has it (same uuid): projected into the
+            # child thread under that uuid. When the subagent's file is archived too, both
+            # lines are occurrences of one message (stored once); when it is gone, this
+            # is the only copy (2.1.9-~2.1.100).
+            rec = {**nested, "sessionId": self._session(d), "isSidechain": True, "agentId": agent}
+            keep = self.agent_file  # this is still the trunk's file
+            rows = list(self._message(rec, offset))
+            self.agent_file = keep
+            yield from rows
+        elif sub == "agent_progress":
+            yield Report(SKIPPED, "progress", "agent_progress without a subagent message")
         else:
             yield Report(SKIPPED, "progress", sub if isinstance(sub, str) else None)
 
@@ -802,6 +895,8 @@ HANDLERS: dict[str, Callable[[ClaudeCodeParser, JsonObject, int], Iterator[Row]]
     "custom-title": ClaudeCodeParser._title,
     "ai-title": ClaudeCodeParser._title,
     "permission-mode": ClaudeCodeParser._permission_mode,
+    "attachment": ClaudeCodeParser._attachment,
+    **{t: ClaudeCodeParser._request_record for t in REQUEST_RECORDS},
 }
 
 

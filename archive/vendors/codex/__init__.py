@@ -34,8 +34,9 @@ class CodexAdapter(Adapter):
     name = NAME
     emits = True
     # 2: usage in neutral buckets (cached input out of input_tokens); item ids as
-    # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd)
-    revision = 2
+    # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd);
+    # 3: a user_message event without its response_item is the user message (issue 18)
+    revision = 3
     env_vars = ("CODEX_HOME",)
     tool_kinds = {"shell": "shell", "shell_command": "shell", "local_shell": "shell", "exec_command": "shell",
                   "write_stdin": "shell", "unified_exec": "shell", "apply_patch": "edit", "view_image": "read",

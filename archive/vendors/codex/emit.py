@@ -274,7 +274,16 @@ class _Emitter:
         elif isinstance(b, FileChange):
             key = b.call_id or ""
             if key in changes:  # its tool call was not in this message (counted once per call id)
-                self.count("file_change: no tool call to carry it", len(changes.pop(key)))
+                if key in self.call_kinds:
+                    # Claude keeps the change beside the result; the Edit/Write call that made
+                    # it was written with an earlier message
+                    self.count("file_change: carried by its tool call", len(changes.pop(key)))
+                else:
+                    self.count("file_change: no tool call to carry it", len(changes.pop(key)))
+        elif isinstance(b, WebSearch) and b.call_id and b.call_id in self.call_kinds:
+            # a client-side search (Claude's WebSearch tool): its function call and output
+            # are written; a web_search_call as well would show the model every search twice
+            self.count("web_search: carried by its tool call")
         elif isinstance(b, WebSearch):
             action = {"type": "search", "query": b.query}
             self.line("response_item", {"type": "web_search_call", "status": "completed", "action": action}, m.ts)

@@ -16,6 +16,16 @@ Invariants (each is tested):
   (``user_message``, ``agent_message``, ``agent_reasoning``, ``item_completed``,
   ``*_end`` events) never produce messages: they become ``Report(DUPLICATE)``.
   One response item is one message; its blocks keep the item's order.
+* **Deduplication by content.** An ``event_msg`` ``user_message`` is a duplicate only
+  when a user ``response_item`` with the same text is its twin. The twin comes before the
+  event (0.3x-0.66) or after it (0.14x+ write the event first), so an event with no twin
+  before it is *held* (the event line reports ``metadata``, the held prompt is in the
+  parser state) until the prompt is settled: a matching user item arrives (the event was
+  a duplicate; the item line reports it) or a line shows the prompt has no item (the
+  model's first output item, a turn end or review-mode event, another prompt, a new
+  ``session_meta``). Then the prompt is projected from that later line as a user message
+  (a review subagent's prompt is known only from its event, 0.77). A file that ends while
+  a prompt is held projects it when the file grows.
 * **Injected context** (``<environment_context>``, ``<user_instructions>``, AGENTS.md,
   developer permission/skills text, G3 items whose provenance is ``harness``) is kept with
   ``extra["injected"] = True`` and never opens a turn. ``developer`` messages become
@@ -93,6 +103,7 @@ from ..base import (
     METADATA,
     PARSE_ERROR,
     SKIPPED,
+    WARNING,
     UNKNOWN,
     MessageRow,
     Report,
@@ -167,6 +178,32 @@ _PATCH_FILE_RE = re.compile(r"^\*\*\* (Add|Delete|Update) File: (.+)$")
 
 
 # ---------------------------------------------------------------- small helpers
+
+MAX_USER_ITEMS = 8
+# event_msg types after which a held user_message can no longer get its item
+_SETTLING_EVENTS = {"task_complete", "turn_complete", "turn_aborted", "entered_review_mode", "exited_review_mode",
+                    "agent_message", "agent_reasoning", "exec_command_begin", "exec_command_end", "patch_apply_end",
+                    "user_message"}
+
+
+def _prompt_hash(text: str) -> str:
+    return stable_id(" ".join(text.split()), length=16)
+
+
+def _settles_held(d: JsonObject) -> bool:
+    """Does this line show that the held user_message event has no response_item twin?
+    (The model answered, the turn ended, a new session starts.) A user_message event or a
+    user item settle it themselves."""
+    kind = d.get("type")
+    payload = d.get("payload") if isinstance(d.get("payload"), dict) else d
+    sub = payload.get("type") if isinstance(payload, dict) else None
+    if kind == "session_meta" or (kind is None and "id" in d and "timestamp" in d):
+        return True
+    if kind == "event_msg":
+        return sub in _SETTLING_EVENTS and sub != "user_message"
+    if kind == "response_item" or (kind != "event_msg" and "payload" not in d and isinstance(kind, str)):
+        return not (sub == "message" and payload.get("role") in ("user", "developer", "system"))
+    return False
 
 
 def _valid_ts(value: Any) -> str | None:
@@ -390,6 +427,9 @@ class CodexParser:
         self.last_msg: dict[str, str] = s.get("lastMsg", {})  # seg -> last message id
         self.last_assistant: dict[str, str] = s.get("lastAssistant", {})
         self.pending_images: list[str] = s.get("pendingImages", [])
+        # seg -> hashes of recent user items no event has matched yet (item-first order)
+        self.user_items: dict[str, list[str]] = s.get("userItems", {})
+        self.held: JsonObject | None = s.get("held")  # a user_message event without its item yet
         self.ts: str | None = None  # timestamp of the line being fed
 
     def state(self) -> JsonObject:
@@ -405,6 +445,8 @@ class CodexParser:
             "lastMsg": self.last_msg,
             "lastAssistant": self.last_assistant,
             "pendingImages": self.pending_images,
+            "userItems": self.user_items,
+            "held": self.held,
         }
 
     # -- identity
@@ -445,6 +487,8 @@ class CodexParser:
             yield from self._g0_document(d)
             return
         kind = d.get("type")
+        if self.held is not None and _settles_held(d):
+            yield from self.project_held()
         if "payload" in d and isinstance(kind, str) and "timestamp" in d:
             self.ts = _valid_ts(d.get("timestamp"))
             yield from self._end_replay_if_due(d.get("timestamp"))
@@ -532,6 +576,21 @@ class CodexParser:
             )
         )
 
+    def project_held(self) -> Iterator[Row]:
+        """The held user_message event had no response_item twin: it is the only copy of a
+        prompt the model read, so it becomes the user message (see the module docstring)."""
+        held, self.held = self.held, None
+        assert held is not None
+        seg, ts = self.seg, self.ts
+        self.seg, self.ts = held["seg"], held.get("ts")
+        extra: JsonObject = {"fromEvent": "user_message"}
+        if held.get("localImages"):
+            extra["localImages"] = held["localImages"]
+        payload = {"type": "user_message", "message": held["text"]}
+        yield from self.message(payload, "user", [Text(held["text"])], extra, opens_turn=True)
+        yield Report(WARNING, "user_message", "projected from its event: no response_item holds this prompt")
+        self.seg, self.ts = seg, ts
+
     def usage(self, key: str, usage: Usage) -> Row:
         seg = self._seg()
         return UsageRow(
@@ -587,7 +646,11 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
     if _str(m.get("cwd")):
         p.facts[f"{sid}:cwd"] = m["cwd"]
 
-    if p.thread is None:
+    stand_in = p.thread is not None and p.thread == "codex-" + stable_id(p.source.source_id, "thread")
+    if p.thread is None or (stand_in and p.seg == p.thread and p.thread not in p.last_msg):
+        # the first meta (or the first after lines that named no thread and projected no
+        # message, such as a leading turn_context): this file's own thread. A stand-in id
+        # depends on the source's identity, so it must not hold messages that have a name
         p.thread = p.seg = sid
         if meta.get("model"):
             p.model = str(meta["model"])
@@ -735,7 +798,21 @@ def _message_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     elif role == "user" and p.pending_images:
         extra["localImages"] = p.pending_images
         p.pending_images = []
+    twin: list[Row] = []
+    if role == "user" and not injected:
+        h = _prompt_hash("\n".join(texts))
+        held = p.held
+        if held is not None and held["seg"] == p._seg() and held["hash"] == h:
+            p.held = None
+            twin.append(Report(DUPLICATE, "user_message", "the held user_message event before this item repeats it"))
+        else:
+            if held is not None:
+                yield from p.project_held()  # another prompt: the held one had no item
+            recent = p.user_items.setdefault(p._seg(), [])
+            recent.append(h)
+            del recent[:-MAX_USER_ITEMS]
     yield from p.message(payload, role, blocks, extra, opens_turn=role == "user" and not injected)
+    yield from twin
 
 
 def _reasoning_item(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
@@ -898,7 +975,22 @@ def _user_message_event(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
         # G3 writes the event before the item: attach the paths to the coming message
         p.pending_images = [str(i) for i in images]
     detail = orjson.dumps({"local_images": images}).decode() if images else None
-    yield Report(DUPLICATE, "user_message", detail)
+    text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+    seg = p._seg()
+    h = _prompt_hash(text)
+    recent = p.user_items.get(seg, [])
+    if h in recent:
+        recent.remove(h)  # its twin item came first
+        yield Report(DUPLICATE, "user_message", detail)
+        return
+    if not text.strip():
+        yield Report(METADATA, "user_message", "no text" + (f"; {detail}" if detail else ""))
+        return
+    if p.held is not None:
+        yield from p.project_held()
+    p.held = {"seg": seg, "hash": h, "text": text, "ts": p.ts,
+              "localImages": [str(i) for i in images] if isinstance(images, list) and images else None}
+    yield Report(METADATA, "user_message", "held until its response_item (else projected from a later line)")
 
 
 def _token_count(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
