@@ -697,3 +697,31 @@ def m050_25_push(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m010_17_fork_lineage(db: Database) -> None:
+    """Forks (issue 17): a message copied into another session's file (Claude Code
+    ``--fork-session``) is stored once, but each copy belongs to the thread of its file.
+    ``message_occurrences.thread_id`` says which; the stored row is the copy of the thread
+    created first, whatever order the files arrive in, and ``thread_lineage`` holds what
+    follows from the copies: the thread a fork inherited its history from and the last
+    inherited message (derived rows, recomputed whenever a copy changes owner). An archive
+    made before this migration gets the copies' threads from their stored owner; ``rebuild``
+    re-derives both from the stored lines. Safe to run on a schema that already has them
+    (tests build archives of older releases with today's projection)."""
+    if "thread_id" not in db["message_occurrences"].columns_dict:
+        db.execute("ALTER TABLE message_occurrences ADD COLUMN thread_id TEXT")  # the thread of this copy
+        db.execute("UPDATE message_occurrences SET thread_id = (SELECT m.thread_id FROM messages m WHERE m.id = message_id)")
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE INDEX IF NOT EXISTS message_occurrences_thread ON message_occurrences(thread_id);
+        CREATE TABLE IF NOT EXISTS thread_lineage (
+            thread_id TEXT PRIMARY KEY,         -- a fork: its first messages are another thread's
+            parent_thread_id TEXT NOT NULL,     -- the thread owning the last inherited message
+            origin_message_id TEXT NOT NULL     -- the fork point: the last inherited message
+        );
+        """
+        )
+    )

@@ -69,7 +69,7 @@ CREATE TABLE message_occurrences (
     generation INTEGER NOT NULL,
     offset INTEGER NOT NULL,
     sub INTEGER NOT NULL,
-    message_id TEXT NOT NULL,
+    message_id TEXT NOT NULL, thread_id TEXT,
     PRIMARY KEY (source_id, generation, offset, sub)
 );
 CREATE TABLE messages (
@@ -157,6 +157,11 @@ CREATE TABLE thread_facts (
     fields TEXT NOT NULL,               -- JSON: partial thread, folded in key order
     PRIMARY KEY (source_id, generation, offset, sub)
 );
+CREATE TABLE thread_lineage (
+    thread_id TEXT PRIMARY KEY,         -- a fork: its first messages are another thread's
+    parent_thread_id TEXT NOT NULL,     -- the thread owning the last inherited message
+    origin_message_id TEXT NOT NULL     -- the fork point: the last inherited message
+);
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     provider TEXT,
@@ -207,6 +212,7 @@ CREATE INDEX blocks_type ON blocks(type);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX message_occurrences_message ON message_occurrences(message_id);
+CREATE INDEX message_occurrences_thread ON message_occurrences(thread_id);
 CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
 CREATE INDEX messages_ts ON messages(ts);
 CREATE INDEX reports_kind ON reports(kind, reason);

@@ -1,0 +1,107 @@
+"""Forks (issue 17), with the real clients' recordings: Claude Code ``--fork-session`` (a new
+file repeating the original's messages with the same uuids) and ``codex fork`` (a new
+rollout naming ``forked_from_id``, history not copied), each followed by the original
+resumed.
+
+* Ingest order changes nothing: every permutation of the files, one file per run, gives
+  the same tables (local source ids replaced by the sources' uids).
+* Each thread's view (``get_messages``) is the conversation its client sent to the mock at
+  its last turn: inherited history first, then its own.
+* Shared messages are stored once, and the fork knows its parent and fork point.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import orjson
+import pytest
+from clients import conversation as conv
+
+from archive.db import dump_tables, open_db
+from archive.ingest import IngestOptions, ingest_paths
+from archive.store import SqliteMessageStore
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded"
+FORKS = [RECORDED / "claude-code-2.1.197" / "fork", RECORDED / "codex-0.171.0" / "fork"]
+
+
+def scenario(folder: Path) -> dict:
+    return orjson.loads((folder / "scenario.json").read_bytes())
+
+
+def session_files(folder: Path) -> list[Path]:
+    return [folder / f for f in scenario(folder)["files"]]
+
+
+def ingest_in_order(db_path: Path, files: list[Path]):
+    db = open_db(db_path)
+    for f in files:  # one run per file: a nightly archive sees them arrive one by one
+        s = ingest_paths(db, [f], IngestOptions(idle_seconds=10**9))
+        assert s.failed == 0
+    return db
+
+
+def order_free_dump(db) -> dict:
+    """Every table, with each local source id (numbered in the order sources were first
+    read) replaced by the source's uid, and paths left out."""
+    uid = dict(db.execute("SELECT id, uid FROM sources").fetchall())
+    out = {}
+    for table, rows in dump_tables(db).items():
+        if table in ("source_paths",):
+            continue
+        cols = [c.name for c in db[table].columns] if table in db.table_names() else []
+        if table == "blocks":
+            cols = [c for c in cols if c != "id"]
+        if table == "sources":
+            rows = [(r[1], *r[2:5]) for r in rows]  # uid, provider, kind, generation
+        elif table == "source_lines":
+            rows = [(uid[r[0]], *r[1:]) for r in rows]
+        elif "source_id" in cols:
+            i = cols.index("source_id")
+            rows = [(*r[:i], uid.get(r[i], r[i]), *r[i + 1 :]) for r in rows]
+        out[table] = sorted(rows, key=repr)
+    return out
+
+
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+def test_ingest_order_changes_no_table(folder: Path, tmp_path: Path) -> None:
+    files = session_files(folder)
+    dumps = []
+    for i, order in enumerate(itertools.permutations(files)):
+        db = ingest_in_order(tmp_path / f"{i}.db", list(order))
+        dumps.append(order_free_dump(db))
+        db.conn.close()
+    assert len(dumps) == 2
+    for table in dumps[0]:
+        for d in dumps[1:]:
+            assert d[table] == dumps[0][table], table
+
+
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+@pytest.mark.parametrize("reverse", [False, True], ids=["files-in-order", "files-reversed"])
+def test_each_thread_reads_as_its_client_sent_it(folder: Path, reverse: bool, tmp_path: Path) -> None:
+    sc = scenario(folder)
+    files = session_files(folder)
+    db = ingest_in_order(tmp_path / "a.db", files[::-1] if reverse else files)
+    db.conn.close()
+    store = SqliteMessageStore(tmp_path / "a.db")
+    original, fork = sc["sessions"]
+    by_prompt = {k: conv.from_json(v) for k, v in sc["conversations_by_prompt"].items()}
+    # the original continued with [fork-c], the fork with [fork-b]: each thread's view is
+    # what its client sent with its last prompt, and the model's answer to it
+    for tid, prompt in ((original, "[fork-c]"), (fork, "[fork-b]")):
+        conv.assert_same(by_prompt[prompt], conv.from_canonical(store.get_messages(tid)))
+    t = store.get_thread(fork)
+    assert t is not None and t.parent_thread_id == original and (t.metadata or {}).get("forkedFrom") == original
+    trunk = store.get_messages(original)
+    assert t.origin_message_id in [m.id for m in trunk]
+    # paging works on the view too
+    view = store.get_messages(fork)
+    assert store.get_messages(fork, after_id=view[1].id, limit=2) == view[2:4]
+    # shared history stored once, in the original
+    conn = store.conn
+    assert conn.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (fork,)).fetchone()[0] == 2
+    # every response counted once, attributed to the thread it was first written in
+    assert conn.execute("SELECT count(*) FROM usage WHERE thread_id = ?", (fork,)).fetchone()[0] == 1
