@@ -32,7 +32,7 @@ from .companions import with_full_outputs
 from .db import ArchiveError
 from .ingest import plain_name, stored_file_bytes
 from .model import Message, Thread
-from .projection import inherited, load_messages, load_threads
+from .projection import fork_of, inherited, load_messages, load_threads
 from .queries import resolve_thread
 from .vendors import VENDORS
 from .vendors import get as get_adapter
@@ -146,10 +146,10 @@ def _companions(db: Database, provider: str, thread_id: str) -> list[tuple[int, 
 def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd: str | None) -> EmitOutcome | None:
     if target not in INSTALLABLE:
         return None  # canonical JSONL is always built from the model (a file may hold other threads)
-    sources = _thread_sources(db, thread_ids)
+    adapter = get_adapter(target)
+    sources = _thread_sources(db, thread_ids + (_fork_ancestors(db, thread) if adapter.fork_reads_parent_files else []))
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
-    adapter = get_adapter(target)
     own_cwd = (thread.metadata or {}).get("cwd")
     moved = cwd is not None and cwd != own_cwd
     if moved and not adapter.relocates():
@@ -170,15 +170,33 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
     return EmitOutcome(thread.id, target, True, files, notes=notes, resume_hint=hint, target_id=root)
 
 
+def _fork_ancestors(db: Database, thread: Thread) -> list[str]:
+    """The threads a fork inherits its history from, nearest first (``projection.fork_of``)."""
+    out: list[str] = []
+    fork = fork_of(thread)
+    while fork is not None and fork[0] not in out and fork[0] != thread.id:
+        out.append(fork[0])
+        found = load_threads(db.conn, "id = ?", (fork[0],))
+        fork = fork_of(found[0]) if found else None
+    return out
+
+
 def _root_thread(db: Database, thread: Thread) -> str:
-    """The session a child thread belongs to: its parents followed up to the top."""
+    """The session a child thread belongs to: its parents followed up to the top, or to a
+    fork (a session of its own)."""
+    if fork_of(thread) is not None:
+        return thread.id
     tid, parent, seen = thread.id, thread.parent_thread_id, set()
     while parent and parent not in seen:
         seen.add(parent)
-        row = db.execute("SELECT id, parent_thread_id FROM threads WHERE id = ?", (parent,)).fetchone()
+        row = db.execute(
+            "SELECT id, parent_thread_id, json_extract(metadata, '$.forkedFrom') IS parent_thread_id "
+            "AND origin_message_id IS NOT NULL FROM threads WHERE id = ?",
+            (parent,),
+        ).fetchone()
         if row is None:
             break
-        tid, parent = row[0], row[1]
+        tid, parent = row[0], (None if row[2] else row[1])
     return tid
 
 

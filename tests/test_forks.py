@@ -105,3 +105,25 @@ def test_each_thread_reads_as_its_client_sent_it(folder: Path, reverse: bool, tm
     assert conn.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (fork,)).fetchone()[0] == 2
     # every response counted once, attributed to the thread it was first written in
     assert conn.execute("SELECT count(*) FROM usage WHERE thread_id = ?", (fork,)).fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+def test_a_byte_exact_copy_of_a_fork_brings_what_its_client_reads(folder: Path, tmp_path: Path) -> None:
+    """A Codex fork reads its parent's rollout: the copy holds both, byte for byte. A Claude
+    Code fork file repeats the history: it stands alone, and the original's copy does not
+    take the fork's file along as a child."""
+    from archive.emit import emit_thread
+
+    sc = scenario(folder)
+    db = ingest_in_order(tmp_path / "a.db", session_files(folder))
+    original, fork = sc["sessions"]
+    by_name = {f.name: f.read_bytes() for f in session_files(folder)}
+    out = emit_thread(db, fork, sc["vendor"])
+    assert out.exact and out.target_id == fork
+    names = {Path(rel).name for rel in out.files}
+    wanted = set(by_name) if sc["vendor"] == "codex" else {f"{fork}.jsonl"}
+    assert names == wanted
+    for rel, data in out.files.items():
+        assert data == by_name[Path(rel).name]
+    out = emit_thread(db, original, sc["vendor"])
+    assert out.exact and {Path(rel).name for rel in out.files} == {n for n in by_name if original in n}

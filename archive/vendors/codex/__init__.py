@@ -37,6 +37,9 @@ class CodexAdapter(Adapter):
     # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd)
     revision = 2
     env_vars = ("CODEX_HOME",)
+    # 0.171 resumes a fork from its parent's rollout ("invalid paginated history lineage ...
+    # missing source rollout" without it)
+    fork_reads_parent_files = True
     tool_kinds = {"shell": "shell", "shell_command": "shell", "local_shell": "shell", "exec_command": "shell",
                   "write_stdin": "shell", "unified_exec": "shell", "apply_patch": "edit", "view_image": "read",
                   "read_file": "read", "list_dir": "search", "grep_files": "search", "tool_search": "search",
