@@ -972,3 +972,24 @@ def inherited_from(conn: sqlite3.Connection, thread_id: str) -> str | None:
         (thread_id,),
     ).fetchone()
     return row[0] if row else None
+
+
+def _own_ids(conn: sqlite3.Connection, thread_id: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
+        (thread_id,),
+    )]  # fmt: skip
+
+
+def inherited_ids(conn: sqlite3.Connection, thread_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The ids of ``inherited(conn, thread_id)``, in order, without loading the messages."""
+    row = conn.execute(
+        "SELECT parent_thread_id, origin_message_id FROM threads WHERE id = ? AND origin_message_id IS NOT NULL "
+        "AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
+        (thread_id,),
+    ).fetchone()
+    if row is None or row[0] in seen or row[0] == thread_id:
+        return []
+    parent, origin = row
+    before = inherited_ids(conn, parent, seen | {thread_id}) + _own_ids(conn, parent)
+    return before[: before.index(origin) + 1] if origin in before else []

@@ -48,7 +48,7 @@ from .companions import with_full_outputs
 from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
-from .projection import load_messages, load_threads, one_line
+from .projection import inherited_ids, load_messages, load_threads, one_line
 from .vendors import get as get_adapter
 
 MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
@@ -349,6 +349,10 @@ def _norm_sums() -> str:
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+# a thread continuing its parent's conversation (projection.fork_of), not a subagent
+_IS_FORK = "(t.origin_message_id IS NOT NULL AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id)"
+
+
 def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
             ids: Iterable[str] | None = None, top_level: bool = False, include_empty: bool = True,
             prices: PriceTable | None = None) -> list[dict[str, Any]]:  # fmt: skip
@@ -356,15 +360,16 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
 
     Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
     first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
-    cache_write_tokens, total_tokens`` (normalised tokens; ``label`` is the title or else
+    cache_write_tokens, total_tokens, forked_from, inherited_messages, inherited_tokens``
+    (normalised tokens, the thread's own; a fork's inherited history counted apart; ``label`` is the title or else
     the first typed user prompt, never harness markup). Time filters keep threads active
     in the window; ``ids`` keeps only those threads; ``top_level`` leaves out child threads
     (subagents: their parent's ``children`` counts them); ``include_empty=False`` leaves out
     threads without messages. With ``prices``, also ``cost_usd`` (None when no response is
     priced) and ``unpriced_models`` (models of the thread without a price)."""
     static, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
-    if top_level:
-        static.append("t.parent_thread_id IS NULL")
+    if top_level:  # a fork is a session of its own, listed with the others
+        static.append(f"(t.parent_thread_id IS NULL OR {_IS_FORK})")
     if ids is not None:
         static.append("t.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(ids)))
@@ -384,8 +389,8 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
                     FROM messages WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
              us AS (SELECT thread_id, {_norm_sums()} FROM usage_responses
                     WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
-             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads
-                    WHERE parent_thread_id IN (SELECT id FROM ids) GROUP BY parent_thread_id)
+             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads t
+                    WHERE parent_thread_id IN (SELECT id FROM ids) AND NOT {_IS_FORK} GROUP BY parent_thread_id)
         SELECT t.id, t.title, t.provider, coalesce(t.cwd, p.cwd) AS project, t.model, t.parent_thread_id,
                t.created_at, ms.first_ts, ms.last_ts, coalesce(ms.messages, 0) AS messages,
                coalesce(cs.children, 0) AS children,
@@ -407,13 +412,35 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
     labels = first_prompts(db.conn, (r["id"] for r in rows if not r["title"]))
     costs = _thread_costs(db, [r["id"] for r in rows], prices) if prices is not None else {}
     out = []
+    forks = _fork_rows(db, [r["id"] for r in rows])
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
+        r["forked_from"], r["inherited_messages"], r["inherited_tokens"] = forks.get(r["id"], (None, 0, 0))
         row = {k: r[k] for k in THREAD_KEYS}
         if prices is not None:
             row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))
         out.append(row)
+    return out
+
+
+def _fork_rows(db: Database, ids: list[str]) -> dict[str, tuple[str, int, int]]:
+    """For each fork among ``ids``: (parent, inherited messages, tokens of the inherited
+    responses). A response is counted in the thread it was first written in; a fork shows
+    what it inherited apart, never in its own totals."""
+    out = {}
+    for tid, parent in db.conn.execute(
+        "SELECT id, parent_thread_id FROM threads WHERE id IN (SELECT value FROM json_each(?)) "
+        "AND origin_message_id IS NOT NULL AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
+        (json.dumps(ids),),
+    ).fetchall():
+        got = inherited_ids(db.conn, tid)
+        tokens = db.conn.execute(
+            "SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0) "
+            "FROM usage_responses WHERE message_id IN (SELECT value FROM json_each(?)) AND thread_id != ?",
+            (json.dumps(got), tid),
+        ).fetchone()[0]
+        out[tid] = (parent, len(got), tokens)
     return out
 
 
@@ -453,7 +480,7 @@ def short_ids(db: Database, ids: Iterable[str], min_len: int = 8) -> dict[str, s
 THREAD_KEYS = (
     "id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at", "first_ts",
     "last_ts", "messages", "children", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "total_tokens",
+    "cache_write_tokens", "total_tokens", "forked_from", "inherited_messages", "inherited_tokens",
 )  # fmt: skip
 
 
@@ -501,7 +528,8 @@ class MessagePages:
 
     def __init__(self, db: Database, thread_id: str, page: int = 500) -> None:
         self.db, self.conn, self.page = db, db.conn, page
-        self.ids = [r[0] for r in self.conn.execute(
+        # the thread's view: a fork's inherited history first
+        self.ids = inherited_ids(self.conn, thread_id) + [r[0] for r in self.conn.execute(
             "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
             (thread_id,))]  # fmt: skip
 

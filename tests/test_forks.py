@@ -127,3 +127,32 @@ def test_a_byte_exact_copy_of_a_fork_brings_what_its_client_reads(folder: Path, 
         assert data == by_name[Path(rel).name]
     out = emit_thread(db, original, sc["vendor"])
     assert out.exact and {Path(rel).name for rel in out.files} == {n for n in by_name if original in n}
+
+
+def test_threads_and_show_give_the_lineage_and_count_inherited_tokens_apart(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from archive.cli import cli
+
+    sc = scenario(FORKS[0])
+    original, fork = sc["sessions"]
+    db = ingest_in_order(tmp_path / "a.db", session_files(FORKS[0]))
+    total = db.execute("SELECT sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) FROM usage").fetchone()[0]
+    db.conn.close()
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "threads", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    assert set(rows) == {original, fork}  # a fork is listed as a session of its own
+    assert rows[fork]["forked_from"] == original and rows[original]["forked_from"] is None
+    assert rows[fork]["inherited_messages"] == 4 and rows[fork]["messages"] == 2 and rows[original]["children"] == 0
+    # each response counted once, in the thread it was first written in; the fork's
+    # inherited responses shown apart
+    assert rows[fork]["total_tokens"] + rows[original]["total_tokens"] == total
+    assert 0 < rows[fork]["inherited_tokens"] < rows[original]["total_tokens"]
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "show", fork])
+    assert res.exit_code == 0, res.output
+    assert f"forked from: {original}" in res.stdout and "[fork-a] Run a command." in res.stdout
+    body = res.stdout.split("\n\n", 1)[1]  # after the header (its label is the fork's prompt)
+    assert body.index("[fork-a]") < body.index("[fork-b]")
