@@ -156,3 +156,22 @@ def test_threads_and_show_give_the_lineage_and_count_inherited_tokens_apart(tmp_
     assert f"forked from: {original}" in res.stdout and "[fork-a] Run a command." in res.stdout
     body = res.stdout.split("\n\n", 1)[1]  # after the header (its label is the fork's prompt)
     assert body.index("[fork-a]") < body.index("[fork-b]")
+
+
+def test_the_conversation_page_of_a_fork_starts_with_its_inherited_history(tmp_path: Path) -> None:
+    from archive.pricing import load_prices
+    from archive.web.conversation import load_page, locate, prompts
+
+    sc = scenario(FORKS[0])
+    original, fork = sc["sessions"]
+    db = ingest_in_order(tmp_path / "a.db", session_files(FORKS[0]))
+    page = load_page(db.conn, fork, 1, load_prices(), {})
+    assert page is not None and page["count"] == 6
+    texts = [b["text"] for m in page["messages"] for b in m["blocks"] if b["type"] == "text"]
+    assert texts[0] == "[fork-a] Run a command." and "[fork-b] Take another path." in texts
+    assert [m.get("inherited_from") for m in page["messages"]] == [original] * 4 + [None] * 2
+    small = load_page(db.conn, fork, 2, load_prices(), {}, page_size=3)  # a page across the fork point
+    assert small is not None and [m.get("inherited_from") for m in small["messages"]] == [original, None, None]
+    assert locate(db.conn, fork, message=page["messages"][0]["id"], page_size=3) == 1
+    assert locate(db.conn, fork, message=page["messages"][-1]["id"], page_size=3) == 2
+    assert [p["text"] for p in prompts(db.conn, fork)] == ["[fork-a] Run a command.", "[fork-b] Take another path."]
