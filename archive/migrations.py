@@ -725,3 +725,40 @@ def m010_17_fork_lineage(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m011_17_thread_summary_forks(db: Database) -> None:
+    """``thread_summary`` shows lineage (issue 17): ``forked_from`` is the thread a fork
+    continues (its inherited history is that thread's, up to ``origin_message_id``);
+    ``messages`` and ``tokens`` stay the thread's own, each response counted once, and
+    ``children`` counts subagents and sidechains, not forks (``forks`` counts those)."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        DROP VIEW thread_summary;
+        CREATE VIEW thread_summary AS
+        SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+               CASE WHEN t.origin_message_id IS NOT NULL
+                    AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+                    THEN t.parent_thread_id END AS forked_from,
+               t.created_at,
+               (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+               (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+               (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+               (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+                    AND m.role = 'user' AND m.injected = 0) AS user_turns,
+               -- "+b.type": walk the thread's messages, not every tool call in the archive
+               (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
+               (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                    + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
+                FROM usage u WHERE u.thread_id = t.id) AS tokens,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id)) AS children,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id) AS forks
+        FROM threads t;
+        """
+        )
+    )

@@ -140,6 +140,9 @@ def test_threads_and_show_give_the_lineage_and_count_inherited_tokens_apart(tmp_
     original, fork = sc["sessions"]
     db = ingest_in_order(tmp_path / "a.db", session_files(FORKS[0]))
     total = db.execute("SELECT sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) FROM usage").fetchone()[0]
+    summary = {r[0]: r[1:] for r in db.execute("SELECT id, forked_from, forks, children, messages, tokens FROM thread_summary")}
+    assert summary[fork][:4] == (original, 0, 0, 2) and summary[original][:3] == (None, 1, 0)
+    assert summary[fork][4] + summary[original][4] == total  # Datasette's view counts each response once too
     db.conn.close()
     res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "threads", "--json"])
     assert res.exit_code == 0, res.output

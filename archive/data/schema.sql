@@ -334,6 +334,9 @@ CREATE VIEW superseded_messages AS
     );
 CREATE VIEW thread_summary AS
 SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+       CASE WHEN t.origin_message_id IS NOT NULL
+            AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+            THEN t.parent_thread_id END AS forked_from,
        t.created_at,
        (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
        (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
@@ -346,7 +349,10 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
        (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
             + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
         FROM usage u WHERE u.thread_id = t.id) AS tokens,
-       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+            AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id)) AS children,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+            AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id) AS forks
 FROM threads t;
 CREATE VIEW thread_usage AS
 SELECT thread_id, count(*) AS responses, sum(input_tokens) AS input_tokens,
