@@ -178,3 +178,20 @@ def test_the_conversation_page_of_a_fork_starts_with_its_inherited_history(tmp_p
     assert locate(db.conn, fork, message=page["messages"][0]["id"], page_size=3) == 1
     assert locate(db.conn, fork, message=page["messages"][-1]["id"], page_size=3) == 2
     assert [p["text"] for p in prompts(db.conn, fork)] == ["[fork-a] Run a command.", "[fork-b] Take another path."]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+def test_the_team_store_gives_each_fork_its_whole_conversation(folder: Path, tmp_path: Path, pg_url: str) -> None:
+    from archive.push import push
+    from archive.store import PostgresMessageStore
+
+    sc = scenario(folder)
+    db = ingest_in_order(tmp_path / "a.db", session_files(folder)[::-1])
+    push(db, pg_url)
+    local, team = SqliteMessageStore(tmp_path / "a.db"), PostgresMessageStore(pg_url)
+    for tid in sc["sessions"]:
+        assert [m.id for m in team.get_messages(tid)] == [m.id for m in local.get_messages(tid)], tid
+    fork = sc["sessions"][1]
+    view = local.get_messages(fork)
+    assert [m.id for m in team.get_messages(fork, after_id=view[0].id, limit=3)] == [m.id for m in view[1:4]]
