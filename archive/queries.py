@@ -301,8 +301,9 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
     """Blocks matching an FTS5 ``query``, best match first (bm25).
 
     Each hit: ``thread_id, thread_title, provider, project, message_id, role, ts,
-    block_type, tool_name, snippet, matches`` (``matches``: ``[start, end)`` character
-    ranges of the highlighted terms in ``snippet``). A query FTS5 rejects raises
+    block_type, tool_name, snippet, matches, also_in`` (``matches``: ``[start, end)`` character
+    ranges of the highlighted terms in ``snippet``; ``also_in``: the forks whose conversation
+    holds the message too, inherited from ``thread_id``). A query FTS5 rejects raises
     ``QueryError``; with ``literal`` the words are quoted first and never rejected."""
     if not query.strip():
         raise QueryError("empty search query")
@@ -329,10 +330,30 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
             "prefix*, NEAR(a b); use --literal to search the words as typed"
         ) from None
     labels = first_prompts(db.conn, (h["thread_id"] for h in hits if not h["thread_title"]))
+    forks = _inheritors(db, {h["thread_id"] for h in hits})
     for h in hits:
         h["snippet"], h["matches"] = _split_snippet(h["snippet"] or "")
         h["thread_title"] = h["thread_title"] or labels.get(h["thread_id"])
+        h["also_in"] = sorted(f for f, ids in forks.get(h["thread_id"], {}).items() if h["message_id"] in ids)
     return hits
+
+
+def _inheritors(db: Database, thread_ids: set[str], cap: int = 200) -> dict[str, dict[str, set[str]]]:
+    """For each thread, its forks (and theirs) with the message ids each inherits: a hit in a
+    message stored once is also in the conversation of every fork that inherited it."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for tid in sorted(thread_ids):
+        frontier, found = [tid], {}
+        while frontier and len(found) < cap:
+            kids = [r[0] for r in db.conn.execute(
+                f"SELECT id FROM threads t WHERE parent_thread_id IN (SELECT value FROM json_each(?)) AND {_IS_FORK}",
+                (json.dumps(frontier),))]  # fmt: skip
+            frontier = [k for k in kids if k not in found and k != tid]
+            for k in frontier:
+                found[k] = set(inherited_ids(db.conn, k))
+        if found:
+            out[tid] = found
+    return out
 
 
 # ---------------------------------------------------------------- threads

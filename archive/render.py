@@ -424,6 +424,8 @@ def search_hits(hits: Iterable[dict[str, Any]], tz: str | None = None) -> Iterat
             + click.style(f"[{where}]  {one_line(h['thread_title'], 60)}", dim=True)
         )
         yield "    " + highlight(h["snippet"], h["matches"])
+        if h.get("also_in"):
+            yield click.style("    also in the forks " + ", ".join(h["also_in"]), dim=True)
 
 
 def human_count(n: int | None) -> str:

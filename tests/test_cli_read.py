@@ -97,7 +97,8 @@ def test_search_finds_words_in_the_right_thread(archive: Path) -> None:
     assert {h["thread_id"] for h in hits} == {T_171}
     h = hits[0]
     assert set(h) == {"thread_id", "thread_title", "provider", "project", "message_id", "role", "ts",
-                      "block_type", "tool_name", "snippet", "matches"}  # fmt: skip
+                      "block_type", "tool_name", "snippet", "matches", "also_in"}  # fmt: skip
+    assert h["also_in"] == []
     assert h["provider"] == "codex" and h["project"] == "/home/dev/hello-app"
     assert h["thread_title"] == "say hi and run echo"  # no vendor title: the first typed prompt
     # matches are [start, end) ranges of the highlighted terms inside the plain snippet

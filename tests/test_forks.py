@@ -154,6 +154,12 @@ def test_threads_and_show_give_the_lineage_and_count_inherited_tokens_apart(tmp_
     # inherited responses shown apart
     assert rows[fork]["total_tokens"] + rows[original]["total_tokens"] == total
     assert 0 < rows[fork]["inherited_tokens"] < rows[original]["total_tokens"]
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "search", "--json", "trunk"])
+    assert res.exit_code == 0, res.output
+    hits = json.loads(res.stdout)  # stored once, in the original; the fork's conversation has it too
+    assert hits and all(h["thread_id"] == original and h["also_in"] == [fork] for h in hits)
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "search", "--json", "forked path"])
+    assert [(h["thread_id"], h["also_in"]) for h in json.loads(res.stdout)] == [(fork, [])]
     res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "show", fork])
     assert res.exit_code == 0, res.output
     assert f"forked from: {original}" in res.stdout and "[fork-a] Run a command." in res.stdout
