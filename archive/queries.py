@@ -692,8 +692,11 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
         rows.sort(key=lambda g: (-g["total_tokens"], str(g["key"])))
     if by == "thread":
         labels = _labels(db, [r["key"] for r in rows if r["key"]])
+        forks = _fork_rows(db, [r["key"] for r in rows if r["key"]])
         for r in rows:
             r["label"] = labels.get(r["key"])
+            # a fork's rows are its own responses; what it inherited is counted in its parent
+            r["forked_from"], _, r["inherited_tokens"] = forks.get(r["key"], (None, 0, 0))
     return {
         "by": by,
         "tz": tz_name,
@@ -832,12 +835,13 @@ def _local_day(z: dt.tzinfo) -> Any:
 
 
 def _thread_family(db: Database, ref: str) -> list[str]:
-    """The thread ``ref`` names, then its child threads (subagents) and theirs."""
+    """The thread ``ref`` names, then its child threads (subagents) and theirs; not its forks
+    (sessions of their own, whose tokens are theirs)."""
     tid = resolve_thread(db, ref)
     out, todo = [tid], [tid]
     while todo:
         kids = [r[0] for r in db.conn.execute(
-            "SELECT id FROM threads WHERE parent_thread_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            f"SELECT id FROM threads t WHERE parent_thread_id IN (SELECT value FROM json_each(?)) AND NOT {_IS_FORK} ORDER BY id",
             (json.dumps(todo),))]  # fmt: skip
         kids = [k for k in kids if k not in out]
         out += kids

@@ -154,6 +154,14 @@ def test_threads_and_show_give_the_lineage_and_count_inherited_tokens_apart(tmp_
     # inherited responses shown apart
     assert rows[fork]["total_tokens"] + rows[original]["total_tokens"] == total
     assert 0 < rows[fork]["inherited_tokens"] < rows[original]["total_tokens"]
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "stats", "--by", "thread", "--json"])
+    assert res.exit_code == 0, res.output
+    stats = json.loads(res.stdout)
+    by_thread = {r["key"]: r for r in stats["rows"]}
+    assert stats["total"]["total_tokens"] == total == sum(r["total_tokens"] for r in stats["rows"])
+    assert by_thread[fork]["forked_from"] == original and by_thread[fork]["inherited_tokens"] == rows[fork]["inherited_tokens"]
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "stats", "--thread", original, "--json"])
+    assert json.loads(res.stdout)["total"]["total_tokens"] == rows[original]["total_tokens"]  # its forks are not its subagents
     res = CliRunner().invoke(cli, ["--db", str(tmp_path / "a.db"), "search", "--json", "trunk"])
     assert res.exit_code == 0, res.output
     hits = json.loads(res.stdout)  # stored once, in the original; the fork's conversation has it too
