@@ -206,6 +206,12 @@ def test_the_team_store_gives_each_fork_its_whole_conversation(folder: Path, tmp
     local, team = SqliteMessageStore(tmp_path / "a.db"), PostgresMessageStore(pg_url)
     for tid in sc["sessions"]:
         assert [m.id for m in team.get_messages(tid)] == [m.id for m in local.get_messages(tid)], tid
+    from archive import queries
+    from archive.pg import connect
+    from archive.pg import queries as team_queries
+
+    with connect(pg_url) as conn:  # the team's thread list gives the same lineage and counts
+        assert team_queries.threads(conn, limit=None, top_level=True) == queries.threads(db, limit=None, top_level=True)
     fork = sc["sessions"][1]
     view = local.get_messages(fork)
     assert [m.id for m in team.get_messages(fork, after_id=view[0].id, limit=3)] == [m.id for m in view[1:4]]
