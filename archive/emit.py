@@ -35,7 +35,7 @@ from .companions import with_full_outputs
 from .db import ArchiveError
 from .ingest import iter_stored_lines, plain_name
 from .model import Message, Thread
-from .projection import load_messages, load_threads
+from .projection import fork_of, inherited, load_messages, load_threads
 from .queries import MessagePages, resolve_thread
 from .vendors import VENDORS
 from .vendors import get as get_adapter
@@ -85,28 +85,20 @@ def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
 
 
 def with_lineage(db: Database, thread: Thread, own: list[Message], seen: frozenset[str] = frozenset()) -> list[Message]:
-    """A thread forked or branched from another (the adapter says so: ``metadata.forkedFrom``
-    names the parent; a subagent or sidechain child has its own conversation and does not)
-    continues its parent's conversation: the parent's messages up to the fork point
-    (``origin_message_id``, its own lineage first) come before the thread's own, so the
-    emitted session has the whole history the client had."""
-    parent_id, origin = thread.parent_thread_id, thread.origin_message_id
-    forked = (thread.metadata or {}).get("forkedFrom") == parent_id
-    if not parent_id or not origin or not forked or parent_id in seen:
-        return own
-    parent, parent_own = load_thread(db, parent_id)
-    before = with_lineage(db, parent, parent_own, seen | {thread.id})
-    ids = [m.id for m in before]
-    if origin not in ids:
-        return own
-    return before[: ids.index(origin) + 1] + own
+    """A thread forked or branched from another (``projection.fork_of``: the adapter or the
+    shared copies say so) continues its parent's conversation: the parent's messages up to
+    the fork point come before the thread's own, so the emitted session has the whole
+    history the client had. A subagent or sidechain child has its own conversation."""
+    return inherited(db.conn, thread.id, seen) + own
 
 
 def descendants(db: Database, thread_id: str) -> list[str]:
     out, frontier = [], [thread_id]
     while frontier:
+        # a fork is a session of its own (its client resumes it alone), not part of its parent's
         children = [r[0] for r in db.execute(
-            f"SELECT id FROM threads WHERE parent_thread_id IN ({', '.join('?' * len(frontier))}) ORDER BY created_at, id",
+            f"SELECT id FROM threads WHERE parent_thread_id IN ({', '.join('?' * len(frontier))}) "
+            "AND json_extract(metadata, '$.forkedFrom') IS NOT parent_thread_id ORDER BY created_at, id",
             frontier,
         )]  # fmt: skip
         children = [c for c in children if c not in out and c != thread_id]
@@ -125,8 +117,10 @@ def _root_name(provider: str, env: Mapping[str, str], home: Path) -> Path:
 def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
     marks = ", ".join("?" * len(thread_ids))
     ids = {r[0] for r in db.execute(
+        # the threads' own copies: not a fork's file that repeats their history
         f"SELECT DISTINCT o.source_id FROM message_occurrences o JOIN messages m ON m.id = o.message_id "
-        f"WHERE m.thread_id IN ({marks}) UNION SELECT DISTINCT source_id FROM thread_facts WHERE thread_id IN ({marks})",
+        f"WHERE m.thread_id IN ({marks}) AND o.thread_id IS m.thread_id "
+        f"UNION SELECT DISTINCT source_id FROM thread_facts WHERE thread_id IN ({marks})",
         thread_ids * 2,
     )}  # fmt: skip
     # the current generation's own path: a log's, not the .bak of an older generation
@@ -155,10 +149,10 @@ def _companions(db: Database, provider: str, thread_id: str) -> list[tuple[int, 
 def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd: str | None) -> EmitOutcome | None:
     if target not in INSTALLABLE:
         return None  # canonical JSONL is always built from the model (a file may hold other threads)
-    sources = _thread_sources(db, thread_ids)
+    adapter = get_adapter(target)
+    sources = _thread_sources(db, thread_ids + (_fork_ancestors(db, thread) if adapter.fork_reads_parent_files else []))
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
-    adapter = get_adapter(target)
     own_cwd = (thread.metadata or {}).get("cwd")
     moved = cwd is not None and cwd != own_cwd
     if moved and not adapter.relocates():
@@ -202,15 +196,33 @@ class _Messages:
         yield from self.own
 
 
+def _fork_ancestors(db: Database, thread: Thread) -> list[str]:
+    """The threads a fork inherits its history from, nearest first (``projection.fork_of``)."""
+    out: list[str] = []
+    fork = fork_of(thread)
+    while fork is not None and fork[0] not in out and fork[0] != thread.id:
+        out.append(fork[0])
+        found = load_threads(db.conn, "id = ?", (fork[0],))
+        fork = fork_of(found[0]) if found else None
+    return out
+
+
 def _root_thread(db: Database, thread: Thread) -> str:
-    """The session a child thread belongs to: its parents followed up to the top."""
+    """The session a child thread belongs to: its parents followed up to the top, or to a
+    fork (a session of its own)."""
+    if fork_of(thread) is not None:
+        return thread.id
     tid, parent, seen = thread.id, thread.parent_thread_id, set()
     while parent and parent not in seen:
         seen.add(parent)
-        row = db.execute("SELECT id, parent_thread_id FROM threads WHERE id = ?", (parent,)).fetchone()
+        row = db.execute(
+            "SELECT id, parent_thread_id, json_extract(metadata, '$.forkedFrom') IS parent_thread_id "
+            "AND origin_message_id IS NOT NULL FROM threads WHERE id = ?",
+            (parent,),
+        ).fetchone()
         if row is None:
             break
-        tid, parent = row[0], row[1]
+        tid, parent = row[0], (None if row[2] else row[1])
     return tid
 
 

@@ -1331,6 +1331,8 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
             for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
                 conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
+            # derived from the copies: found again while the lines are applied
+            conn.execute("DELETE FROM thread_lineage WHERE thread_id IN (SELECT value FROM json_each(?))", (dumps(sorted(threads)),))
             for sid, uid, prov, kind in sources:
                 adapter = get_adapter(prov)
                 gens = conn.execute(

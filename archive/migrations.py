@@ -700,6 +700,71 @@ def m050_25_push(db: Database) -> None:
 
 
 @migrations()
+def m010_17_fork_lineage(db: Database) -> None:
+    """Forks (issue 17): a message copied into another session's file (Claude Code
+    ``--fork-session``) is stored once, but each copy belongs to the thread of its file.
+    ``message_occurrences.thread_id`` says which; the stored row is the copy of the thread
+    created first, whatever order the files arrive in, and ``thread_lineage`` holds what
+    follows from the copies: the thread a fork inherited its history from and the last
+    inherited message (derived rows, recomputed whenever a copy changes owner). An archive
+    made before this migration gets the copies' threads from their stored owner; ``rebuild``
+    re-derives both from the stored lines. Safe to run on a schema that already has them
+    (tests build archives of older releases with today's projection)."""
+    if "thread_id" not in db["message_occurrences"].columns_dict:
+        db.execute("ALTER TABLE message_occurrences ADD COLUMN thread_id TEXT")  # the thread of this copy
+        db.execute("UPDATE message_occurrences SET thread_id = (SELECT m.thread_id FROM messages m WHERE m.id = message_id)")
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE INDEX IF NOT EXISTS message_occurrences_thread ON message_occurrences(thread_id);
+        CREATE TABLE IF NOT EXISTS thread_lineage (
+            thread_id TEXT PRIMARY KEY,         -- a fork: its first messages are another thread's
+            parent_thread_id TEXT NOT NULL,     -- the thread owning the last inherited message
+            origin_message_id TEXT NOT NULL     -- the fork point: the last inherited message
+        );
+        """
+        )
+    )
+
+
+@migrations()
+def m011_17_thread_summary_forks(db: Database) -> None:
+    """``thread_summary`` shows lineage (issue 17): ``forked_from`` is the thread a fork
+    continues (its inherited history is that thread's, up to ``origin_message_id``);
+    ``messages`` and ``tokens`` stay the thread's own, each response counted once, and
+    ``children`` counts subagents and sidechains, not forks (``forks`` counts those)."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        DROP VIEW thread_summary;
+        CREATE VIEW thread_summary AS
+        SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+               CASE WHEN t.origin_message_id IS NOT NULL
+                    AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+                    THEN t.parent_thread_id END AS forked_from,
+               t.created_at,
+               (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+               (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+               (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+               (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+                    AND m.role = 'user' AND m.injected = 0) AS user_turns,
+               -- "+b.type": walk the thread's messages, not every tool call in the archive
+               (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
+               (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                    + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
+                FROM usage u WHERE u.thread_id = t.id) AS tokens,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id)) AS children,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id) AS forks
+        FROM threads t;
+        """
+        )
+    )
+
+
+@migrations()
 def m030_18_coverage(db: Database) -> None:
     """Coverage per vendor version (issue 18): how each line read was explained, by the
     client version that wrote it, so format drift shows the night it happens.

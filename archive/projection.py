@@ -8,8 +8,14 @@ Invariants, each what makes ingest order irrelevant (incremental = whole = rebui
 * Every derived row is keyed by the line it came from: ``(source_id, generation, offset,
   sub)``. Applying the same line twice changes nothing.
 * A message is stored once per id. When several lines yield it (a resume copy, a later
-  generation), the occurrence with the smallest key owns the stored row, whatever order
-  the lines were applied in; every occurrence is recorded.
+  generation, a fork's copy of its parent's history), one occurrence owns the stored row,
+  whatever order the lines were applied in: the one of the thread created first (then
+  thread id), then the smallest ``(source uid, generation, offset, sub)``. Every
+  occurrence is recorded with the thread of its line.
+* A thread whose first messages are owned by another thread is a fork of it
+  (``thread_lineage``: parent and last inherited message), recomputed for every thread
+  holding a copy whenever a copy arrives in another thread; its view (``load_view``) is the
+  parent's view up to the fork point, then its own messages.
 * A usage row is one model response: the row from the largest key wins (the final
   snapshot of a split response).
 * A thread is the fold of its facts in key order; threads are re-folded after each batch.
@@ -445,7 +451,9 @@ _MSG_COLS = (
 )
 
 
-# One model response: the row of the latest line (largest key) wins.
+# One model response: the row of the latest line (largest key, the source's uid for its
+# local id, so that copies in several files give the same row whatever order they came in)
+# wins.
 _USAGE_UPSERT = """
     INSERT INTO usage (key, thread_id, message_id, provider, model, ts, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, extra,
@@ -460,8 +468,11 @@ _USAGE_UPSERT = """
         reasoning_tokens = excluded.reasoning_tokens, extra = excluded.extra,
         source_id = excluded.source_id, generation = excluded.generation,
         offset = excluded.offset
-    WHERE (excluded.source_id, excluded.generation, excluded.offset)
-        >= (usage.source_id, usage.generation, usage.offset)
+    WHERE excluded.source_id = usage.source_id AND (excluded.generation, excluded.offset)
+            >= (usage.generation, usage.offset)
+        OR excluded.source_id != usage.source_id
+            AND ((SELECT uid FROM sources WHERE id = excluded.source_id), excluded.generation, excluded.offset)
+            >= ((SELECT uid FROM sources WHERE id = usage.source_id), usage.generation, usage.offset)
 """
 
 
@@ -481,6 +492,9 @@ class Projector:
         self._usage: list[tuple[Any, ...]] = []
         self._owned: set[str] = set()  # messages (re)written in this flush: their usage follows them
         self._reports: list[tuple[Any, ...]] = []
+        self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
+        self._uids: dict[int, str] = {}
+        self._created: dict[str, str | None] = {}
 
     # -- rows of one line
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
@@ -534,36 +548,73 @@ class Projector:
         or, with ``revises``, over the version its own source stored before.
         ``line_backed``: extra keys to store as references to the line at ``key``; only for
         messages read from a vendor line (not the store's own)."""
-        self._occurrences.append((*key, msg.id))
+        self._occurrences.append((*key, msg.id, msg.thread_id))
         self.dirty_threads.add(msg.thread_id)
         self._messages.append((msg, key, line_backed if key[3] == 0 else (), revises))
 
+    def _uid(self, source_id: int) -> str:
+        uid = self._uids.get(source_id)
+        if uid is None:
+            row = self.conn.execute("SELECT uid FROM sources WHERE id = ?", (source_id,)).fetchone()
+            uid = self._uids[source_id] = row[0] if row else ""
+        return uid
+
+    def _created_at(self, thread_id: str) -> str | None:
+        """The thread's createdAt for ranking copies: folded now from its facts (written
+        before the messages), so the rank does not wait for the end of the batch."""
+        if thread_id not in self._created:
+            if thread_id in self.dirty_threads:
+                fold_thread(self.conn, thread_id)
+            row = self.conn.execute("SELECT created_at FROM threads WHERE id = ?", (thread_id,)).fetchone()
+            self._created[thread_id] = row[0] if row else None
+        return self._created[thread_id]
+
+    def _before(self, a: tuple[Key, str], b: tuple[Key, str]) -> bool:
+        """Whether occurrence ``a`` (key, thread) owns a message rather than ``b``: the thread
+        created first, then the smallest key with the source's uid for its local id (both
+        the same whatever order the sources were read in)."""
+        (ka, ta), (kb, tb) = a, b
+        if ta != tb:
+            ca, cb = self._created_at(ta), self._created_at(tb)
+            return (ca is None, ca or "", ta) < (cb is None, cb or "", tb)
+        if ka[0] != kb[0]:
+            return (self._uid(ka[0]), *ka[1:]) < (self._uid(kb[0]), *kb[1:])
+        return ka < kb
+
     def _write_messages(self) -> None:
-        """The queued messages, with one lookup and one ``executemany``: the smallest key
-        owns a message; a smaller key than the stored one replaces it, blocks included. A
-        revision (a later version from the owner's own source) replaces the content and keeps
-        the owner's key, so the message keeps its place in the thread."""
+        """The queued messages, with one lookup and one ``executemany``: the occurrence that
+        ranks first (``_before``) owns a message; one ranking before the stored one replaces
+        it, blocks included. A revision (a later version from the owner's own source and
+        thread) replaces the content and keeps the owner's key, so the message keeps its place."""
         queued, self._messages = self._messages, []
         conn = self.conn
-        owner: dict[str, Key] = {
-            r[0]: (r[1], r[2], r[3], r[4])
+        owner: dict[str, tuple[Key, str]] = {
+            r[0]: ((r[1], r[2], r[3], r[4]), r[5])
             for r in conn.execute(
-                "SELECT id, source_id, generation, offset, sub FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                "SELECT id, source_id, generation, offset, sub, thread_id FROM messages "
+                "WHERE id IN (SELECT value FROM json_each(?))",
                 (dumps(sorted({m.id for m, _k, _lb, _r in queued})),),
             )
         }
         stored = set(owner)
         rows: dict[str, tuple[Any, ...]] = {}
         blocks: dict[str, list[tuple[Any, ...]]] = {}
+        self._created = {}
         for msg, key, line_backed, revises in queued:
             held = owner.get(msg.id)
-            if held is not None and key >= held:
-                if not (revises and key[0] == held[0]):
-                    continue  # an earlier line owns it
-                # the new version in the first version's place; its fields stay inline,
-                # since the line at the kept key holds the old version
-                key, line_backed = held, ()
-            owner[msg.id] = key
+            if held is not None:
+                if revises and key[0] == held[0][0] and held[1] == msg.thread_id:
+                    # the new version in the first version's place; its fields stay inline,
+                    # since the line at the kept key holds the old version
+                    key, line_backed = held[0], ()
+                else:
+                    if held[1] != msg.thread_id:
+                        self._shared.add(msg.id)
+                    if not self._before((key, msg.thread_id), held):
+                        continue  # an occurrence ranking first owns it
+                    if held[1] != msg.thread_id:
+                        self.dirty_threads.add(held[1])
+            owner[msg.id] = (key, msg.thread_id)
             cols = message_columns(msg, line_backed)
             rows[msg.id] = (
                 cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
@@ -594,14 +645,20 @@ class Projector:
         with its own statement journal and trigger program; on a 100 MB corpus the insert
         phase took 9.3-10.1 s that way against 7.4-8.4 s through the temp table."""
         conn = self.conn
+        if self._facts:  # before the messages: ranking copies reads the threads' createdAt
+            conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
+            self._facts = []
         if self._messages:
             self._write_messages()
         if self._occurrences:
-            conn.executemany("INSERT OR IGNORE INTO message_occurrences VALUES (?, ?, ?, ?, ?)", self._occurrences)
+            conn.executemany(
+                "INSERT OR IGNORE INTO message_occurrences (source_id, generation, offset, sub, message_id, thread_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                self._occurrences,
+            )
             self._occurrences = []
-        if self._facts:
-            conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
-            self._facts = []
+        if self._shared:
+            self._resolve_lineage()
         if self._usage or self._owned:
             conn.executemany(_USAGE_UPSERT, self._usage)
             # a response's usage belongs to the thread that owns the message carrying it,
@@ -638,6 +695,21 @@ class Projector:
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
         self._owned = set()
         self._messages = []
+        self._shared = set()
+        self._created = {}
+
+    def _resolve_lineage(self) -> None:
+        """Recompute ``thread_lineage`` of every thread holding a copy of a message seen in
+        more than one thread, and queue those threads for folding."""
+        shared, self._shared = self._shared, set()
+        threads = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT thread_id FROM message_occurrences WHERE message_id IN (SELECT value FROM json_each(?)) "
+            "AND thread_id IS NOT NULL ORDER BY 1",
+            (dumps(sorted(shared)),),
+        )]  # fmt: skip
+        for tid in threads:
+            resolve_lineage(self.conn, tid)
+            self.dirty_threads.add(tid)
 
     # -- threads
     def refold(self) -> None:
@@ -686,6 +758,22 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
             provider = provider or first[1]
             if cols["created_at"] is None:
                 cols["created_at"] = first[0]
+    if cols["parent_thread_id"] is None:
+        fork = conn.execute(
+            "SELECT parent_thread_id, origin_message_id FROM thread_lineage WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        if fork is not None:
+            cols["parent_thread_id"], cols["origin_message_id"] = fork
+            metadata["forkedFrom"] = fork[0]
+    fork_end = metadata.get("forkedFromOffset")
+    if cols["origin_message_id"] is None and isinstance(fork_end, int) and metadata.get("forkedFrom") == cols["parent_thread_id"]:
+        # a fork that names where it leaves its parent's file (Codex 0.171): the parent's
+        # last message before that byte offset; resolved again when the parent arrives
+        found = conn.execute(
+            "SELECT id FROM messages WHERE thread_id = ? AND offset < ? ORDER BY offset DESC, sub DESC LIMIT 1",
+            (cols["parent_thread_id"], fork_end),
+        ).fetchone()
+        cols["origin_message_id"] = found[0] if found else None
     spawn_call = metadata.get("spawnCallId")
     if cols["origin_message_id"] is None and isinstance(spawn_call, str):
         # Claude Code's agent meta.json names the spawning tool call, not its message
@@ -711,6 +799,26 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
     )  # fmt: skip
 
 
+def resolve_lineage(conn: sqlite3.Connection, thread_id: str) -> None:
+    """A thread whose first messages (in its own files' order) are owned by other threads
+    forked from the owner of the last of them, at that message (Claude Code
+    ``--fork-session`` copies the history with the same uuids)."""
+    parent = origin = None
+    for message_id, owner in conn.execute(
+        "SELECT o.message_id, m.thread_id FROM message_occurrences o JOIN sources s ON s.id = o.source_id "
+        "JOIN messages m ON m.id = o.message_id WHERE o.thread_id = ? "
+        "ORDER BY s.uid, o.generation, o.offset, o.sub",
+        (thread_id,),
+    ):
+        if owner == thread_id:
+            break
+        parent, origin = owner, message_id
+    if parent is None:
+        conn.execute("DELETE FROM thread_lineage WHERE thread_id = ?", (thread_id,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO thread_lineage VALUES (?, ?, ?)", (thread_id, parent, origin))
+
+
 def index_text(conn: sqlite3.Connection) -> None:
     """Add the blocks written since the last call to the full-text index, in one statement.
 
@@ -728,12 +836,12 @@ def index_text(conn: sqlite3.Connection) -> None:
 
 
 def resolve_origins(conn: sqlite3.Connection) -> None:
-    """Re-fold child threads whose spawning message was not yet archived when they were
-    folded: run at the end of every ingest and rebuild, so the result does not depend on
+    """Re-fold child threads whose spawning message (or fork point) was not yet archived
+    when they were folded: run at the end of every ingest and rebuild, so the result does not depend on
     which file came first."""
     for (tid,) in conn.execute(
         "SELECT id FROM threads WHERE origin_message_id IS NULL "
-        "AND json_extract(metadata, '$.spawnCallId') IS NOT NULL"
+        "AND (json_extract(metadata, '$.spawnCallId') IS NOT NULL OR json_extract(metadata, '$.forkedFromOffset') IS NOT NULL)"
     ).fetchall():
         fold_thread(conn, tid)
 
@@ -830,3 +938,65 @@ def _read_back_line_fields(conn: sqlite3.Connection, rows: list[sqlite3.Row], me
                 msg.extra[k] = line[k]
         except (KeyError, TypeError, orjson.JSONDecodeError) as e:
             raise ValueError(f"message {msg.id}: cannot read {refs} back from its line {where}: {e}") from None
+
+
+def fork_of(thread: Thread) -> tuple[str, str] | None:
+    """(parent thread, fork point) when ``thread`` continues its parent's conversation: the
+    adapter or the copies say so (``metadata.forkedFrom`` names the parent). A subagent or
+    sidechain child has a parent too but a conversation of its own."""
+    parent, origin = thread.parent_thread_id, thread.origin_message_id
+    if parent and origin and (thread.metadata or {}).get("forkedFrom") == parent:
+        return parent, origin
+    return None
+
+
+def load_view(conn: sqlite3.Connection, thread_id: str) -> list[Message]:
+    """The conversation the thread's client sees: for a fork, its parent's view up to the
+    fork point (inclusive), then the thread's own messages; else its own messages."""
+    own = load_messages(conn, "m.thread_id = ?", (thread_id,))
+    return inherited(conn, thread_id) + own
+
+
+def inherited(conn: sqlite3.Connection, thread_id: str, seen: frozenset[str] = frozenset()) -> list[Message]:
+    """The messages a fork inherits (its ancestors' up to each fork point); [] otherwise."""
+    found = load_threads(conn, "id = ?", (thread_id,))
+    fork = fork_of(found[0]) if found else None
+    if fork is None or fork[0] in seen or fork[0] == thread_id:
+        return []
+    parent, origin = fork
+    before = inherited(conn, parent, seen | {thread_id}) + load_messages(conn, "m.thread_id = ?", (parent,))
+    ids = [m.id for m in before]
+    if origin not in ids:
+        return []
+    return before[: ids.index(origin) + 1]
+
+
+def inherited_from(conn: sqlite3.Connection, thread_id: str) -> str | None:
+    """The parent whose history the thread continues (a fork), else None; one lookup."""
+    row = conn.execute(
+        "SELECT parent_thread_id FROM threads WHERE id = ? AND origin_message_id IS NOT NULL "
+        "AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
+        (thread_id,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _own_ids(conn: sqlite3.Connection, thread_id: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
+        (thread_id,),
+    )]  # fmt: skip
+
+
+def inherited_ids(conn: sqlite3.Connection, thread_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The ids of ``inherited(conn, thread_id)``, in order, without loading the messages."""
+    row = conn.execute(
+        "SELECT parent_thread_id, origin_message_id FROM threads WHERE id = ? AND origin_message_id IS NOT NULL "
+        "AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
+        (thread_id,),
+    ).fetchone()
+    if row is None or row[0] in seen or row[0] == thread_id:
+        return []
+    parent, origin = row
+    before = inherited_ids(conn, parent, seen | {thread_id}) + _own_ids(conn, parent)
+    return before[: before.index(origin) + 1] if origin in before else []

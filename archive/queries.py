@@ -48,7 +48,7 @@ from .companions import with_full_outputs
 from .db import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
-from .projection import load_messages, load_threads, one_line
+from .projection import inherited_ids, load_messages, load_threads, one_line
 from .vendors import get as get_adapter
 
 MARK_START, MARK_END = "\x02", "\x03"  # snippet() markers; control characters never in indexed text
@@ -301,8 +301,9 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
     """Blocks matching an FTS5 ``query``, best match first (bm25).
 
     Each hit: ``thread_id, thread_title, provider, project, message_id, role, ts,
-    block_type, tool_name, snippet, matches`` (``matches``: ``[start, end)`` character
-    ranges of the highlighted terms in ``snippet``). A query FTS5 rejects raises
+    block_type, tool_name, snippet, matches, also_in`` (``matches``: ``[start, end)`` character
+    ranges of the highlighted terms in ``snippet``; ``also_in``: the forks whose conversation
+    holds the message too, inherited from ``thread_id``). A query FTS5 rejects raises
     ``QueryError``; with ``literal`` the words are quoted first and never rejected."""
     if not query.strip():
         raise QueryError("empty search query")
@@ -329,10 +330,30 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
             "prefix*, NEAR(a b); use --literal to search the words as typed"
         ) from None
     labels = first_prompts(db.conn, (h["thread_id"] for h in hits if not h["thread_title"]))
+    forks = _inheritors(db, {h["thread_id"] for h in hits})
     for h in hits:
         h["snippet"], h["matches"] = _split_snippet(h["snippet"] or "")
         h["thread_title"] = h["thread_title"] or labels.get(h["thread_id"])
+        h["also_in"] = sorted(f for f, ids in forks.get(h["thread_id"], {}).items() if h["message_id"] in ids)
     return hits
+
+
+def _inheritors(db: Database, thread_ids: set[str], cap: int = 200) -> dict[str, dict[str, set[str]]]:
+    """For each thread, its forks (and theirs) with the message ids each inherits: a hit in a
+    message stored once is also in the conversation of every fork that inherited it."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for tid in sorted(thread_ids):
+        frontier, found = [tid], {}
+        while frontier and len(found) < cap:
+            kids = [r[0] for r in db.conn.execute(
+                f"SELECT id FROM threads t WHERE parent_thread_id IN (SELECT value FROM json_each(?)) AND {_IS_FORK}",
+                (json.dumps(frontier),))]  # fmt: skip
+            frontier = [k for k in kids if k not in found and k != tid]
+            for k in frontier:
+                found[k] = set(inherited_ids(db.conn, k))
+        if found:
+            out[tid] = found
+    return out
 
 
 # ---------------------------------------------------------------- threads
@@ -349,6 +370,10 @@ def _norm_sums() -> str:
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+# a thread continuing its parent's conversation (projection.fork_of), not a subagent
+_IS_FORK = "(t.origin_message_id IS NOT NULL AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id)"
+
+
 def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
             ids: Iterable[str] | None = None, top_level: bool = False, include_empty: bool = True,
             prices: PriceTable | None = None) -> list[dict[str, Any]]:  # fmt: skip
@@ -356,15 +381,16 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
 
     Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
     first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
-    cache_write_tokens, total_tokens`` (normalised tokens; ``label`` is the title or else
+    cache_write_tokens, total_tokens, forked_from, inherited_messages, inherited_tokens``
+    (normalised tokens, the thread's own; a fork's inherited history counted apart; ``label`` is the title or else
     the first typed user prompt, never harness markup). Time filters keep threads active
     in the window; ``ids`` keeps only those threads; ``top_level`` leaves out child threads
     (subagents: their parent's ``children`` counts them); ``include_empty=False`` leaves out
     threads without messages. With ``prices``, also ``cost_usd`` (None when no response is
     priced) and ``unpriced_models`` (models of the thread without a price)."""
     static, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
-    if top_level:
-        static.append("t.parent_thread_id IS NULL")
+    if top_level:  # a fork is a session of its own, listed with the others
+        static.append(f"(t.parent_thread_id IS NULL OR {_IS_FORK})")
     if ids is not None:
         static.append("t.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(ids)))
@@ -384,8 +410,8 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
                     FROM messages WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
              us AS (SELECT thread_id, {_norm_sums()} FROM usage_responses
                     WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
-             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads
-                    WHERE parent_thread_id IN (SELECT id FROM ids) GROUP BY parent_thread_id)
+             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads t
+                    WHERE parent_thread_id IN (SELECT id FROM ids) AND NOT {_IS_FORK} GROUP BY parent_thread_id)
         SELECT t.id, t.title, t.provider, coalesce(t.cwd, p.cwd) AS project, t.model, t.parent_thread_id,
                t.created_at, ms.first_ts, ms.last_ts, coalesce(ms.messages, 0) AS messages,
                coalesce(cs.children, 0) AS children,
@@ -407,13 +433,35 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
     labels = first_prompts(db.conn, (r["id"] for r in rows if not r["title"]))
     costs = _thread_costs(db, [r["id"] for r in rows], prices) if prices is not None else {}
     out = []
+    forks = _fork_rows(db, [r["id"] for r in rows])
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
+        r["forked_from"], r["inherited_messages"], r["inherited_tokens"] = forks.get(r["id"], (None, 0, 0))
         row = {k: r[k] for k in THREAD_KEYS}
         if prices is not None:
             row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))
         out.append(row)
+    return out
+
+
+def _fork_rows(db: Database, ids: list[str]) -> dict[str, tuple[str, int, int]]:
+    """For each fork among ``ids``: (parent, inherited messages, tokens of the inherited
+    responses). A response is counted in the thread it was first written in; a fork shows
+    what it inherited apart, never in its own totals."""
+    out = {}
+    for tid, parent in db.conn.execute(
+        "SELECT id, parent_thread_id FROM threads WHERE id IN (SELECT value FROM json_each(?)) "
+        "AND origin_message_id IS NOT NULL AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
+        (json.dumps(ids),),
+    ).fetchall():
+        got = inherited_ids(db.conn, tid)
+        tokens = db.conn.execute(
+            "SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0) "
+            "FROM usage_responses WHERE message_id IN (SELECT value FROM json_each(?)) AND thread_id != ?",
+            (json.dumps(got), tid),
+        ).fetchone()[0]
+        out[tid] = (parent, len(got), tokens)
     return out
 
 
@@ -453,7 +501,7 @@ def short_ids(db: Database, ids: Iterable[str], min_len: int = 8) -> dict[str, s
 THREAD_KEYS = (
     "id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at", "first_ts",
     "last_ts", "messages", "children", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "total_tokens",
+    "cache_write_tokens", "total_tokens", "forked_from", "inherited_messages", "inherited_tokens",
 )  # fmt: skip
 
 
@@ -501,7 +549,8 @@ class MessagePages:
 
     def __init__(self, db: Database, thread_id: str, page: int = 500) -> None:
         self.db, self.conn, self.page = db, db.conn, page
-        self.ids = [r[0] for r in self.conn.execute(
+        # the thread's view: a fork's inherited history first
+        self.ids = inherited_ids(self.conn, thread_id) + [r[0] for r in self.conn.execute(
             "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
             (thread_id,))]  # fmt: skip
         self.replaced: dict[int, int] = {}  # page start -> tool outputs read in full from companions
@@ -644,8 +693,11 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
         rows.sort(key=lambda g: (-g["total_tokens"], str(g["key"])))
     if by == "thread":
         labels = _labels(db, [r["key"] for r in rows if r["key"]])
+        forks = _fork_rows(db, [r["key"] for r in rows if r["key"]])
         for r in rows:
             r["label"] = labels.get(r["key"])
+            # a fork's rows are its own responses; what it inherited is counted in its parent
+            r["forked_from"], _, r["inherited_tokens"] = forks.get(r["key"], (None, 0, 0))
     return {
         "by": by,
         "tz": tz_name,
@@ -784,12 +836,13 @@ def _local_day(z: dt.tzinfo) -> Any:
 
 
 def _thread_family(db: Database, ref: str) -> list[str]:
-    """The thread ``ref`` names, then its child threads (subagents) and theirs."""
+    """The thread ``ref`` names, then its child threads (subagents) and theirs; not its forks
+    (sessions of their own, whose tokens are theirs)."""
     tid = resolve_thread(db, ref)
     out, todo = [tid], [tid]
     while todo:
         kids = [r[0] for r in db.conn.execute(
-            "SELECT id FROM threads WHERE parent_thread_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            f"SELECT id FROM threads t WHERE parent_thread_id IN (SELECT value FROM json_each(?)) AND NOT {_IS_FORK} ORDER BY id",
             (json.dumps(todo),))]  # fmt: skip
         kids = [k for k in kids if k not in out]
         out += kids

@@ -247,11 +247,16 @@ def _header_lines(view: ThreadView, tz: str | None = None) -> list[str]:
     s = view.summary
     out = [click.style(s["label"] or "(untitled)", bold=True)]
     zone = f" ({tz})" if tz else ""
+    fork = s.get("forked_from")
+    inherited = (f"{s['inherited_messages']:,} messages, {s['inherited_tokens']:,} tokens (counted in {fork})"
+                 if fork else None)  # fmt: skip
     facts = [("id", s["id"]), ("provider", s["provider"]), ("project", s["project"]), ("model", s["model"]),
-             ("parent", s["parent_thread_id"]), ("origin", view.thread.origin_message_id),
+             ("forked from", f"{fork} at {view.thread.origin_message_id}" if fork else None), ("inherited", inherited),
+             ("parent", None if fork else s["parent_thread_id"]), ("origin", None if fork else view.thread.origin_message_id),
              ("started", local_time(s["first_ts"] or s["created_at"], tz) + zone),
              ("last", local_time(s["last_ts"], tz) + zone if s["last_ts"] else None),
-             ("messages", f"{s['messages']:,}"), ("tokens", f"{s['total_tokens']:,}")]  # fmt: skip
+             ("messages", f"{s['messages']:,}" + (" own" if fork else "")),
+             ("tokens", f"{s['total_tokens']:,}" + (" own" if fork else ""))]  # fmt: skip
     out += [click.style(f"{k}: ", dim=True) + str(v) for k, v in facts if v not in (None, "", zone)]
     return out
 
@@ -261,8 +266,9 @@ def _children_lines(view: ThreadView, md: bool = False) -> list[str]:
         return []
     out = ["", (f"## Child threads ({len(view.children)})" if md else click.style(f"child threads ({len(view.children)}):", bold=True))]
     for c in view.children:
-        line = f"{c['id']}  {c['messages']} messages  {one_line(c['label'], 70)}"
-        out.append(f"- `{c['id']}` {c['messages']} messages {one_line(c['label'], 70)}" if md else "  " + line)
+        fork = "fork, " if c.get("forked_from") == view.thread.id else ""
+        line = f"{c['id']}  {fork}{c['messages']} messages  {one_line(c['label'], 70)}"
+        out.append(f"- `{c['id']}` {fork}{c['messages']} messages {one_line(c['label'], 70)}" if md else "  " + line)
     return out
 
 
@@ -379,8 +385,9 @@ def thread_markdown(view: ThreadView, full: bool = False) -> Iterator[str]:
     s = view.summary
     yield f"# {s['label'] or '(untitled)'}"
     yield ""
-    for k in ("id", "provider", "project", "model", "parent_thread_id", "first_ts", "last_ts", "messages", "total_tokens"):
-        if s.get(k) not in (None, ""):
+    for k in ("id", "provider", "project", "model", "parent_thread_id", "forked_from", "first_ts", "last_ts", "messages",
+              "total_tokens", "inherited_messages", "inherited_tokens"):
+        if s.get(k) not in (None, "") and not (k.startswith("inherited") and not s.get("forked_from")):
             yield f"- **{k}**: {s[k]}"
     for m in view.messages:
         yield ""
@@ -417,6 +424,8 @@ def search_hits(hits: Iterable[dict[str, Any]], tz: str | None = None) -> Iterat
             + click.style(f"[{where}]  {one_line(h['thread_title'], 60)}", dim=True)
         )
         yield "    " + highlight(h["snippet"], h["matches"])
+        if h.get("also_in"):
+            yield click.style("    also in the forks " + ", ".join(h["also_in"]), dim=True)
 
 
 def human_count(n: int | None) -> str:
@@ -456,7 +465,8 @@ def threads_table(rows: Sequence[dict[str, Any]], shorts: dict[str, str], tz: st
         if wide:
             cells.append(_short_path(r.get("project")))
         kids = f"+{r['children']} " if r.get("children") else ""
-        cells.append(kids + (r.get("label") or ""))
+        fork = f"(fork of {shorts.get(r['forked_from'], r['forked_from'])}) " if r.get("forked_from") else ""
+        cells.append(kids + fork + (r.get("label") or ""))
         body.append(cells)
     if wide:
         head.append("PROJECT")

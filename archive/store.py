@@ -14,7 +14,7 @@
 Contract (tests/test_store.py runs it against every one):
 
 * ``get_messages`` returns a thread's messages in append order (ingested ones in file
-  order); ``after_id`` is exclusive; an ``after_id`` not in the thread gives ``[]``;
+  order), a fork's inherited history first (the conversation its client sees); ``after_id`` is exclusive; an ``after_id`` not in the thread gives ``[]``;
   ``limit`` caps the count.
 * Re-appending a message id that is already stored changes nothing.
 * Unknown thread ids: ``get_thread`` gives None, ``get_messages`` gives ``[]``.
@@ -32,7 +32,7 @@ import orjson
 
 from .db import open_db
 from .model import Message, Thread
-from .projection import Projector, dumps, fold_thread, index_text, load_messages, load_threads
+from .projection import Projector, dumps, fold_thread, index_text, inherited_from, load_messages, load_threads, load_view
 from .vendors.base import response_row
 
 
@@ -210,6 +210,9 @@ class SqliteMessageStore:
         return load_threads(self.conn, where, tuple(params))
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
+        """The thread's view: a fork's inherited history first (``projection.load_view``)."""
+        if inherited_from(self.conn, thread_id):
+            return _page(load_view(self.conn, thread_id), after_id, limit)
         where, params = "m.thread_id = ?", [thread_id]
         if after_id is not None:
             key = self.conn.execute(

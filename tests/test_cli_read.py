@@ -97,7 +97,8 @@ def test_search_finds_words_in_the_right_thread(archive: Path) -> None:
     assert {h["thread_id"] for h in hits} == {T_171}
     h = hits[0]
     assert set(h) == {"thread_id", "thread_title", "provider", "project", "message_id", "role", "ts",
-                      "block_type", "tool_name", "snippet", "matches"}  # fmt: skip
+                      "block_type", "tool_name", "snippet", "matches", "also_in"}  # fmt: skip
+    assert h["also_in"] == []
     assert h["provider"] == "codex" and h["project"] == "/home/dev/hello-app"
     assert h["thread_title"] == "say hi and run echo"  # no vendor title: the first typed prompt
     # matches are [start, end) ranges of the highlighted terms inside the plain snippet
@@ -179,7 +180,9 @@ def test_threads_order_and_shape(archive: Path) -> None:
     r = by_id[T_AGTRACE]
     assert list(r) == ["id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at",
                        "first_ts", "last_ts", "messages", "children", "input_tokens", "output_tokens",
-                       "cache_read_tokens", "cache_write_tokens", "total_tokens", "cost_usd", "unpriced_models"]  # fmt: skip
+                       "cache_read_tokens", "cache_write_tokens", "total_tokens", "forked_from", "inherited_messages",
+                       "inherited_tokens", "cost_usd", "unpriced_models"]  # fmt: skip
+    assert r["forked_from"] is None and r["inherited_messages"] == r["inherited_tokens"] == 0
     assert r["provider"] == "codex" and r["project"] == "/Users/test_user/agent-sample" and r["children"] == 0
     assert r["messages"] == 21 and r["label"].startswith("add myapp directory")
 

@@ -398,18 +398,17 @@ def archive_threads(rec: Recording, tmp_path: Path) -> tuple[Any, list[Any], lis
 
 
 def lineage(store: Any, thread: Any) -> list[Any]:
-    """A forked thread's messages preceded by its ancestors' up to each fork point."""
-    own = store.get_messages(thread.id)
-    if not thread.parent_thread_id or not thread.origin_message_id:
-        return own
-    parent = next(t for t in store.list_threads() if t.id == thread.parent_thread_id)
-    before = lineage(store, parent)
-    ids = [m.id for m in before]
-    assert thread.origin_message_id in ids, (thread.id, thread.origin_message_id)
-    return before[: ids.index(thread.origin_message_id) + 1] + own
+    """A forked thread's messages preceded by its ancestors' up to each fork point: the
+    store's view of the thread (``get_messages``), whose fork point is its parent's."""
+    view = store.get_messages(thread.id)
+    parent = store.get_messages(thread.parent_thread_id)
+    assert thread.origin_message_id in [m.id for m in parent], (thread.id, thread.origin_message_id)
+    assert thread.origin_message_id in [m.id for m in view], (thread.id, thread.origin_message_id)
+    return view
 
 
-def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path) -> tuple[str, dict[str, Any]]:
+def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path,
+              rebuild: bool = True) -> tuple[str, dict[str, Any]]:
     """``sesh-archive emit THREAD --to TARGET --install --rebuild-format --cwd CWD``, as a
     user types it, into the target's home: (the id to resume, the JSON report). Codex is
     configured with a provider not named openai (``mock``), pi with the mock provider's
@@ -426,8 +425,10 @@ def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path)
            "GEMINI_CLI_HOME": None, "QWEN_HOME": None, "QWEN_RUNTIME_DIR": None, "PI_CODING_AGENT_DIR": None,
            "PI_CODING_AGENT_SESSION_DIR": None, "COPILOT_HOME": None,  # these follow HOME
            "COPILOT_MODEL": runner.COPILOT_MODEL}
+    # else a byte-exact copy, filed under cwd where the vendor files sessions by folder
+    how = ["--rebuild-format", "--cwd", str(cwd)] if rebuild else (["--cwd", str(cwd)] if target == "claude-code" else [])
     res = CliRunner().invoke(cli, ["--db", str(db_path), "emit", thread_id, "--to", target, "--install",
-                                   "--rebuild-format", "--cwd", str(cwd), "--json-report"], env=env)  # fmt: skip
+                                   *how, "--json-report"], env=env)  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     return report["target_id"], report
@@ -493,13 +494,7 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
 
 # Known adapter/store gaps found by this test (see the issue tracker); strict=False so a fix
 # shows up as XPASS and the entry can be removed.
-_FORK = ("issue 17: a Claude Code --fork-session copy shares its history (same uuids) with the original; "
-         "the archive stores each shared message in the thread of the file read first, so the original's "
-         "thread can lack the history the client sends on resume")
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
-    # the archive check fails before the emit, so for every target (main listed Claude Code
-    # and Codex only; Gemini CLI and Qwen Code failed there the same way)
-    **{(f"claude-code-{v}/fork", target): _FORK for target in VENDORS for v in ("2.1.197", "2.1.332")},
     **{(f"claude-code-{v}/slash", target): "Gemini CLI and Qwen Code send two consecutive user messages (a slash "
        "command's tag line and its expanded prompt) as one text; the comparison has no rule for that join yet"
        for v in ("2.1.197", "2.1.332") for target in ("gemini", "qwen")},
@@ -539,3 +534,36 @@ def test_archived_thread_emits_and_resumes(rec: Recording, target: str, tmp_path
         keep = ("text", "tool_result")
         conv.assert_same(conv.project(expected, CROSS_KINDS, names=False, values=False), conv.project(sent, CROSS_KINDS, names=False, values=False))
         conv.assert_same(conv.project(expected, keep), client_truncation(conv.project(expected, keep), conv.project(sent, keep)))
+
+
+FORKS = [r for r in recordings() if r.meta["scenario"] == "fork" and "sessions" in r.meta]  # pi: one file, branches
+
+
+@emit_landed
+@pytest.mark.parametrize("rec", FORKS, ids=_rec_id)
+def test_a_fork_copied_byte_exact_resumes_with_its_history(rec: Recording, tmp_path: Path) -> None:
+    """``emit FORK --to <its vendor> --install``, as a user types it: the copy brings what the
+    client needs (a Codex fork's parent rollout; a Claude Code fork file stands alone) and
+    the client sends the fork's whole conversation."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+    from archive.store import SqliteMessageStore
+
+    client(rec.vendor)
+    src_home = tmp_path / "src-home"
+    rec_mod.install(rec, src_home, tmp_path / "src-cwd")
+    db = open_db(tmp_path / "archive.db")
+    ingest_paths(db, [src_home / VENDOR_HOME[rec.vendor]], IngestOptions(idle_seconds=10**9))
+    db.conn.close()
+    fork = rec.meta["sessions"][1]
+    assert SqliteMessageStore(tmp_path / "archive.db").get_thread(fork).parent_thread_id == rec.session_id
+    home, cwd = dirs(tmp_path)
+    cwd = rec_mod.resume_cwd(rec, cwd)
+    resume_id, report = emit_into(rec.vendor, fork, tmp_path / "archive.db", home, cwd, rebuild=False)
+    assert report["exact"] and resume_id == fork
+    assert len(report["files"]) == (2 if rec.vendor == "codex" else 1), report["files"]
+    with mock_for(rec.vendor, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
+        run(rec.vendor, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
+        first = mock.model_requests()[0]
+    expected = conv.from_json(rec.meta["conversations_by_prompt"]["[fork-b]"]) + [conv.Turn("user", "text", None, RESUME_PROMPT)]
+    conv.assert_same(expected, sent_conversation(rec.vendor, first.body))

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from archive.db import dump_tables, open_db
 from archive.emit import INSTALLABLE, emit_thread, write_files
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
-from archive.projection import load_messages
+from archive.projection import load_messages, load_view
 from archive.vendors import VENDORS
 from archive.vendors.base import INVALID, PARSE_ERROR, Adapter
 from helpers import (
@@ -157,11 +157,23 @@ def own_usage(db, thread_ids: list[str]) -> tuple[int, ...]:
     return tuple(row)
 
 
+def view_usage(db, thread_id: str, view: list) -> tuple[int, ...]:
+    """The thread's own usage and that of the responses it inherited (a fork's emit carries
+    them into a session of its own)."""
+    ids = [m.id for m in view]
+    row = db.execute(f"SELECT {', '.join(f'coalesce(sum({b}), 0)' for b in BUCKETS)} FROM usage "
+                     f"WHERE thread_id = ? OR message_id IN (SELECT value FROM json_each(?))",
+                     (thread_id, orjson.dumps(ids).decode())).fetchone()  # fmt: skip
+    return tuple(row)
+
+
 def roots(db) -> list[str]:
-    """Threads with messages whose parent is not in the archive (a subagent file alone is a root)."""
+    """Threads with messages whose parent is not in the archive (a subagent file alone is a
+    root), and forks (a session of their own, emitted with the history they inherit)."""
     return [r[0] for r in db.execute(
         "SELECT t.id FROM threads t WHERE (t.parent_thread_id IS NULL OR NOT EXISTS "
-        "(SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id)) "
+        "(SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id) "
+        "OR json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id) "
         "AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = t.id) ORDER BY t.id"
     )]  # fmt: skip
 
@@ -170,7 +182,7 @@ def roots(db) -> list[str]:
 def test_parse_emit_parse_keeps_the_conversation_and_its_usage(adapter: Adapter, path: Path, tmp_path: Path) -> None:
     db, _, _ = ingest_copy(adapter, path, tmp_path / "in")
     for tid in roots(db):
-        messages = load_messages(db.conn, "m.thread_id = ?", (tid,))
+        messages = load_view(db.conn, tid)  # a fork's inherited history first
         out = emit_thread(db, tid, adapter.name, exact=False)
         assert not out.exact
         dest = tmp_path / "emitted" / hashlib.sha256(tid.encode()).hexdigest()[:12]
@@ -188,7 +200,7 @@ def test_parse_emit_parse_keeps_the_conversation_and_its_usage(adapter: Adapter,
         assert_same_conversation(messages, again, adapter.name, tid)
         dropped = any(k.startswith("usage") and "dropped" in k for k in out.counts)
         if not dropped:
-            assert own_usage(db2, again_roots) == own_usage(db, [tid]), tid
+            assert own_usage(db2, again_roots) == view_usage(db, tid, messages), tid
 
 
 def test_canonical_round_trip_keeps_stats_totals(tmp_path: Path) -> None:

@@ -418,7 +418,7 @@ def test_team_views_mean_what_the_local_views_mean(tmp_path, monkeypatch, pg_url
         "conversation": "thread_id, message_id, role, ts, position, block_type, text, tool_name, call_id, is_error",
         "tool_calls": "thread_id, message_id, call_id, tool_name, call_ts, result_ts, duration_seconds, is_error",
         "thread_summary": "id, title, provider, cwd, model, parent_thread_id, created_at, first_ts, last_ts, "
-                          "messages, user_turns, tool_calls, children",
+                          "messages, user_turns, tool_calls, children, forked_from, forks",
         "projects": "project, threads, child_threads, first_created_at, last_created_at",
     }  # fmt: skip
     for view, cols in same.items():

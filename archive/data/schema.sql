@@ -69,7 +69,7 @@ CREATE TABLE message_occurrences (
     generation INTEGER NOT NULL,
     offset INTEGER NOT NULL,
     sub INTEGER NOT NULL,
-    message_id TEXT NOT NULL,
+    message_id TEXT NOT NULL, thread_id TEXT,
     PRIMARY KEY (source_id, generation, offset, sub)
 );
 CREATE TABLE messages (
@@ -157,6 +157,11 @@ CREATE TABLE thread_facts (
     fields TEXT NOT NULL,               -- JSON: partial thread, folded in key order
     PRIMARY KEY (source_id, generation, offset, sub)
 );
+CREATE TABLE thread_lineage (
+    thread_id TEXT PRIMARY KEY,         -- a fork: its first messages are another thread's
+    parent_thread_id TEXT NOT NULL,     -- the thread owning the last inherited message
+    origin_message_id TEXT NOT NULL     -- the fork point: the last inherited message
+);
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     provider TEXT,
@@ -207,6 +212,7 @@ CREATE INDEX blocks_type ON blocks(type);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX message_occurrences_message ON message_occurrences(message_id);
+CREATE INDEX message_occurrences_thread ON message_occurrences(thread_id);
 CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
 CREATE INDEX messages_ts ON messages(ts);
 CREATE INDEX reports_kind ON reports(kind, reason);
@@ -361,6 +367,9 @@ CREATE VIEW superseded_messages AS
     );
 CREATE VIEW thread_summary AS
 SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+       CASE WHEN t.origin_message_id IS NOT NULL
+            AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+            THEN t.parent_thread_id END AS forked_from,
        t.created_at,
        (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
        (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
@@ -373,7 +382,10 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
        (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
             + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
         FROM usage u WHERE u.thread_id = t.id) AS tokens,
-       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id) AS children
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+            AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id)) AS children,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+            AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id) AS forks
 FROM threads t;
 CREATE VIEW thread_usage AS
 SELECT thread_id, count(*) AS responses, sum(input_tokens) AS input_tokens,

@@ -20,7 +20,7 @@ from typing import Any
 from ..model import Message, Thread
 from ..pricing import PriceTable, cost
 from ..projection import _usage_from_rows as usage_from_rows
-from ..projection import block_from_row, dumps, message_from_row, one_line, thread_from_row
+from ..projection import block_from_row, dumps, fork_of, message_from_row, one_line, thread_from_row
 from ..queries import (
     _DATE,
     MARK_END,
@@ -100,6 +100,34 @@ def machine_id(conn: Any, machine: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------- loading canonical objects
+
+
+def _inherited_ids(conn: Any, thread_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The ids of the messages a fork inherits (``projection.inherited_ids``)."""
+    found = load_threads(conn, "id = %s", (thread_id,))
+    fork = fork_of(found[0]) if found else None
+    if fork is None or fork[0] in seen or fork[0] == thread_id:
+        return []
+    own = [r["id"] for r in _rows(
+        conn, 'SELECT id FROM messages m WHERE thread_id = %s ORDER BY m.machine_id COLLATE "C", m.source_no, '
+        'm.generation, m."offset", m.sub', (fork[0],))]  # fmt: skip
+    before = _inherited_ids(conn, fork[0], seen | {thread_id}) + own
+    return before[: before.index(fork[1]) + 1] if fork[1] in before else []
+
+
+def _fork_rows(conn: Any, ids: list[str]) -> dict[str, tuple[str, int, int]]:
+    """For each fork among ``ids``: (parent, inherited messages, their tokens), as the local
+    archive's ``threads`` gives them (each response counted in its own thread only)."""
+    out = {}
+    for t in load_threads(conn, "id = ANY(%s) AND origin_message_id IS NOT NULL AND parent_thread_id IS NOT NULL", (ids,)):
+        fork = fork_of(t)
+        if fork is None:
+            continue
+        got = _inherited_ids(conn, t.id)
+        tokens = _rows(conn, "SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0) "
+                       "AS n FROM usage_responses WHERE message_id = ANY(%s) AND thread_id != %s", (got, t.id))[0]["n"]  # fmt: skip
+        out[t.id] = (fork[0], len(got), int(tokens))
+    return out
 
 
 def load_threads(conn: Any, where: str = "true", params: tuple[Any, ...] = ()) -> list[Thread]:
@@ -207,13 +235,17 @@ def _sums(prefix: str = "") -> str:
     return "count(*) AS responses, " + ", ".join(f"sum({prefix}{c})::bigint AS {c}" for c in cols)
 
 
+# a thread continuing its parent's conversation (projection.fork_of), not a subagent
+_IS_FORK = "(t.origin_message_id IS NOT NULL AND (t.metadata->>'forkedFrom') IS NOT DISTINCT FROM t.parent_thread_id)"
+
+
 def threads(conn: Any, f: Filters = Filters(), *, limit: int | None = 50, ids: Iterable[str] | None = None,
             machine: str | None = None, top_level: bool = False, include_empty: bool = True,
             prices: PriceTable | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """archive.queries.threads over the team database; ``machine``: threads that machine has."""
     static, params = _where(f, ts=None, project="coalesce(t.cwd, p.cwd)")
-    if top_level:
-        static.append("t.parent_thread_id IS NULL")
+    if top_level:  # a fork is a session of its own, listed with the others
+        static.append(f"(t.parent_thread_id IS NULL OR {_IS_FORK})")
     if ids is not None:
         static.append("t.id = ANY(%s)")
         params.append(list(ids))
@@ -236,8 +268,8 @@ def threads(conn: Any, f: Filters = Filters(), *, limit: int | None = 50, ids: I
                     FROM messages WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
              us AS (SELECT thread_id, {_sums()} FROM usage_responses
                     WHERE thread_id IN (SELECT id FROM ids) GROUP BY thread_id),
-             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads
-                    WHERE parent_thread_id IN (SELECT id FROM ids) GROUP BY parent_thread_id)
+             cs AS (SELECT parent_thread_id, count(*) AS children FROM threads t
+                    WHERE parent_thread_id IN (SELECT id FROM ids) AND NOT {_IS_FORK} GROUP BY parent_thread_id)
         SELECT t.id, t.title, t.provider, coalesce(t.cwd, p.cwd) AS project, t.model, t.parent_thread_id,
                t.created_at, ms.first_ts, ms.last_ts, coalesce(ms.messages, 0) AS messages,
                coalesce(cs.children, 0) AS children,
@@ -258,10 +290,12 @@ def threads(conn: Any, f: Filters = Filters(), *, limit: int | None = 50, ids: I
     rows = _rows(conn, sql, params)
     labels = first_prompts(conn, (r["id"] for r in rows if not r["title"]))
     costs = _thread_costs(conn, [r["id"] for r in rows], prices) if prices is not None else {}
+    forks = _fork_rows(conn, [r["id"] for r in rows])
     out = []
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
+        r["forked_from"], r["inherited_messages"], r["inherited_tokens"] = forks.get(r["id"], (None, 0, 0))
         row = {k: r[k] for k in THREAD_KEYS}
         if prices is not None:
             row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))

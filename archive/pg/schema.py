@@ -357,8 +357,38 @@ SELECT mc.id, mc.name, mc.first_push_at, mc.last_push_at,
 FROM machines mc;
 """
 
+# thread_summary shows lineage, as the local view does since m011 (issue 17): forked_from,
+# forks apart from children (subagents)
+P010_17_THREAD_SUMMARY_FORKS = """
+DROP VIEW thread_summary;
+CREATE VIEW thread_summary AS
+SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+       CASE WHEN t.origin_message_id IS NOT NULL
+            AND (t.metadata->>'forkedFrom') IS NOT DISTINCT FROM t.parent_thread_id
+            THEN t.parent_thread_id END AS forked_from,
+       t.created_at, t.machine_id,
+       (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+       (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+       (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+       (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+            AND m.role = 'user' AND m.injected = 0) AS user_turns,
+       (SELECT count(*) FROM messages m JOIN blocks b ON b.message_id = m.id
+            WHERE m.thread_id = t.id AND b.type = 'tool_call') AS tool_calls,
+       (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                            + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
+        FROM usage u WHERE u.thread_id = t.id) AS tokens,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+            AND (c.metadata->>'forkedFrom') IS NOT DISTINCT FROM c.parent_thread_id)) AS children,
+       (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+            AND (c.metadata->>'forkedFrom') IS NOT DISTINCT FROM c.parent_thread_id) AS forks
+FROM threads t;
+"""
+
 # (name, SQL): append only, never edit a released one
-MIGRATIONS: tuple[tuple[str, str], ...] = (("p001_initial", P001_INITIAL),)
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("p001_initial", P001_INITIAL),
+    ("p010_17_thread_summary_forks", P010_17_THREAD_SUMMARY_FORKS),
+)
 
 
 def migrate(conn: Any, schema: str) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..vendors.base import RESPONSE_KEY, RESPONSE_MODEL, response_row
 from ..model import Message, Thread
-from ..projection import _blob_of, block_row, dumps, message_columns
+from ..projection import _blob_of, block_row, dumps, fork_of, message_columns
 from . import (
     BLOCK_COLS,
     DEFAULT_SCHEMA,
@@ -134,6 +134,19 @@ class PostgresMessageStore:
                 nul_safe_row("threads", cols, row),
             )
 
+    def _own(self, thread_id: str) -> list[Message]:
+        return load_messages(self.conn, "m.thread_id = %s", (nul_free(thread_id),))
+
+    def _inherited(self, thread: Thread, seen: frozenset[str] = frozenset()) -> list[Message]:
+        """A fork's ancestors' messages up to each fork point (``projection.inherited``)."""
+        fork = fork_of(thread)
+        parent = self.get_thread(fork[0]) if fork is not None and fork[0] not in seen else None
+        if fork is None or parent is None:
+            return []
+        before = self._inherited(parent, seen | {thread.id}) + self._own(parent.id)
+        ids = [m.id for m in before]
+        return before[: ids.index(fork[1]) + 1] if fork[1] in ids else []
+
     def get_thread(self, thread_id: str) -> Thread | None:
         found = load_threads(self.conn, "id = %s", (nul_free(thread_id),))
         return found[0] if found else None
@@ -149,6 +162,12 @@ class PostgresMessageStore:
         return load_threads(self.conn, " AND ".join(where), tuple(params))
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
+        """The thread's view: a fork's inherited history first (as ``SqliteMessageStore``)."""
+        thread = self.get_thread(thread_id)
+        if thread is not None and fork_of(thread) is not None:
+            from ..store import _page
+
+            return _page(self._inherited(thread) + self._own(thread_id), after_id, limit)
         where, params = ["m.thread_id = %s"], [nul_free(thread_id)]
         if after_id is not None:
             key = self.conn.execute(

@@ -349,6 +349,10 @@ class Adapter:
     #: sessions are filed under their project folder: an emit without a cwd on record or
     #: given uses the current folder (and says so)
     needs_cwd: bool = False
+    #: a fork's file leaves its inherited history in its parent's file (Codex 0.171 names the
+    #: source rollout), so a byte-exact copy of a fork brings its ancestors' files too; a fork
+    #: that repeats the history (Claude Code ``--fork-session``) stands alone
+    fork_reads_parent_files: bool = False
     #: vendor tool name -> neutral kind (shell, edit, read, search, web, agent, plan, ...),
     #: so statistics can group the same action across vendors; unmapped names stay as they are
     tool_kinds: Mapping[str, str] = {}

@@ -8,7 +8,8 @@ Invariants:
   whole-thread figures (count, times, usage) are single indexed aggregates; the page's
   table of contents lists its own prompts, and a thread longer than a page links to the
   list of all its prompts (``prompts``), a page of its own. Measured on the 1 GB corpus's largest thread: see docs/benchmarks.md.
-* **Thread order** is the ``conversation`` view's (source, generation, offset, sub).
+* **Thread order** is the ``conversation`` view's (source, generation, offset, sub); a fork
+  shows the history it inherited first (``projection.inherited_ids``), as its client sees it.
 * **One bubble per response.** Consecutive assistant messages, and the tool results that
   answer them, form one bubble until the next typed user message; injected context is a
   folded bubble of its own; empty text blocks are not shown.
@@ -32,7 +33,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from ..pricing import PriceTable, cost
-from ..projection import one_line
+from ..projection import inherited_ids, one_line
 from .markup import code_html, diff_html, edit_diff, render_markdown
 
 PAGE_SIZE = 250  # messages; measured 0.3-0.6 s a page of the 1 GB corpus's largest thread (markdown-it is most of it)
@@ -108,6 +109,9 @@ def locate(conn: sqlite3.Connection, thread_id: str, *, block: int | None = None
         message = row[0] if row else None
     if message is None:
         return None
+    inherited = inherited_ids(conn, thread_id)
+    if message in inherited:
+        return inherited.index(message) // page_size + 1
     row = conn.execute(
         f"SELECT n FROM (SELECT id, row_number() OVER (ORDER BY {ORDER}) AS n FROM messages WHERE thread_id = ?) "
         "WHERE id = ?",
@@ -115,8 +119,18 @@ def locate(conn: sqlite3.Connection, thread_id: str, *, block: int | None = None
     ).fetchone()
     if row is None:
         return None
-    before = row[0] - 1
+    before = len(inherited) + row[0] - 1
     return before // page_size + 1
+
+
+def _inherited_rows(cur: sqlite3.Cursor, ids: list[str]) -> list[dict[str, Any]]:
+    """The page's messages a fork inherited, in the fork's order, marked as inherited."""
+    if not ids:
+        return []
+    rows = {r["id"]: r for r in _rows(
+        cur, "SELECT id, role, ts, model, injected, thread_id AS inherited_from FROM messages "
+        "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}  # fmt: skip
+    return [rows[i] for i in ids if i in rows]
 
 
 def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE) -> list[dict[str, Any]]:
@@ -130,6 +144,17 @@ def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE
             FROM o WHERE o.role = 'user' AND o.injected = 0 ORDER BY o.n""",
         (thread_id,),
     ).fetchall()
+    inherited = inherited_ids(conn, thread_id)
+    if inherited:  # a fork: its parent's prompts up to the fork point first
+        before = conn.execute(
+            "SELECT m.id, m.ts, (SELECT substr(b.text, 1, 300) FROM blocks b WHERE b.message_id = m.id "
+            "AND +b.type = 'text' AND trim(coalesce(b.text, '')) != '' ORDER BY b.position LIMIT 1) FROM messages m "
+            "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user' AND m.injected = 0",
+            (json.dumps(inherited),),
+        ).fetchall()
+        at = {i: n for n, i in enumerate(inherited, 1)}
+        rows = sorted((at[mid], mid, ts, text) for mid, ts, text in before) + [
+            (n + len(inherited), mid, ts, text) for n, mid, ts, text in rows]  # fmt: skip
     return [{"page": (n - 1) // page_size + 1, "anchor": message_anchor(mid), "ts": utc(ts), "text": one_line(text, 100)}
             for n, mid, ts, text in rows if text]  # fmt: skip
 
@@ -146,14 +171,18 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
     count, first_ts, last_ts = cur.execute(
         "SELECT count(*), min(ts), max(ts) FROM messages WHERE thread_id = ?", (thread_id,)
     ).fetchone()
+    inherited = inherited_ids(conn, thread_id)  # a fork: its parent's history first
+    count += len(inherited)
     pages = max(1, -(-count // page_size))
     if page < 1 or page > pages:
         raise PageError(f"page {page} is outside this thread (pages 1 to {pages})")
-    messages = _rows(
+    start = (page - 1) * page_size
+    messages = _inherited_rows(cur, inherited[start : start + page_size])
+    messages += _rows(
         cur,
         f"SELECT id, role, ts, model, injected FROM messages WHERE thread_id = ? ORDER BY {ORDER} LIMIT ? OFFSET ?",
-        (thread_id, page_size, (page - 1) * page_size),
-    )
+        (thread_id, page_size - len(messages), max(start - len(inherited), 0)),
+    ) if len(messages) < page_size else []  # fmt: skip
     ids = json.dumps([m["id"] for m in messages])
     blocks = _rows(cur, f"{_BLOCK_SQL} WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, position", (ids,))
     superseded = {r[0] for r in cur.execute(
@@ -428,9 +457,10 @@ def bubbles(page: dict[str, Any], blob_url: Any) -> list[dict[str, Any]]:
             kind = "tool"
         else:
             kind = role
-        if current is None or kind != current["kind"] or kind not in ("assistant", "tool"):
+        if (current is None or kind != current["kind"] or kind not in ("assistant", "tool")
+                or current["inherited_from"] != m.get("inherited_from")):  # fmt: skip
             current = {"kind": kind, "role": role, "anchors": [], "items": [], "models": [], "first_ts": m["ts"],
-                       "last_ts": m["ts"], "superseded": False}  # fmt: skip
+                       "last_ts": m["ts"], "superseded": False, "inherited_from": m.get("inherited_from")}  # fmt: skip
             out.append(current)
         current["anchors"].append(message_anchor(m["id"]))
         current["last_ts"] = m["ts"] or current["last_ts"]

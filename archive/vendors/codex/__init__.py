@@ -38,6 +38,9 @@ class CodexAdapter(Adapter):
     # 3: a user_message event without its response_item is the user message (issue 18)
     revision = 3
     env_vars = ("CODEX_HOME",)
+    # 0.171 resumes a fork from its parent's rollout ("invalid paginated history lineage ...
+    # missing source rollout" without it)
+    fork_reads_parent_files = True
     tool_kinds = {"shell": "shell", "shell_command": "shell", "local_shell": "shell", "exec_command": "shell",
                   "write_stdin": "shell", "unified_exec": "shell", "apply_patch": "edit", "view_image": "read",
                   "read_file": "read", "list_dir": "search", "grep_files": "search", "tool_search": "search",

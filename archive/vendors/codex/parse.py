@@ -642,6 +642,13 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
         fields["parentThreadId"] = parent
         if _str(m.get("forked_from_id")):
             meta["forkedFrom"] = m["forked_from_id"]
+            # 0.171 does not copy the parent's history: it names where the fork leaves the
+            # parent's rollout (history_base.end_byte_offset, exclusive); ingest finds the
+            # fork point there once the parent is archived
+            base = m.get("history_base")
+            end = base.get("end_byte_offset") if isinstance(base, dict) else None
+            if isinstance(end, int) and not isinstance(end, bool):
+                meta["forkedFromOffset"] = end
     fields["metadata"] = meta
     if _str(m.get("cwd")):
         p.facts[f"{sid}:cwd"] = m["cwd"]
