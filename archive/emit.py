@@ -31,7 +31,6 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from .companions import with_full_outputs
 from .db import ArchiveError
 from .ingest import iter_stored_lines, plain_name
 from .model import Message, Thread
@@ -183,19 +182,6 @@ def _stored_chunks(db: Database, source_id: int, generation: int):  # type: igno
     return chunks
 
 
-class _Messages:
-    """The messages an emit is built from, read again on each pass: inherited history (a
-    fork's, already loaded) then the thread's own pages. A per-message transform (redaction)
-    belongs in ``__iter__``."""
-
-    def __init__(self, inherited: list[Message], own: MessagePages) -> None:
-        self.inherited, self.own = inherited, own
-
-    def __iter__(self) -> Iterator[Message]:
-        yield from self.inherited
-        yield from self.own
-
-
 def _fork_ancestors(db: Database, thread: Thread) -> list[str]:
     """The threads a fork inherits its history from, nearest first (``projection.fork_of``)."""
     out: list[str] = []
@@ -253,11 +239,11 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
         if outcome is not None:
             return outcome
-    # inherited history (a fork's: the parent's messages up to the fork point), then the
-    # thread's own messages a page at a time; child threads are paged too
-    inherited, full = with_full_outputs(db, with_lineage(db, thread, []))
+    # the thread's view a page at a time (MessagePages: a fork's inherited history, the
+    # parent's messages up to the fork point, then its own); child threads are paged too
     pages = [MessagePages(db, thread_id)]
-    messages: Iterable[Message] = _Messages(inherited, pages[0])
+    messages: Iterable[Message] = pages[0]
+    full = 0
     children = []
     for c in child_ids:
         pages.append(MessagePages(db, c))
