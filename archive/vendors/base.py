@@ -264,6 +264,16 @@ def file_chunks(files: Mapping[str, bytes], rel: str) -> Iterator[bytes]:
         yield files[rel]
 
 
+class _Reread:
+    """``fn(source)`` afresh on every iteration."""
+
+    def __init__(self, fn: Callable[[Iterable[Message]], Iterator[Message]], source: Iterable[Message]) -> None:
+        self.fn, self.source = fn, source
+
+    def __iter__(self) -> Iterator[Message]:
+        return self.fn(self.source)
+
+
 class MessageStream:
     """A thread's messages for an emitter that reads them once, in order, and may look ahead
     for a first value (the first timestamp, the first model) or scan them all before
@@ -280,6 +290,14 @@ class MessageStream:
     @classmethod
     def of(cls, messages: Iterable[Message]) -> MessageStream:
         return messages if isinstance(messages, MessageStream) else cls(messages)
+
+    def through(self, fn: Callable[[Iterable[Message]], Iterator[Message]]) -> MessageStream:
+        """The stream of ``fn(messages)``, a transform that reads them once and in order
+        (a reordering, a redaction); readable again when this one is, so its look-aheads
+        still hold nothing. A one-pass stream is read through what it already holds."""
+        if self._again:
+            return MessageStream(_Reread(fn, self._source))
+        return MessageStream(fn(self))
 
     def _scan(self) -> Iterator[Message]:
         if self._again:

@@ -118,7 +118,7 @@ class _ThreadWriter:
                  out: Any) -> None:  # fmt: skip
         self.em = em
         self.thread = thread
-        self.messages = MessageStream.of(model_order(messages))
+        self.messages = MessageStream.of(messages).through(model_order)
         self.agent_id = agent_id
         self.out = out
         self.lines: list[JsonObject] = []  # not yet written
