@@ -55,6 +55,7 @@ from typing import Any, BinaryIO
 import orjson
 from sqlite_utils import Database
 
+from . import secrets
 from .db import ArchiveError
 from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
@@ -154,6 +155,9 @@ class IngestOptions:
     # lines longer than this many bytes are stored raw and reported ``refused``, not parsed;
     # None: $SESH_ARCHIVE_MAX_LINE (bytes, or with a K/M/G suffix), else DEFAULT_MAX_LINE
     max_line_bytes: int | None = None
+    # scan new blocks for secrets before each commit (archive/secrets.py); off, the next
+    # run with it on scans what was skipped (scripts/bench.py --no-secrets measures the cost)
+    scan_secrets: bool = True
 
 
 def parse_size(text: str) -> int:
@@ -178,7 +182,7 @@ def max_line_bytes(options: IngestOptions, env: Mapping[str, str]) -> int:
     return n
 
 
-PHASES = ("read", "parse", "compress", "insert", "fts", "commit")
+PHASES = ("read", "parse", "compress", "insert", "fts", "secrets", "commit")
 
 
 def _lap(timings: dict[str, float], phase: str, since: float) -> float:
@@ -744,6 +748,10 @@ class Engine:
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)
+            if self.options.scan_secrets:
+                secrets.scan_new(self.conn)
+                if tm is not None:
+                    t = _lap(tm, "secrets", t)
             self.conn.execute("COMMIT")
             if tm is not None:
                 _lap(tm, "commit", t)
@@ -1365,6 +1373,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             engine.projector.dirty_threads.clear()
             resolve_origins(conn)
             index_text(conn)
+            secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
             conn.execute("COMMIT")
         except BaseException:
             engine._rollback()

@@ -32,6 +32,7 @@ import orjson
 
 from .db import open_db
 from .model import Message, Thread
+from .secrets import scan_new
 from .projection import Projector, dumps, fold_thread, index_text, load_messages, load_threads
 from .vendors.base import response_row
 
@@ -168,6 +169,7 @@ class SqliteMessageStore:
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
                 index_text(self.conn)
+                scan_new(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

@@ -1,0 +1,452 @@
+"""Secrets: find them while ingesting, mask them on the way out, forget them on request.
+
+Invariants:
+
+* **A maintained rule set.** Detection is Yelp's ``detect-secrets`` (its plugins: AWS,
+  GitHub, GitLab, Slack, Stripe, OpenAI, JWT, private keys, basic-auth URLs, keywords,
+  high-entropy strings ...; its heuristic filters), plus the few AI-vendor key formats it
+  lacks (``VENDOR_RULES``: one table). ``RULES_VERSION`` changes with either, and
+  ``rescan`` derives every finding again.
+* **Never the value.** ``secret_findings`` holds the rule, where (thread, message, block,
+  the scanned field, a character span inside it) and the sha256 of the value. The value is
+  read back from the archive through the span when something must be masked.
+* **Scanned once, incrementally.** ``scan_new`` scans the blocks (and text blobs: companion
+  files) above a watermark, like the full-text index; ingest, rebuild and the store call it
+  before they commit, so findings commit with the rows they describe.
+* **The archive is untouched by masking.** ``Redactor`` replaces known values (and their
+  JSON-escaped form) in text or bytes on the way out (emit, show, search, restore, serve,
+  push) with ``[REDACTED <rule>]``; only ``forget`` (archive/forget.py) changes stored bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.artifactory import ArtifactoryDetector
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+# Bump when VENDOR_RULES, the plugin list, their settings or the span rules change:
+# ``sesh-archive secrets --rescan`` then derives every finding again.
+RULES_VERSION = 1
+
+# AI-vendor keys detect-secrets 1.5 has no plugin for (its OpenAI plugin knows only keys
+# carrying the ``T3BlbkFJ`` marker). Formats from the vendors' documentation; a rule named
+# here wins over a detect-secrets finding on the same characters.
+VENDOR_RULES: tuple[tuple[str, str], ...] = (
+    ("anthropic-api-key", r"\bsk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{32,}"),
+    ("openai-api-key", r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{32,}"),
+    ("openai-api-key", r"\bsk-[A-Za-z0-9]{48}\b"),  # legacy user keys
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{34,40}\b"),
+    ("groq-api-key", r"\bgsk_[A-Za-z0-9]{52}\b"),
+    ("xai-api-key", r"\bxai-[A-Za-z0-9]{80}\b"),
+    ("perplexity-api-key", r"\bpplx-[A-Za-z0-9]{48}\b"),
+    ("replicate-api-token", r"\br8_[A-Za-z0-9]{37}\b"),
+    ("github-fine-grained-token", r"\bgithub_pat_[A-Za-z0-9_]{82}\b"),
+)
+
+# detect-secrets' plugins, with its default settings (``detect-secrets scan``'s defaults:
+# base64 entropy above 4.5, hex above 3.0). IPPublicDetector is left out: an IP address is
+# not a credential, and coding sessions are full of them.
+_PLUGINS = (
+    ArtifactoryDetector(), AWSKeyDetector(), AzureStorageKeyDetector(), BasicAuthDetector(),
+    CloudantDetector(), DiscordBotTokenDetector(), GitHubTokenDetector(), GitLabTokenDetector(),
+    IbmCloudIamDetector(), IbmCosHmacDetector(), JwtTokenDetector(), MailchimpDetector(), NpmDetector(),
+    OpenAIDetector(), PrivateKeyDetector(), PypiTokenDetector(), SendGridDetector(), SlackDetector(),
+    SoftlayerDetector(), SquareOAuthDetector(), StripeDetector(), TelegramBotTokenDetector(), TwilioKeyDetector(),
+)  # fmt: skip
+_KEYWORD = KeywordDetector()
+_ENTROPY = (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0))
+# High-entropy findings only for quoted strings at least this long, and never a bare
+# 40- or 64-digit hex string: git commits and sha256 digests fill coding sessions.
+MIN_ENTROPY_LENGTH = 20
+_DIGEST = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9A-F]{40}|[0-9A-F]{64})")
+
+# rule priority when two findings overlap: vendor rules, then the specific plugins, then
+# keywords, then entropy
+_PRIORITY = {"keyword": 2, "entropy": 3}
+
+
+def rule_name(secret_type: str) -> str:
+    """detect-secrets' ``secret_type`` as a rule name: ``AWS Access Key`` -> ``aws-access-key``."""
+    return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+_VENDOR = [(name, re.compile(rx)) for name, rx in VENDOR_RULES]
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+_PRIVATE_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+
+# Cheap prefilter: a line reaches the plugins only if this matches somewhere in it. It is
+# the union of every regex plugin's own patterns, the keyword detector's words, quoted
+# strings long enough for the entropy plugins, and the vendor rules: a line it misses is a
+# line no plugin would flag (tests/test_secrets.py checks it against the plugins).
+_KEYWORDS = r"(?i:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|" \
+    r"db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase|token|credential)"
+_QUOTED = r"""["'`][^"'`\s]{%d,}["'`]""" % MIN_ENTROPY_LENGTH
+
+
+def _plugin_patterns() -> list[str]:
+    out = []
+    for p in _PLUGINS:
+        for rx in p.denylist:
+            flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL), ("x", re.VERBOSE)) if rx.flags & bit)
+            out.append(f"(?{flags}:{rx.pattern})" if flags else f"(?:{rx.pattern})")
+    return out
+
+
+_PREFILTER = re.compile("|".join([*_plugin_patterns(), _KEYWORDS, _QUOTED, *(rx for _n, rx in VENDOR_RULES)]))
+
+
+@dataclass(frozen=True)
+class Hit:
+    rule: str
+    start: int  # character offsets in the scanned text
+    end: int
+    priority: int = 1
+
+
+def _filtered(secret: str, line: str, plugin: Any) -> bool:
+    """detect-secrets' heuristic filters (its defaults for an ad-hoc scan)."""
+    return (
+        heuristic.is_sequential_string(secret)
+        or heuristic.is_potential_uuid(secret)
+        or heuristic.is_likely_id_string(secret, line, plugin)
+        or heuristic.is_templated_secret(secret)
+        or heuristic.is_prefixed_with_dollar_sign(secret)
+        or heuristic.is_indirect_reference(line)
+        or heuristic.is_not_alphanumeric_string(secret)
+    )
+
+
+def _occurrences(line: str, value: str) -> Iterator[int]:
+    i = line.find(value)
+    while i >= 0:
+        yield i
+        i = line.find(value, i + 1)
+
+
+def _scan_line(line: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for name, rx in _VENDOR:
+        hits += [Hit(name, m.start(), m.end(), 0) for m in rx.finditer(line)]
+    for plugin in _PLUGINS:
+        rule = rule_name(plugin.secret_type)
+        for rx in plugin.denylist:
+            for m in rx.finditer(line):
+                # the capture group is the value when it is one (an AWS secret in quotes, a
+                # basic-auth password); GitHub's group is only the prefix (ghp|gho|...)
+                g = 1 if rx.groups and m.group(1) and len(m.group(1)) >= 8 else 0
+                value = m.group(g)
+                end = m.end(g)
+                if isinstance(plugin, JwtTokenDetector):  # its pattern ends lazily, before the signature
+                    end += len(_TOKEN_TAIL.match(line, end).group(0))
+                if isinstance(plugin, PrivateKeyDetector):
+                    hits.append(Hit(rule, m.start(), m.end(), 1))
+                elif not _filtered(value, line, plugin):
+                    hits.append(Hit(rule, m.start(g), end, 1))
+    for plugin, prio in ((_KEYWORD, 2), *((p, 3) for p in _ENTROPY)):
+        rule = rule_name(plugin.secret_type)
+        for found in plugin.analyze_line(filename="session.txt", line=line, line_number=0):
+            value = found.secret_value or ""
+            if prio == 3 and (len(value) < MIN_ENTROPY_LENGTH or _DIGEST.fullmatch(value)):
+                continue
+            if not value or _filtered(value, line, plugin):
+                continue
+            hits += [Hit(rule, i, i + len(value), prio) for i in _occurrences(line, value)]
+    return hits
+
+
+def find(text: str) -> list[Hit]:
+    """Every secret in ``text`` (scanned line by line), spans as offsets into ``text``,
+    overlapping findings resolved to the most specific rule; a private key's span runs to
+    its END line."""
+    if not text or not _PREFILTER.search(text):
+        return []
+    hits: list[Hit] = []
+    pos = 0
+    for line in text.split("\n"):
+        if _PREFILTER.search(line):
+            hits += [Hit(h.rule, h.start + pos, h.end + pos, h.priority) for h in _scan_line(line)]
+        pos += len(line) + 1
+    if not hits:
+        return []
+    out: list[Hit] = []
+    for h in sorted(hits, key=lambda h: (h.priority, -(h.end - h.start), h.start)):
+        if h.rule == "private-key":  # the whole PEM block, from its -----BEGIN to its -----END line
+            start = h.start - 5 if text[max(0, h.start - 5):h.start] == "-----" else h.start
+            end = _PRIVATE_END.search(text, h.end)
+            stop = end.end() if end else (text.find("\n", h.end) if "\n" in text[h.end:] else len(text))
+            h = Hit(h.rule, start, stop, h.priority)
+        if all(h.end <= o.start or h.start >= o.end for o in out):
+            out.append(h)
+    return sorted(out, key=lambda h: h.start)
+
+
+def sha(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- the scan, in the writer's transaction
+
+SCAN_BATCH = 2000  # blocks read per query
+
+
+def scan_new(conn: sqlite3.Connection) -> int:
+    """Scan the blocks and text blobs written since the last call; returns the findings
+    added. Called by every writer of ``blocks`` before it commits (beside ``index_text``)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'secret_scan_progress'").fetchone():
+        return 0  # an archive opened without its migrations (an old schema being upgraded)
+    mark_version_if_empty(conn)
+    upto, blobs_upto = conn.execute("SELECT blocks_upto, blobs_upto FROM secret_scan_progress").fetchone()
+    now = _now()
+    added = 0
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM blocks").fetchone()[0]
+    if top > upto:
+        conn.execute("DELETE FROM secret_findings WHERE block_id > ?", (upto,))  # never twice
+        last = upto
+        while last < top:
+            rows = conn.execute(
+                "SELECT b.id, b.message_id, b.position, b.text, b.patch, m.thread_id FROM blocks b "
+                "LEFT JOIN messages m ON m.id = b.message_id WHERE b.id > ? AND b.id <= ? ORDER BY b.id LIMIT ?",
+                (last, top, SCAN_BATCH),
+            ).fetchall()
+            if not rows:
+                break
+            found = []
+            for bid, mid, position, text, patch, tid in rows:
+                for field, value in (("text", text), ("patch", patch)):
+                    if isinstance(value, str):
+                        for h in find(value):
+                            found.append((h.rule, tid, mid, bid, position, field, None, h.start, h.end, sha(value[h.start:h.end])))
+            added += _insert(conn, found, now)
+            last = rows[-1][0]
+        conn.execute("UPDATE secret_scan_progress SET blocks_upto = ?", (top,))
+    btop = conn.execute("SELECT coalesce(max(rowid), 0) FROM blobs").fetchone()[0]
+    if btop > blobs_upto:
+        conn.execute(
+            "DELETE FROM secret_findings WHERE blob_sha256 IN (SELECT sha256 FROM blobs WHERE rowid > ?)", (blobs_upto,)
+        )
+        found = []
+        for bsha, data in conn.execute(
+            "SELECT sha256, data FROM blobs WHERE rowid > ? AND rowid <= ? AND media_type LIKE 'text/%'", (blobs_upto, btop)
+        ):
+            text = bytes(data).decode("utf-8", "replace")
+            for h in find(text):
+                found.append((h.rule, None, None, None, None, "blob", bsha, h.start, h.end, sha(text[h.start:h.end])))
+        added += _insert(conn, found, now)
+        conn.execute("UPDATE secret_scan_progress SET blobs_upto = ?", (btop,))
+    return added
+
+
+def _insert(conn: sqlite3.Connection, found: list[tuple[Any, ...]], now: str) -> int:
+    if not found:
+        return 0
+    conn.executemany(
+        "INSERT OR IGNORE INTO secret_values (sha256, rule, first_seen) VALUES (?, ?, ?)",
+        [(f[-1], f[0], now) for f in found],
+    )
+    conn.executemany(
+        "INSERT INTO secret_findings (rule, thread_id, message_id, block_id, position, field, blob_sha256, start, end, "
+        "value_sha256, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT first_seen FROM secret_values WHERE sha256 = ?))",
+        [(*f, f[-1]) for f in found],
+    )
+    return len(found)
+
+
+def rescan(conn: sqlite3.Connection) -> int:
+    """Derive every finding again with the current rules (in one transaction)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM secret_findings")
+        conn.execute("UPDATE secret_scan_progress SET blocks_upto = 0, blobs_upto = 0, rules_version = ?", (RULES_VERSION,))
+        n = scan_new(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return n
+
+
+def stored_rules_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT rules_version FROM secret_scan_progress").fetchone()[0]
+
+
+def mark_version_if_empty(conn: sqlite3.Connection) -> None:
+    """A fresh archive's findings come from the current rules."""
+    conn.execute(
+        "UPDATE secret_scan_progress SET rules_version = ? WHERE blocks_upto = 0 AND blobs_upto = 0", (RULES_VERSION,)
+    )
+
+
+# ---------------------------------------------------------------- masking on the way out
+
+
+def _masked(rule: str) -> str:
+    return f"[REDACTED {rule}]"
+
+
+class Redactor:
+    """Replaces known secret values in text, bytes and JSON-like values."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values  # value -> rule
+        forms: dict[str, str] = {}
+        for v, rule in values.items():
+            forms[v] = _masked(rule)
+            escaped = orjson.dumps(v).decode()[1:-1]  # the value inside a JSON string (a key's newlines)
+            forms.setdefault(escaped, _masked(rule))
+        self._forms = forms
+        keys = sorted(forms, key=len, reverse=True)
+        self._rx = re.compile("|".join(re.escape(k) for k in keys)) if keys else None
+        self._brx = re.compile(b"|".join(re.escape(k.encode("utf-8", "surrogatepass")) for k in keys)) if keys else None
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def text(self, s: str) -> str:
+        if self._rx is None or not s:
+            return s
+        return self._rx.sub(lambda m: self._forms[m.group(0)], s)
+
+    def bytes(self, b: bytes) -> bytes:
+        if self._brx is None or not b:
+            return b
+        return self._brx.sub(lambda m: self._forms[m.group(0).decode("utf-8", "surrogatepass")].encode(), b)
+
+    def value(self, v: Any) -> Any:
+        """A JSON-like value (dicts, lists, strings) with every string masked."""
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, dict):
+            return {k: self.value(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.value(x) for x in v)
+        return v
+
+    def message(self, msg: Any) -> Any:
+        """A model ``Message`` with its blocks' strings (and its extra) masked."""
+        from .model import Message
+
+        if self._rx is None:
+            return msg
+        return Message.from_dict(self.value(msg.to_dict()))
+
+
+def _values_of(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> dict[str, str]:
+    """The values of the findings matching ``where``, read back through their spans (a
+    span whose characters no longer hash to the finding's value is skipped)."""
+    out: dict[str, str] = {}
+    rows = conn.execute(
+        "SELECT f.rule, f.field, f.start, f.end, f.value_sha256, b.text, b.patch, bl.data FROM secret_findings f "
+        "LEFT JOIN blocks b ON b.id = f.block_id LEFT JOIN blobs bl ON bl.sha256 = f.blob_sha256 "
+        f"WHERE {where}",
+        params,
+    ).fetchall()
+    for rule, field, start, end, vsha, text, patch, data in rows:
+        src = {"text": text, "patch": patch}.get(field) if field != "blob" else (
+            bytes(data).decode("utf-8", "replace") if data is not None else None)  # fmt: skip
+        if not isinstance(src, str):
+            continue
+        value = src[start:end]
+        if value and sha(value) == vsha:
+            out.setdefault(value, rule)
+    return out
+
+
+def redactor_for_threads(conn: sqlite3.Connection, thread_ids: Iterable[str]) -> Redactor:
+    """Masks the findings of these threads and of every text companion (few, and a thread's
+    companion is not linked to it by id)."""
+    ids = orjson.dumps(sorted(set(thread_ids))).decode()
+    return Redactor(_values_of(conn, "f.thread_id IN (SELECT value FROM json_each(?)) OR f.field = 'blob'", (ids,)))
+
+
+def redactor_for_blocks(conn: sqlite3.Connection, block_ids: Iterable[int]) -> Redactor:
+    ids = orjson.dumps(sorted(set(block_ids))).decode()
+    return Redactor(_values_of(conn, "f.block_id IN (SELECT value FROM json_each(?))", (ids,)))
+
+
+def redactor_all(conn: sqlite3.Connection) -> Redactor:
+    """Every finding of the archive (``restore --redact``, ``push --redact``)."""
+    return Redactor(_values_of(conn, "1", ()))
+
+
+def redactor_for_sources(conn: sqlite3.Connection, source_ids: Iterable[int]) -> Redactor:
+    """Findings in the messages owned by these sources, and every text companion."""
+    ids = orjson.dumps(sorted(set(source_ids))).decode()
+    return Redactor(_values_of(
+        conn,
+        "f.message_id IN (SELECT m.id FROM messages m WHERE m.source_id IN (SELECT value FROM json_each(?))) "
+        "OR f.message_id IN (SELECT o.message_id FROM message_occurrences o WHERE o.source_id IN (SELECT value FROM json_each(?))) "
+        "OR f.field = 'blob'",
+        (ids, ids),
+    ))  # fmt: skip
+
+
+# ---------------------------------------------------------------- listing
+
+
+def summary(conn: sqlite3.Connection, thread: str | None = None, since: str | None = None) -> dict[str, Any]:
+    where, params = _filter(thread, since)
+    counts = dict(conn.execute(f"SELECT rule, count(*) FROM secret_findings f WHERE {where} GROUP BY rule ORDER BY count(*) DESC, rule", params).fetchall())
+    distinct = conn.execute(f"SELECT count(DISTINCT value_sha256) FROM secret_findings f WHERE {where}", params).fetchone()[0]
+    return {"findings": sum(counts.values()), "distinct_values": distinct, "by_rule": counts,
+            "rules_version": RULES_VERSION, "findings_rules_version": stored_rules_version(conn)}  # fmt: skip
+
+
+def list_findings(conn: sqlite3.Connection, thread: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
+    where, params = _filter(thread, since)
+    cur = conn.execute(
+        "SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, f.message_id, f.block_id, f.position, f.field, "
+        "f.blob_sha256, f.start, f.end, f.value_sha256, f.first_seen, m.ts AS message_ts FROM secret_findings f "
+        f"LEFT JOIN threads t ON t.id = f.thread_id LEFT JOIN messages m ON m.id = f.message_id WHERE {where} ORDER BY f.id",
+        params,
+    )
+    cols = [c[0] for c in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _filter(thread: str | None, since: str | None) -> tuple[str, tuple[Any, ...]]:
+    where, params = ["1"], []
+    if thread:
+        where.append("(f.thread_id = ? OR f.thread_id LIKE ?)")
+        params += [thread, thread + "%"]
+    if since:
+        where.append("f.first_seen >= ?")
+        params.append(since)
+    return " AND ".join(where), tuple(params)
