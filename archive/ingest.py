@@ -717,6 +717,8 @@ class Engine:
             self._mark_missing(seen_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
         resolve_origins(self.conn)
+        if self.options.scan_secrets:
+            secrets.scan_new(self.conn)  # blocks a run without scanning left behind
         self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
@@ -1421,10 +1423,12 @@ def restore(
     provider: str | None = None,
     generation: int | None = None,
     all_generations: bool = False,
+    redact: Callable[[bytes], bytes] | None = None,
 ) -> list[RestoredFile]:
     """Write sources back byte for byte under ``out_dir``, each generation at the path it was
     last read at, relative to ``/`` (a generation older than the current one that was read
-    only at the current one's path gets a ``.gen<N>`` suffix)."""
+    only at the current one's path gets a ``.gen<N>`` suffix). ``redact``: applied to each
+    whole line (``restore --redact``; the files are then not the originals)."""
     out = []
     for sid, uid, _prov, _kind in _source_rows(db, provider, source):
         last_path, current = db.execute("SELECT last_path, current_generation FROM sources WHERE id = ?", (sid,)).fetchone()
@@ -1452,6 +1456,8 @@ def restore(
                     for offset, length, term, line in iter_stored_spans(db.conn, sid, g):
                         if offset != expected:
                             raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
+                        if redact is not None and isinstance(line, bytes):
+                            line = redact(line)
                         pieces = (line,) if isinstance(line, bytes) else line  # a refused line: chunk by chunk
                         for piece in itertools.chain(pieces, (b"\n",) if term else ()):
                             f.write(piece)

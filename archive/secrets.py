@@ -450,3 +450,172 @@ def _filter(thread: str | None, since: str | None) -> tuple[str, tuple[Any, ...]
         where.append("f.first_seen >= ?")
         params.append(since)
     return " AND ".join(where), tuple(params)
+
+
+# ---------------------------------------------------------------- the ways out
+
+_PARTIAL = re.compile(r"[^\s\"'`…\\,;:()\[\]{}<>]{8,}")
+
+
+def redact_spans(red: Redactor, text: str, marks: list[list[int]]) -> tuple[str, list[list[int]]]:
+    """``text`` masked, with the ``[start, end)`` ``marks`` (search highlights) moved to
+    match; a mark inside a masked value goes. Snippets cut values anywhere, so a run of 8 or
+    more characters that is part of a known value is masked too."""
+    if not red or not text:
+        return text, marks
+    spans: list[tuple[int, int, str]] = []
+    if red._rx is not None:
+        spans += [(m.start(), m.end(), red._forms[m.group(0)]) for m in red._rx.finditer(text)]
+    for m in _PARTIAL.finditer(text):
+        if any(m.start() < e and s < m.end() for s, e, _r in spans):
+            continue
+        rule = next((r for v, r in red.values.items() if m.group(0) in v), None)
+        if rule is not None:
+            spans.append((m.start(), m.end(), _masked(rule)))
+    if not spans:
+        return text, marks
+    spans.sort()
+    out, pos, shifts = [], 0, []  # shifts: (old end, delta after it)
+    delta = 0
+    for s, e, r in spans:
+        out += [text[pos:s], r]
+        delta += len(r) - (e - s)
+        shifts.append((s, e, delta))
+        pos = e
+    out.append(text[pos:])
+    moved = []
+    for a, b in marks:
+        if any(a < e and s < b for s, e, _d in shifts):
+            continue
+        d = next((d for s, e, d in reversed(shifts) if e <= a), 0)
+        moved.append([a + d, b + d])
+    return "".join(out), moved
+
+
+def redact_marked(red: Redactor, marked: str, open_mark: str, close_mark: str) -> str:
+    """A snippet with highlight markers (FTS5 ``snippet()``), masked, markers kept."""
+    if not red or not marked:
+        return marked
+    text, marks, start, n = [], [], None, 0
+    for ch in marked:
+        if ch == open_mark:
+            start = n
+        elif ch == close_mark:
+            if start is not None:
+                marks.append([start, n])
+            start = None
+        else:
+            text.append(ch)
+            n += 1
+    masked, marks = redact_spans(red, "".join(text), marks)
+    out, pos = [], 0
+    for a, b in marks:
+        out += [masked[pos:a], open_mark, masked[a:b], close_mark]
+        pos = b
+    out.append(masked[pos:])
+    return "".join(out)
+
+
+def thread_scope(conn: sqlite3.Connection, thread_id: str) -> list[str]:
+    """A thread, its ancestors (a fork's emit carries its parent's history) and its
+    descendants (child threads travel with it)."""
+    ids = [thread_id]
+    parent = conn.execute("SELECT parent_thread_id FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    while parent and parent[0] and parent[0] not in ids:
+        ids.append(parent[0])
+        parent = conn.execute("SELECT parent_thread_id FROM threads WHERE id = ?", (parent[0],)).fetchone()
+    frontier = [thread_id]
+    while frontier:
+        children = [r[0] for r in conn.execute(
+            "SELECT id FROM threads WHERE parent_thread_id IN (SELECT value FROM json_each(?))", (orjson.dumps(frontier).decode(),)
+        ) if r[0] not in ids]  # fmt: skip
+        ids += children
+        frontier = children
+    return ids
+
+
+def redact_outcome(conn: sqlite3.Connection, outcome: Any) -> int:
+    """Mask every file of an ``emit`` outcome in place (any target: a byte-exact copy's
+    JSON lines hold values JSON-escaped, which the redactor knows); returns the files changed."""
+    red = redactor_for_threads(conn, thread_scope(conn, outcome.thread_id))
+    changed = 0
+    for rel, data in list(outcome.files.items()):
+        masked = red.bytes(data)
+        if masked != data:
+            outcome.files[rel] = masked
+            changed += 1
+    if changed:
+        outcome.exact = False
+        outcome.notes.append(f"secrets masked in {changed} file(s) (--redact): not byte-exact")
+    return changed
+
+
+def redact_view(conn: sqlite3.Connection, view: Any) -> Any:
+    """A ``queries.ThreadView`` whose messages (read lazily, page by page) and summary are masked."""
+    red = redactor_for_threads(conn, thread_scope(conn, view.thread.id))
+    if not red:
+        return view
+
+    class Masked:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __iter__(self) -> Iterator[Any]:
+            return (red.message(m) for m in self.inner)
+
+        def __len__(self) -> int:
+            return len(self.inner)
+
+    from dataclasses import replace
+
+    from .model import Thread
+
+    return replace(view, thread=Thread.from_dict(red.value(view.thread.to_dict())), summary=red.value(view.summary),
+                   messages=Masked(view.messages), children=red.value(view.children))  # fmt: skip
+
+
+def redact_hits(conn: sqlite3.Connection, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``queries.search`` hits with their snippets (and labels) masked."""
+    threads = {h["thread_id"] for h in hits if h.get("thread_id")}
+    red = redactor_for_threads(conn, threads)
+    for h in hits:
+        h["snippet"], h["matches"] = redact_spans(red, h.get("snippet") or "", h.get("matches") or [])
+        if isinstance(h.get("thread_title"), str):
+            h["thread_title"] = red.text(h["thread_title"])
+    return hits
+
+
+def mask_page(conn: sqlite3.Connection, data: dict[str, Any]) -> dict[str, Any]:
+    """The conversation page's data (``web.conversation.load_page``) with every string masked:
+    blocks, the table of contents, labels of the thread and its relatives."""
+    ids = [data["thread"]["id"], *(r["id"] for r in data.get("relatives", []))]
+    red = redactor_for_threads(conn, ids)
+    return red.value(data) if red else data
+
+
+def mask_search_rows(conn: sqlite3.Connection, rows: list[Any], labels: dict[str, str],
+                     open_mark: str, close_mark: str) -> list[dict[str, Any]]:  # fmt: skip
+    """The search page's rows with snippets (highlights kept) and labels masked."""
+    out = [dict(r) for r in rows]
+    red = redactor_for_threads(conn, {r["thread_id"] for r in out if r.get("thread_id")})
+    if not red:
+        return out
+    for r in out:
+        r["snippet"] = redact_marked(red, r.get("snippet") or "", open_mark, close_mark)
+        if isinstance(r.get("title"), str):
+            r["title"] = red.text(r["title"])
+    for k, v in labels.items():
+        labels[k] = red.text(v)
+    return out
+
+
+def forgotten_note(conn: sqlite3.Connection, source_uids: Iterable[str]) -> str | None:
+    """What ``restore`` says when ``forget`` rewrote lines of the files it gave back."""
+    uids = set(source_uids)
+    hit = 0
+    for (sources,) in conn.execute("SELECT sources FROM forgotten_secrets"):
+        hit += sum(s["lines"] for s in orjson.loads(sources) if s.get("source") in uids)
+    if not hit:
+        return None
+    return (f"note: {hit} restored line(s) were rewritten by `forget` (secrets replaced by [REDACTED ...]): "
+            "these files are not the original bytes")  # fmt: skip
