@@ -781,21 +781,26 @@ def _usd(row: dict[str, Any]) -> str:
 @click.option("--schema", default="sesh", show_default=True, envvar="SESH_ARCHIVE_SCHEMA", help="PostgreSQL schema to push into.")
 @click.option("--machine", help="Name this archive's machine on the server (kept for later pushes; default: the host name).")
 @click.option("--with-sources", is_flag=True, help="Also push the source layer: every stored line, byte for byte.")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in every pushed row (not with --with-sources).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @_db_after
 @click.pass_context
 def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | None, with_sources: bool,
-             as_json: bool) -> None:  # fmt: skip
+             redact: bool, as_json: bool) -> None:  # fmt: skip
     """Push what is new in the archive to a team PostgreSQL database (URL or $SESH_ARCHIVE_PUSH_URL).
 
-    Incremental and idempotent per machine; secrets in the archive are pushed as they are."""
+    Incremental and idempotent per machine; secrets in the archive are pushed as they are
+    unless --redact masks them."""
     from .push import PushOptions, push
 
     if not url:
         raise click.UsageError("give the PostgreSQL URL (postgresql://user@host/db) or set SESH_ARCHIVE_PUSH_URL")
+    if redact and with_sources:
+        raise click.UsageError("--redact cannot send the source layer (its lines go byte for byte): leave out --with-sources")
     db = _open_read(ctx)
     try:
-        summary = push(db, url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources))
+        summary = push(db, url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources,
+                                                redact=redact))
     except ArchiveError as e:
         raise click.ClickException(str(e))
     click.echo(summary.line(), err=True)

@@ -378,3 +378,27 @@ def test_prefilter_misses_nothing_the_plugins_find() -> None:
         for one in line.split("\n"):
             if secrets._scan_line(one):
                 assert secrets._PREFILTER.search(one), one
+
+
+@pytest.mark.postgres
+def test_push_redact_sends_no_secret_and_refuses_sources(sessions: dict, pg_url: str) -> None:
+    """``push --redact``: every pushed table is free of the values; ``--with-sources`` is refused."""
+    import psycopg
+
+    db = sessions["db"]
+    values = _values(sessions)
+    res = CliRunner().invoke(cli, ["--db", db, "push", pg_url, "--redact", "--with-sources"])
+    assert res.exit_code == 2 and "--with-sources" in res.output
+    run("--db", db, "push", pg_url, "--redact")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SET search_path TO sesh")
+        tables = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'sesh' AND table_type = 'BASE TABLE'")]  # fmt: skip
+        dumped = []
+        for t in tables:
+            for row in conn.execute(f'SELECT * FROM "{t}"'):
+                dumped.append(repr(row))
+        everything = "\n".join(dumped)
+        assert not _leaks(everything, values)
+        assert "[REDACTED aws-access-key]" in everything
+        assert conn.execute("SELECT count(*) FROM blocks").fetchone()[0] > 0
