@@ -548,6 +548,8 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
         if team is not None:  # the team database (PostgreSQL full-text syntax)
             from .pg import queries as team_queries
 
+            if redact:
+                raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
             hits = team_queries.search(team, query, f, limit=limit or None, literal=literal)
         else:
             db = _open_existing(ctx)
@@ -644,6 +646,8 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
         if team is not None:
             from .pg import queries as team_queries
 
+            if redact:
+                raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
             view = team_queries.show(team, thread)
         else:
             db = _open_existing(ctx)
