@@ -619,3 +619,22 @@ def forgotten_note(conn: sqlite3.Connection, source_uids: Iterable[str]) -> str 
         return None
     return (f"note: {hit} restored line(s) were rewritten by `forget` (secrets replaced by [REDACTED ...]): "
             "these files are not the original bytes")  # fmt: skip
+
+
+def sql_masker(conn: sqlite3.Connection, show: bool = False) -> Any:
+    """``mask_secrets(text)`` for SQL (serve's canned search query): ``text`` with every
+    finding of the archive masked (snippet highlights kept), unless ``show``. The values are
+    read again when another connection has committed (``PRAGMA data_version``)."""
+    cache: dict[str, Any] = {"version": None, "red": None}
+
+    def mask(text: Any) -> Any:
+        if show or not isinstance(text, str) or not text:
+            return text
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if cache["version"] != version:
+            has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'secret_findings'").fetchone()
+            cache["red"], cache["version"] = (redactor_all(conn) if has else Redactor({})), version
+        red = cache["red"]
+        return redact_marked(red, text, "\u27e6", "\u27e7") if red else text
+
+    return mask

@@ -301,6 +301,10 @@ def test_serve_pages_mask_unless_show_secrets(sessions: dict) -> None:
             r = await ds.client.get(f"/-/sesh/search?q={q}")
             assert r.status_code == 200
             out.append(r.text)
+            # the canned search query of the Datasette pages too
+            r = await ds.client.get(f"/archive/search.json?q={q}&_shape=array")
+            assert r.status_code == 200 and r.json(), r.text[:200]
+            out.append(r.text)
         return out
 
     import html
