@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import sqlite3
@@ -108,13 +109,73 @@ _VENDOR = [(name, re.compile(rx)) for name, rx in VENDOR_RULES]
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 _PRIVATE_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
 
-# Cheap prefilter: a line reaches the plugins only if this matches somewhere in it. It is
-# the union of every regex plugin's own patterns, the keyword detector's words, quoted
-# strings long enough for the entropy plugins, and the vendor rules: a line it misses is a
-# line no plugin would flag (tests/test_secrets.py checks it against the plugins).
+# The reference scan runs every plugin on every line (``find_reference``, which the tests
+# compare with ``find``). ``find`` is the same scan made cheap enough for ingest: a rule
+# family runs only where a literal that every match of it must contain occurs (``str.find``
+# over the whole text: C speed), regex plugins run over the whole text (MULTILINE) rather
+# than per line, and the line-based plugins (keywords, entropy) only on the lines holding
+# a keyword or a quoted string long enough. Measured on the 100 MB corpus in
+# docs/benchmarks.md.
 _KEYWORDS = r"(?i:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|" \
     r"db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase|token|credential)"
-_QUOTED = r"""["'`][^"'`\s]{%d,}["'`]""" % MIN_ENTROPY_LENGTH
+# the entropy plugins look only inside quotes, at strings of their charsets (base64, hex)
+_QUOTED = r"""["'][A-Za-z0-9+/=_\-]{%d,}["']""" % MIN_ENTROPY_LENGTH
+_QUOTED_RX = re.compile(_QUOTED)
+# words one of which every keyword-style match holds (the keyword detector's list; the IBM,
+# Cloudant and SoftLayer assignment patterns and AWS's secret-key pattern need key, pass,
+# pwd, token or secret), in the case variants people write
+_KW_LITS = ("~key", "~pass", "~pwd", "~secret", "~token", "~contrase")
+# per plugin: literals one of which every match of its patterns contains ("~": in the
+# lower-cased text; None: keyword-gated, below)
+_GATES: dict[type, tuple[str, ...] | None] = {
+    ArtifactoryDetector: ("AKC", "AP"),
+    AWSKeyDetector: ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "~aws"),
+    AzureStorageKeyDetector: ("AccountKey",),
+    BasicAuthDetector: ("://",),
+    CloudantDetector: None,  # keyword-gated below
+    DiscordBotTokenDetector: ("~discord", "~bot"),
+    GitHubTokenDetector: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    GitLabTokenDetector: ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
+                          "glagent-", "gloas-"),  # fmt: skip
+    IbmCloudIamDetector: None,
+    IbmCosHmacDetector: None,
+    JwtTokenDetector: ("eyJ",),
+    MailchimpDetector: ("-us",),
+    NpmDetector: ("_authToken",),
+    OpenAIDetector: ("T3BlbkFJ",),
+    PrivateKeyDetector: ("PRIVATE KEY", "PuTTY-User-Key"),
+    PypiTokenDetector: ("pypi-",),
+    SendGridDetector: ("SG.",),
+    SlackDetector: ("xox", "hooks.slack.com"),
+    SoftlayerDetector: None,
+    SquareOAuthDetector: ("sq0",),
+    StripeDetector: ("k_live_",),
+    TelegramBotTokenDetector: ("~bot", "~telegram"),
+    TwilioKeyDetector: ("AC", "SK"),
+}
+# assignment-style patterns (a keyword, then a value): run on keyword lines only
+_ASSIGNMENT = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
+_VENDOR_GATES = {
+    "anthropic-api-key": ("sk-ant-",), "openai-api-key": ("sk-",), "google-api-key": ("AIza",),
+    "huggingface-token": ("hf_",), "groq-api-key": ("gsk_",), "xai-api-key": ("xai-",),
+    "perplexity-api-key": ("pplx-",), "replicate-api-token": ("r8_",), "github-fine-grained-token": ("github_pat_",),
+}  # fmt: skip
+
+
+_ASSIGN_PLUGINS = [(rule_name(p.secret_type), p) for p in _PLUGINS if isinstance(p, _ASSIGNMENT)]
+# The IBM, Cloudant and SoftLayer assignment patterns run on lines naming their service:
+# their service prefix may be empty, which makes them match any ``key = <40-odd
+# characters>`` (and cost a regex with look-behinds per line holding "key" or "token").
+_SERVICE_WORDS = ("ibm", "iam", "cos", "hmac", "cloudant", "clou", "cl_", "cl-", "softlayer", "sl_", "sl-")
+
+
+# (rule, priority, plugin or None, gate literals, patterns over the whole text)
+_WHOLE: list[tuple[str, int, Any, tuple[str, ...], list[re.Pattern[str]]]] = [
+    (name, 0, None, _VENDOR_GATES[name], [rx]) for name, rx in _VENDOR
+] + [
+    (rule_name(p.secret_type), 1, p, _GATES[type(p)] or (), list(p.denylist))
+    for p in _PLUGINS if type(p) not in _ASSIGNMENT
+]  # fmt: skip
 
 
 def _plugin_patterns() -> list[str]:
@@ -124,9 +185,6 @@ def _plugin_patterns() -> list[str]:
             flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL), ("x", re.VERBOSE)) if rx.flags & bit)
             out.append(f"(?{flags}:{rx.pattern})" if flags else f"(?:{rx.pattern})")
     return out
-
-
-_PREFILTER = re.compile("|".join([*_plugin_patterns(), _KEYWORDS, _QUOTED, *(rx for _n, rx in VENDOR_RULES)]))
 
 
 @dataclass(frozen=True)
@@ -157,26 +215,57 @@ def _occurrences(line: str, value: str) -> Iterator[int]:
         i = line.find(value, i + 1)
 
 
-def _scan_line(line: str) -> list[Hit]:
+def _regex_hit(rule: str, prio: int, plugin: Any, rx: re.Pattern[str], m: re.Match[str], text: str) -> Hit | None:
+    """A regex match as a finding, or None when detect-secrets' filters drop it. ``text``
+    is the line, or the whole text (the line around the match is then cut out for the
+    filters, which look at the line)."""
+    # the capture group is the value when it is one (an AWS secret in quotes, a basic-auth
+    # password); GitHub's group is only the prefix (ghp|gho|...)
+    g = 1 if rx.groups and m.group(1) and len(m.group(1)) >= 8 else 0
+    if plugin is None or isinstance(plugin, PrivateKeyDetector):
+        return Hit(rule, m.start(g), m.end(g), prio)
+    value, end = m.group(g), m.end(g)
+    if isinstance(plugin, JwtTokenDetector):  # its pattern ends lazily, before the signature
+        end += len(_TOKEN_TAIL.match(text, end).group(0))
+    lo = max(text.rfind("\n", 0, m.start()) + 1, m.start() - WINDOW)
+    hi = text.find("\n", m.end())
+    hi = min(len(text) if hi < 0 else hi, m.end() + WINDOW)
+    return None if _filtered(value, text[lo:hi], plugin) else Hit(rule, m.start(g), end, prio)
+
+
+# A line longer than LONG_LINE characters (a minified file, a base64 image in a tool
+# output) is read by the line-based plugins in windows of WINDOW characters around each
+# candidate (a keyword, a quoted string), and the filters see WINDOW characters around a
+# match: the keyword and filter regexes cost time in the length of the whole line.
+LONG_LINE = 4000
+WINDOW = 400
+_KW_RX = re.compile("|".join(re.escape(w) for w in ("key", "pass", "pwd", "secret", "contrase", "token") ), re.IGNORECASE)
+
+
+def _line_plugins(line: str, assignment: bool = True, keyword: bool = True, entropy: bool = True) -> list[Hit]:
+    if len(line) > LONG_LINE:
+        spans = []
+        if keyword or assignment:
+            spans += [(m.start(), m.end()) for m in _KW_RX.finditer(line)]
+        if entropy:
+            spans += [(m.start(), m.end()) for m in _QUOTED_RX.finditer(line)]
+        out: list[Hit] = []
+        for a, b in sorted(spans):
+            lo, hi = max(0, a - WINDOW), min(len(line), b + WINDOW)
+            out += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
+                    for h in _line_plugins_on(line[lo:hi], assignment, keyword, entropy)]  # fmt: skip
+        return out
+    return _line_plugins_on(line, assignment, keyword, entropy)
+
+
+def _line_plugins_on(line: str, assignment: bool, keyword: bool, entropy: bool) -> list[Hit]:
     hits: list[Hit] = []
-    for name, rx in _VENDOR:
-        hits += [Hit(name, m.start(), m.end(), 0) for m in rx.finditer(line)]
-    for plugin in _PLUGINS:
-        rule = rule_name(plugin.secret_type)
-        for rx in plugin.denylist:
-            for m in rx.finditer(line):
-                # the capture group is the value when it is one (an AWS secret in quotes, a
-                # basic-auth password); GitHub's group is only the prefix (ghp|gho|...)
-                g = 1 if rx.groups and m.group(1) and len(m.group(1)) >= 8 else 0
-                value = m.group(g)
-                end = m.end(g)
-                if isinstance(plugin, JwtTokenDetector):  # its pattern ends lazily, before the signature
-                    end += len(_TOKEN_TAIL.match(line, end).group(0))
-                if isinstance(plugin, PrivateKeyDetector):
-                    hits.append(Hit(rule, m.start(), m.end(), 1))
-                elif not _filtered(value, line, plugin):
-                    hits.append(Hit(rule, m.start(g), end, 1))
-    for plugin, prio in ((_KEYWORD, 2), *((p, 3) for p in _ENTROPY)):
+    if assignment:
+        for rule, plugin in _ASSIGN_PLUGINS:
+            for rx in plugin.denylist:
+                hits += [h for m in rx.finditer(line) if (h := _regex_hit(rule, 1, plugin, rx, m, line))]
+    plugins = ([(_KEYWORD, 2)] if keyword else []) + ([(p, 3) for p in _ENTROPY] if entropy else [])
+    for plugin, prio in plugins:
         rule = rule_name(plugin.secret_type)
         for found in plugin.analyze_line(filename="session.txt", line=line, line_number=0):
             value = found.secret_value or ""
@@ -188,22 +277,124 @@ def _scan_line(line: str) -> list[Hit]:
     return hits
 
 
+def _scan_line(line: str) -> list[Hit]:
+    """Every rule on one line: the reference scan."""
+    hits: list[Hit] = []
+    for rule, prio, plugin, _gate, patterns in _WHOLE:
+        for rx in patterns:
+            hits += [h for m in rx.finditer(line) if (h := _regex_hit(rule, prio, plugin, rx, m, line))]
+    low = line.lower()
+    return hits + _line_plugins(line, assignment=any(w in low for w in _SERVICE_WORDS))
+
+
+def _line_starts(text: str, literals: Iterable[str]) -> set[int]:
+    """Start offsets of the lines holding one of ``literals``."""
+    out: set[int] = set()
+    for lit in literals:
+        i = text.find(lit)
+        while i >= 0:
+            lo = text.rfind("\n", 0, i) + 1
+            out.add(lo)
+            hi = text.find("\n", i)
+            if hi < 0:
+                break
+            i = text.find(lit, hi)
+    return out
+
+
+def _line_at(text: str, lo: int) -> str:
+    hi = text.find("\n", lo)
+    return text[lo:] if hi < 0 else text[lo:hi]
+
+
+_ALL_LITS = tuple(sorted({lit for _r, _p, _pl, gate, _x in _WHOLE for lit in gate} | set(_KW_LITS)))
+_GATE_SETS = [(rule, prio, plugin, frozenset(gate), patterns) for rule, prio, plugin, gate, patterns in _WHOLE]
+_KW_SET = frozenset(_KW_LITS)
+# the keyword detector's own words (its DENYLIST, lowercased) and the words the assignment
+# patterns need: a keyword line holds one of them, in any case
+_KW_DENY = ("api_key", "apikey", "auth_key", "authkey", "service_key", "servicekey", "account_key", "accountkey",
+            "db_key", "dbkey", "database_key", "databasekey", "priv_key", "privkey", "private_key", "privatekey",
+            "client_key", "clientkey", "db_pass", "dbpass", "database_pass", "databasepass", "key_pass", "keypass",
+            "password", "passwd", "pwd", "secret", "contraseña", "contrasena")  # fmt: skip
+_ASSIGN_WORDS = ("key", "pwd", "pass", "token", "secret")
+
+
 def find(text: str) -> list[Hit]:
-    """Every secret in ``text`` (scanned line by line), spans as offsets into ``text``,
-    overlapping findings resolved to the most specific rule; a private key's span runs to
-    its END line."""
-    if not text or not _PREFILTER.search(text):
-        return []
+    """Every secret in ``text``, spans as offsets into ``text``, overlapping findings
+    resolved to the most specific rule; a private key's span runs to its END line. The
+    same findings as ``find_reference`` (every plugin on every line), cheaply."""
+    return find_many([text])[0] if text else []
+
+
+def find_many(texts: list[str]) -> list[list[Hit]]:
+    """``find`` of each text, scanned together: the texts are joined by newlines (the scan
+    is line by line, so no match crosses from one to the next) and every literal test and
+    regex runs once over the batch instead of once per block."""
+    starts, pos = [], 0
+    for t in texts:
+        starts.append(pos)
+        pos += len(t) + 1
+    joined = "\n".join(texts)
+    per: list[list[Hit]] = [[] for _ in texts]
+    for h in _scan(joined):
+        i = bisect.bisect_right(starts, h.start) - 1
+        base, size = starts[i], len(texts[i])
+        per[i].append(Hit(h.rule, h.start - base, min(h.end - base, size), h.priority))
+    return [_resolve(t, hs) if hs else [] for t, hs in zip(texts, per)]
+
+
+_CASE_LITS = tuple(lit for lit in _ALL_LITS if not lit.startswith("~"))
+_LOW_LITS = tuple((lit, lit[1:]) for lit in _ALL_LITS if lit.startswith("~"))
+_KW_DENY_BY_WORD = {w: tuple(d for d in _KW_DENY if w in d) for w in ("key", "pass", "pwd", "secret", "contrase")}
+_KW_DENY_BY_WORD["contrase"] += ("contraseña",)
+
+
+def _scan(text: str) -> list[Hit]:
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: offsets would move
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    present = {lit for lit in _CASE_LITS if lit in text} | {lit for lit, w in _LOW_LITS if w in low}
+    hits: list[Hit] = []
+    for rule, prio, plugin, gate, patterns in _GATE_SETS:
+        lits = gate & present
+        if not lits:
+            continue
+        starts = _line_starts(text, [x for x in lits if not x.startswith("~")])
+        starts |= _line_starts(low, [x[1:] for x in lits if x.startswith("~")])
+        for lo in sorted(starts):
+            line = _line_at(text, lo)
+            for rx in patterns:
+                hits += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
+                         for m in rx.finditer(line) if (h := _regex_hit(rule, prio, plugin, rx, m, line))]  # fmt: skip
+    kw: set[int] = set()
+    assign: set[int] = set()
+    if present & _KW_SET:
+        words = [d for w, ds in _KW_DENY_BY_WORD.items() if "~" + w in present or w == "contrase" for d in ds if d in low]
+        kw = _line_starts(low, words)
+        assign = _line_starts(low, [w for w in _SERVICE_WORDS if w in low])
+    quoted = {text.rfind("\n", 0, m.start()) + 1 for m in _QUOTED_RX.finditer(text)} if ('"' in text or "'" in text) else set()
+    for lo in sorted(kw | assign | quoted):
+        line = _line_at(text, lo)
+        hits += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
+                 for h in _line_plugins(line, assignment=lo in assign, keyword=lo in kw, entropy=lo in quoted)]  # fmt: skip
+    return hits
+
+
+def find_reference(text: str) -> list[Hit]:
+    """Every plugin on every line of ``text``: what ``find`` must equal (slow)."""
     hits: list[Hit] = []
     pos = 0
     for line in text.split("\n"):
-        if _PREFILTER.search(line):
-            hits += [Hit(h.rule, h.start + pos, h.end + pos, h.priority) for h in _scan_line(line)]
+        hits += [Hit(h.rule, h.start + pos, h.end + pos, h.priority) for h in _scan_line(line)]
         pos += len(line) + 1
+    return _resolve(text, hits)
+
+
+def _resolve(text: str, hits: list[Hit]) -> list[Hit]:
     if not hits:
         return []
     out: list[Hit] = []
-    for h in sorted(hits, key=lambda h: (h.priority, -(h.end - h.start), h.start)):
+    for h in sorted(set(hits), key=lambda h: (h.priority, -(h.end - h.start), h.start, h.rule)):
         if h.rule == "private-key":  # the whole PEM block, from its -----BEGIN to its -----END line
             start = h.start - 5 if text[max(0, h.start - 5):h.start] == "-----" else h.start
             end = _PRIVATE_END.search(text, h.end)
@@ -249,11 +440,11 @@ def scan_new(conn: sqlite3.Connection) -> int:
             if not rows:
                 break
             found = []
-            for bid, mid, position, text, patch, tid in rows:
-                for field, value in (("text", text), ("patch", patch)):
-                    if isinstance(value, str):
-                        for h in find(value):
-                            found.append((h.rule, tid, mid, bid, position, field, None, h.start, h.end, sha(value[h.start:h.end])))
+            items = [(row, field, value) for row in rows
+                     for field, value in (("text", row[3]), ("patch", row[4])) if isinstance(value, str) and value]  # fmt: skip
+            for ((bid, mid, position, _t, _p, tid), field, value), hits in zip(items, find_many([v for _r, _f, v in items])):
+                for h in hits:
+                    found.append((h.rule, tid, mid, bid, position, field, None, h.start, h.end, sha(value[h.start:h.end])))
             added += _insert(conn, found, now)
             last = rows[-1][0]
         conn.execute("UPDATE secret_scan_progress SET blocks_upto = ?", (top,))

@@ -375,13 +375,40 @@ def test_scanning_is_incremental_and_skippable(tmp_path: Path) -> None:
     assert db.execute("SELECT count(*) FROM secret_findings").fetchone()[0] == n
 
 
-def test_prefilter_misses_nothing_the_plugins_find() -> None:
-    """The cheap prefilter is a superset: every line of the planted corpus that a plugin
-    flags also passes the prefilter."""
-    for _rule, _value, line in planted():
-        for one in line.split("\n"):
-            if secrets._scan_line(one):
-                assert secrets._PREFILTER.search(one), one
+def test_the_fast_scan_equals_every_plugin_on_every_line() -> None:
+    """``find`` gates rule families on literals and runs regexes over whole texts; it must
+    find exactly what every plugin run on every line finds (``find_reference``): on the
+    planted secrets, the lookalikes, and every line of the real session fixtures."""
+    texts = ["\n".join(line for _r, _v, line in planted()), "\n".join(LOOKALIKES)]
+    fixtures = Path(__file__).parent / "fixtures"
+    for f in sorted(fixtures.rglob("*.jsonl"))[:30]:
+        data = f.read_text("utf-8", "replace")
+        texts.append(data)
+        texts += [str(v) for rec in data.splitlines()[:200] for v in _strings(rec)]
+    assert len(texts) > 100
+    for text in texts:
+        assert secrets.find(text) == secrets.find_reference(text), text[:200]
+
+
+def _strings(record: str) -> list[str]:
+    try:
+        value = orjson.loads(record)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[str] = []
+
+    def walk(v):
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    return out
 
 
 @pytest.mark.postgres
