@@ -127,13 +127,15 @@ _QUOTED_RX = re.compile(_QUOTED)
 _KW_LITS = ("~key", "~pass", "~pwd", "~secret", "~token", "~contrase")
 # per plugin: literals one of which every match of its patterns contains ("~": in the
 # lower-cased text; None: keyword-gated, below)
+# "bot" as a word (bot tokens sit next to it), not inside "both" or "robot"
+_BOT = tuple(f"~bot{c}" for c in " _-:=/.'\"s") + ("~bottoken",)
 _GATES: dict[type, tuple[str, ...] | None] = {
-    ArtifactoryDetector: ("AKC", "AP"),
+    ArtifactoryDetector: ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
     AWSKeyDetector: ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "~aws"),
     AzureStorageKeyDetector: ("AccountKey",),
     BasicAuthDetector: ("://",),
     CloudantDetector: None,  # keyword-gated below
-    DiscordBotTokenDetector: ("~discord", "~bot"),
+    DiscordBotTokenDetector: ("~discord", *_BOT),
     GitHubTokenDetector: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     GitLabTokenDetector: ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
                           "glagent-", "gloas-"),  # fmt: skip
@@ -150,8 +152,8 @@ _GATES: dict[type, tuple[str, ...] | None] = {
     SoftlayerDetector: None,
     SquareOAuthDetector: ("sq0",),
     StripeDetector: ("k_live_",),
-    TelegramBotTokenDetector: ("~bot", "~telegram"),
-    TwilioKeyDetector: ("AC", "SK"),
+    TelegramBotTokenDetector: ("~telegram", *_BOT),
+    TwilioKeyDetector: tuple(f"{p}{c}" for p in ("AC", "SK") for c in "abcdefghijklmnopqrstuvwxyz0123456789"),
 }
 # assignment-style patterns (a keyword, then a value): run on keyword lines only
 _ASSIGNMENT = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
