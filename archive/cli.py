@@ -278,16 +278,19 @@ def rebuild_cmd(ctx: click.Context, provider: str | None, source: str | None, as
 @click.option("--source", help="Only this source (uid, uid prefix, id or last path).")
 @click.option("--generation", type=int, help="This generation instead of the current one.")
 @click.option("--all-generations", is_flag=True, help="Every generation (older ones get a .genN suffix).")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found ([REDACTED rule]): not byte-exact then.")
 @click.option("--json", "as_json", is_flag=True)
 @_db_after
 @click.pass_context
 def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source: str | None,
-                generation: int | None, all_generations: bool, as_json: bool) -> None:  # fmt: skip
+                generation: int | None, all_generations: bool, redact: bool, as_json: bool) -> None:  # fmt: skip
     """Write archived source files back, byte for byte, under OUT_DIR."""
+    from .secrets import forgotten_note, redactor_all
+
     db = _open_read(ctx)
     try:
-        files = restore(db, out_dir, source=source, provider=provider,
-                        generation=generation, all_generations=all_generations)  # fmt: skip
+        files = restore(db, out_dir, source=source, provider=provider, generation=generation,
+                        all_generations=all_generations, redact=redactor_all(db.conn).bytes if redact else None)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -296,7 +299,10 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
     else:
         for f in files:
             click.echo(f"{f.sha256}  {f.path}")
-    click.echo(f"restored {_plural(len(files), 'file')}", err=True)
+    click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else ""), err=True)
+    note = forgotten_note(db.conn, [f.source_uid for f in files])
+    if note:
+        click.echo(note, err=True)
 
 
 @cli.command()
@@ -353,9 +359,11 @@ def _print_coverage(rows: list[dict[str, Any]]) -> None:
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on the archive.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests for this Host name (repeatable; '*' for any). Others get 403.")
+@click.option("--show-secrets", is_flag=True, help="Show found secrets on the conversation and search pages (masked by default).")
 @_db_after
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...]) -> None:
+def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...],
+          show_secrets: bool) -> None:  # fmt: skip
     """Browse and query the archive with Datasette (read-only)."""
     from .serve import exposed, run_server
 
@@ -369,7 +377,8 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_ho
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"serving {db_path} at http://{shown}:{port}/ (read-only); press Ctrl-C to stop", err=True)
     try:
-        run_server(db_path, host=host, port=port, open_browser=open_browser, allow_hosts=allow_hosts)
+        run_server(db_path, host=host, port=port, open_browser=open_browser, allow_hosts=allow_hosts,
+                   show_secrets=show_secrets)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     except OSError as e:  # lost the race for the port after the check
@@ -411,10 +420,12 @@ def _check_port(host: str, port: int) -> None:
 @click.option("--model-provider", help="The model provider the target session names (default: the target "
               "client's own configuration, e.g. model_provider in $CODEX_HOME/config.toml).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
+@click.option("--redact/--no-redact", default=None,
+              help="Mask the secrets the scan found ([REDACTED rule]). Default: on for markdown, off for sessions.")
 @_db_after
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
-             cwd: str | None, model_provider: str | None, json_report: bool) -> None:  # fmt: skip
+             cwd: str | None, model_provider: str | None, json_report: bool, redact: bool | None) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
     from .emit import INSTALLABLE, MARKDOWN, emit_thread, install_base, write_file, write_files
     from .vendors import get as get_adapter
@@ -430,6 +441,10 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         configured = get_adapter(target).configured_options(os.environ, home) if target != MARKDOWN else {}
         outcome = emit_thread(db, thread, target, exact=not rebuild_format,
                               options=EmitOptions(cwd=cwd, model_provider=model_provider), configured=configured)
+        if redact or (redact is None and target == MARKDOWN):
+            from .secrets import redact_outcome
+
+            redact_outcome(db.conn, outcome)
         if install:
             write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
         elif output is not None:
@@ -533,11 +548,12 @@ def _filter_options(role: bool) -> Any:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0), help="At most this many hits (0: all).")
 @click.option("--literal", is_flag=True, help="Search the words as typed (each quoted), not FTS5 syntax.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON array.")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in the snippets ([REDACTED rule]).")
 @_db_after
 @click.pass_context
 def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str | None, thread_ref: str | None,
                project: str | None, since: str | None, until: str | None, limit: int, literal: bool,
-               as_json: bool) -> None:  # fmt: skip
+               as_json: bool, redact: bool) -> None:  # fmt: skip
     """Full-text search of every message (SQLite FTS5 syntax: words, "phrases", OR, NOT, prefix*).
 
     A query FTS5 rejects is an error (exit 1); --literal searches the words as typed."""
@@ -551,9 +567,16 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
         if team is not None:  # the team database (PostgreSQL full-text syntax)
             from .pg import queries as team_queries
 
+            if redact:
+                raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
             hits = team_queries.search(team, query, f, limit=limit or None, literal=literal)
         else:
-            hits = search(_open_existing(ctx), query, f, limit=limit or None, literal=literal)
+            db = _open_existing(ctx)
+            hits = search(db, query, f, limit=limit or None, literal=literal)
+            if redact:
+                from .secrets import redact_hits
+
+                hits = redact_hits(db.conn, hits)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
@@ -622,10 +645,11 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
               help="json: the canonical records as JSON Lines, the thread first, then its messages.")
 @click.option("--full", is_flag=True, help="Unfold tool calls, results, reasoning and injected context.")
 @click.option("--no-pager", is_flag=True, help="Never page (the default pages text on a terminal, like git log).")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found ([REDACTED rule]).")
 @_tz_options
 @_db_after
 @click.pass_context
-def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bool) -> None:
+def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bool, redact: bool) -> None:
     """Print one thread (THREAD: an id or an unambiguous prefix of one).
 
     On a terminal the text goes through a pager ($PAGER, else less -FRX), wrapped to the
@@ -641,9 +665,16 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
         if team is not None:
             from .pg import queries as team_queries
 
+            if redact:
+                raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
             view = team_queries.show(team, thread)
         else:
-            view = show(_open_existing(ctx), thread)
+            db = _open_existing(ctx)
+            view = show(db, thread)
+            if redact:
+                from .secrets import redact_view
+
+                view = redact_view(db.conn, view)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     tty = sys.stdout.isatty()
@@ -773,23 +804,31 @@ def _usd(row: dict[str, Any]) -> str:
 @click.option("--schema", default="sesh", show_default=True, envvar="SESH_ARCHIVE_SCHEMA", help="PostgreSQL schema to push into.")
 @click.option("--machine", help="Name this archive's machine on the server (kept for later pushes; default: the host name).")
 @click.option("--with-sources", is_flag=True, help="Also push the source layer: every stored line, byte for byte.")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in every pushed row (not with --with-sources).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @_db_after
 @click.pass_context
 def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | None, with_sources: bool,
-             as_json: bool) -> None:  # fmt: skip
+             redact: bool, as_json: bool) -> None:  # fmt: skip
     """Push what is new in the archive to a team PostgreSQL database (URL or $SESH_ARCHIVE_PUSH_URL).
 
-    Incremental and idempotent per machine; secrets in the archive are pushed as they are."""
+    Incremental and idempotent per machine; secrets in the archive are pushed as they are
+    unless --redact masks them."""
     from .push import PushOptions, push
 
     if not url:
         raise click.UsageError("give the PostgreSQL URL (postgresql://user@host/db) or set SESH_ARCHIVE_PUSH_URL")
+    if redact and with_sources:
+        raise click.UsageError("--redact cannot send the source layer (its lines go byte for byte): leave out --with-sources")
     db = _open_read(ctx)
     try:
-        summary = push(db, url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources))
+        summary = push(db, url, PushOptions(schema=schema, machine_name=machine, with_sources=with_sources,
+                                                redact=redact))
     except ArchiveError as e:
         raise click.ClickException(str(e))
     click.echo(summary.line(), err=True)
     if as_json:
         _echo_json(summary.to_dict())
+
+
+from . import cli_secrets  # noqa: E402,F401  the secrets and forget commands (issue 23)

@@ -49,6 +49,7 @@ from markupsafe import Markup, escape
 
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
+from . import secrets
 from .web import conversation, search, sessions, usage
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
 from .web.hosts import LOOPBACK_NAMES, host_check
@@ -194,6 +195,11 @@ async def home(datasette: Any, request: Any) -> Response:
 # ---------------------------------------------------------------- conversation
 
 
+def _show_secrets(datasette: Any) -> bool:
+    """``serve --show-secrets``: found secrets are masked on these pages unless it was given."""
+    return bool((datasette.plugin_config(PLUGIN_NAME) or {}).get("show_secrets"))
+
+
 async def thread_page(datasette: Any, request: Any) -> Response:
     db_name, db = await _archive(datasette, request)
     if db_name is None:
@@ -221,6 +227,8 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         return _bad(str(e))
     if data is None:
         return Response.html(f"<h1>No thread {escape(thread_id)}</h1>", status=404)
+    if not _show_secrets(datasette):
+        data = await db.execute_fn(lambda conn: secrets.mask_page(conn, data))
     thread = data["thread"]
     here = thread_path(datasette, thread_id)
     bubbles = conversation.bubbles(data, lambda sha: datasette.urls.path(f"{PREFIX}/blob/{sha}"))
@@ -308,6 +316,8 @@ async def search_page(datasette: Any, request: Any) -> Response:
                     error = str(e)
                     rows = []
             labels = await db.execute_fn(lambda conn: first_prompts(conn, {r["thread_id"] for r in rows if not r["title"]}, 100))
+            if not _show_secrets(datasette):
+                rows = await db.execute_fn(lambda conn: secrets.mask_search_rows(conn, rows, labels, MARK_OPEN, MARK_CLOSE))
             for r in rows:
                 hits.append({**dict(r), "label": r["title"] or labels.get(r["thread_id"]) or r["thread_id"],
                              "href": thread_path(datasette, r["thread_id"], r["block_id"]),
@@ -404,6 +414,12 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (rf"^{PREFIX}/blob/(?P<sha256>[0-9a-f]{{64}})$", blob),
         (rf"^{PREFIX}/static/(?P<name>[a-z0-9_-]+\.(?:css|js))$", static),
     ]
+
+
+@hookimpl
+def prepare_connection(conn: sqlite3.Connection, database: str, datasette: Any) -> None:
+    # the canned search query masks found secrets in its snippets, as the search page does
+    conn.create_function("mask_secrets", 1, secrets.sql_masker(conn, _show_secrets(datasette)))
 
 
 @hookimpl

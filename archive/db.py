@@ -105,7 +105,7 @@ def dump_tables(db: Database, exclude: tuple[str, ...] = ("ingest_runs", "_sqlit
     for table in db.table_names():
         if table in exclude or table.startswith("blocks_fts") or table.startswith("sqlite_"):
             continue
-        if table == "source_chunks":
+        if table in ("source_chunks", "secret_scan_progress"):
             continue  # where batches fell is not content; source_lines below carries the bytes
         if table == "source_lines":
             out[table] = sorted(
@@ -117,6 +117,8 @@ def dump_tables(db: Database, exclude: tuple[str, ...] = ("ingest_runs", "_sqlit
         cols = [c.name for c in db[table].columns]
         if table == "blocks":
             cols = [c for c in cols if c != "id"]
+        elif table in ("secret_findings", "secret_values"):  # surrogate ids and scan times
+            cols = [c for c in cols if c not in ("id", "block_id", "first_seen")]
         sql = f"select {', '.join(cols)} from [{table}]"
         rows = [tuple(r) for r in db.execute(sql).fetchall()]
         out[table] = sorted(rows, key=repr)

@@ -55,6 +55,7 @@ from typing import Any, BinaryIO
 import orjson
 from sqlite_utils import Database
 
+from . import secrets
 from .db import ArchiveError
 from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
@@ -154,6 +155,9 @@ class IngestOptions:
     # lines longer than this many bytes are stored raw and reported ``refused``, not parsed;
     # None: $SESH_ARCHIVE_MAX_LINE (bytes, or with a K/M/G suffix), else DEFAULT_MAX_LINE
     max_line_bytes: int | None = None
+    # scan new blocks for secrets before each commit (archive/secrets.py); off, the next
+    # run with it on scans what was skipped (scripts/bench.py --no-secrets measures the cost)
+    scan_secrets: bool = True
 
 
 def parse_size(text: str) -> int:
@@ -178,7 +182,7 @@ def max_line_bytes(options: IngestOptions, env: Mapping[str, str]) -> int:
     return n
 
 
-PHASES = ("read", "parse", "compress", "insert", "fts", "commit")
+PHASES = ("read", "parse", "compress", "insert", "fts", "secrets", "commit")
 
 
 def _lap(timings: dict[str, float], phase: str, since: float) -> float:
@@ -713,6 +717,8 @@ class Engine:
             self._mark_missing(seen_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
         resolve_origins(self.conn)
+        if self.options.scan_secrets:
+            secrets.scan_new(self.conn)  # blocks a run without scanning left behind
         self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
@@ -744,6 +750,10 @@ class Engine:
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)
+            if self.options.scan_secrets:
+                secrets.scan_new(self.conn)
+                if tm is not None:
+                    t = _lap(tm, "secrets", t)
             self.conn.execute("COMMIT")
             if tm is not None:
                 _lap(tm, "commit", t)
@@ -1367,6 +1377,7 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             engine.projector.dirty_threads.clear()
             resolve_origins(conn)
             index_text(conn)
+            secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
             conn.execute("COMMIT")
         except BaseException:
             engine._rollback()
@@ -1414,10 +1425,12 @@ def restore(
     provider: str | None = None,
     generation: int | None = None,
     all_generations: bool = False,
+    redact: Callable[[bytes], bytes] | None = None,
 ) -> list[RestoredFile]:
     """Write sources back byte for byte under ``out_dir``, each generation at the path it was
     last read at, relative to ``/`` (a generation older than the current one that was read
-    only at the current one's path gets a ``.gen<N>`` suffix)."""
+    only at the current one's path gets a ``.gen<N>`` suffix). ``redact``: applied to each
+    whole line (``restore --redact``; the files are then not the originals)."""
     out = []
     for sid, uid, _prov, _kind in _source_rows(db, provider, source):
         last_path, current = db.execute("SELECT last_path, current_generation FROM sources WHERE id = ?", (sid,)).fetchone()
@@ -1445,6 +1458,8 @@ def restore(
                     for offset, length, term, line in iter_stored_spans(db.conn, sid, g):
                         if offset != expected:
                             raise ArchiveError(f"source {uid} generation {g}: gap in stored lines at {expected}")
+                        if redact is not None and isinstance(line, bytes):
+                            line = redact(line)
                         pieces = (line,) if isinstance(line, bytes) else line  # a refused line: chunk by chunk
                         for piece in itertools.chain(pieces, (b"\n",) if term else ()):
                             f.write(piece)

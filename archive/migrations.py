@@ -816,3 +816,77 @@ def m030_18_coverage(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m060_23_secret_findings(db: Database) -> None:
+    """Secret scan (issue 23, archive/secrets.py). ``secret_findings`` holds where a rule
+    matched (block or text blob, span inside the scanned text, sha256 of the value), never
+    the value. Blocks and blobs are scanned once, above ``secret_scan_progress``'s
+    watermarks, like ``blocks_fts_progress``: the triggers drop a deleted block's findings
+    and lower the watermark when the top ids go (SQLite then reuses them), so every id at
+    or below it has been scanned. ``secret_values`` keeps the first time a value was seen
+    across rebuilds; ``forgotten_secrets`` records every ``forget``."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE secret_scan_progress (
+            blocks_upto INTEGER NOT NULL,       -- blocks.id up to which every block was scanned
+            blobs_upto INTEGER NOT NULL,        -- blobs.rowid likewise (text companions)
+            rules_version INTEGER NOT NULL      -- secrets.RULES_VERSION the findings come from
+        );
+        INSERT INTO secret_scan_progress VALUES (0, 0, 0);
+        CREATE TABLE secret_values (
+            sha256 TEXT PRIMARY KEY,            -- sha256 of the value (utf-8); the value is never stored
+            rule TEXT NOT NULL,
+            first_seen TEXT NOT NULL            -- UTC, when a scan first found it
+        );
+        CREATE TABLE secret_findings (
+            id INTEGER PRIMARY KEY,
+            rule TEXT NOT NULL,                 -- e.g. aws-access-key, anthropic-api-key
+            thread_id TEXT,
+            message_id TEXT,
+            block_id INTEGER,                   -- blocks.id (NULL for a blob)
+            position INTEGER,                   -- the block's position in its message
+            field TEXT NOT NULL,                -- text | patch | blob: the scanned column
+            blob_sha256 TEXT,                   -- blobs.sha256 of a text companion
+            start INTEGER NOT NULL,             -- character offsets inside the field's text
+            end INTEGER NOT NULL,
+            value_sha256 TEXT NOT NULL,
+            first_seen TEXT NOT NULL
+        );
+        CREATE INDEX secret_findings_block ON secret_findings(block_id) WHERE block_id IS NOT NULL;
+        CREATE INDEX secret_findings_thread ON secret_findings(thread_id);
+        CREATE INDEX secret_findings_blob ON secret_findings(blob_sha256) WHERE blob_sha256 IS NOT NULL;
+        CREATE TRIGGER secret_findings_block_ad AFTER DELETE ON blocks BEGIN
+            DELETE FROM secret_findings WHERE block_id = old.id;
+            UPDATE secret_scan_progress SET blocks_upto = (SELECT coalesce(max(id), 0) FROM blocks)
+            WHERE blocks_upto > (SELECT coalesce(max(id), 0) FROM blocks);
+        END;
+        CREATE TRIGGER secret_findings_blob_ad AFTER DELETE ON blobs BEGIN
+            DELETE FROM secret_findings WHERE blob_sha256 = old.sha256;
+            UPDATE secret_scan_progress SET blobs_upto = (SELECT coalesce(max(rowid), 0) FROM blobs)
+            WHERE blobs_upto > (SELECT coalesce(max(rowid), 0) FROM blobs);
+        END;
+        CREATE TABLE forgotten_secrets (
+            id INTEGER PRIMARY KEY,
+            forgotten_at TEXT NOT NULL,
+            rule TEXT NOT NULL,
+            value_sha256 TEXT NOT NULL,
+            lines_rewritten INTEGER NOT NULL,   -- source lines whose stored bytes were rewritten
+            sources TEXT NOT NULL,              -- JSON: [{source, generation, lines}]
+            rows_rewritten INTEGER NOT NULL     -- projection rows (blocks, messages, blobs, ...) rewritten
+        );
+        -- Findings with their thread's title and a link to the block on the conversation page.
+        CREATE VIEW secrets AS
+        SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, t.provider, f.message_id,
+               f.position, f.field, f.start, f.end, f.value_sha256, f.first_seen,
+               m.ts AS message_ts, f.block_id,
+               CASE WHEN f.block_id IS NOT NULL AND f.thread_id IS NOT NULL
+                    THEN '/-/sesh/thread/' || f.thread_id || '?block=' || f.block_id || '#b' || f.block_id END AS link
+        FROM secret_findings f
+        LEFT JOIN threads t ON t.id = f.thread_id
+        LEFT JOIN messages m ON m.id = f.message_id;
+        """
+        )
+    )

@@ -32,7 +32,9 @@ Invariants:
   any push that finds it missing (one killed before the end) builds it again. Batches
   commit with ``synchronous_commit`` off: a server crash may lose the last commits, each
   whole with its watermarks, so the next push sends them again.
-* Nothing is redacted: the server receives what the archive holds, secrets included.
+* Nothing is redacted unless asked: the server receives what the archive holds, secrets
+  included; with ``redact`` every string of every pushed row (and text blobs) has the
+  scan's findings masked (``secrets.Redactor``), and the source layer is not sent.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ class PushOptions:
     schema: str = pg.DEFAULT_SCHEMA
     machine_name: str | None = None  # names (or renames) this archive's machine on the server
     with_sources: bool = False
+    # mask the secrets the scan found (archive/secrets.py) in every pushed row; refused with
+    # with_sources, whose lines go byte for byte
+    redact: bool = False
     progress: Callable[[int, int], None] | None = None  # (line bytes done, line bytes to do)
 
 
@@ -218,6 +223,18 @@ class _Pusher:
         self.codec = Codec()
         self.lock = threading.Lock()  # the summary, from the writer threads
         self.local = threading.local()  # per writer: whether this transaction replaces NULs
+        if options.redact and options.with_sources:
+            raise PushError("--redact cannot send the source layer (its lines go byte for byte): leave out --with-sources")
+        self.redactor = None
+        if options.redact:
+            from .secrets import redactor_all
+
+            self.redactor = redactor_all(self.sq)
+
+    def _masked(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        red = self.redactor
+        assert red is not None
+        return tuple(red.text(v) if isinstance(v, str) else v for v in row)
 
     # ------------------------------------------------------------ server side helpers
     def _tx(self, work: Callable[[Any], None], conn: Any = None) -> None:
@@ -583,6 +600,8 @@ class _Pusher:
         """A batch's rows, read from the local archive (this thread's connection)."""
         mid = self.machine_id
         rows = self._read_batch(batch)
+        if self.redactor is not None:
+            rows = {t: [self._masked(r) for r in rs] for t, rs in rows.items()}
         in_batch = {it.source_id for it in batch} | set(rest or ())
         src_rows = [(mid, s[1], sid, *s[2:]) for sid, s in sources.items() if sid in in_batch]
         gen_rows = [(mid, it.uid, it.generation, it.end_offset if it.mark == -1 else it.mark, *it.gen_row)
@@ -677,6 +696,9 @@ class _Pusher:
             for rowid, sha, media, n, data in self.sq.execute(
                 "SELECT rowid, sha256, media_type, size, data FROM blobs WHERE rowid > ? ORDER BY rowid", (upto,)
             ):
+                if self.redactor is not None and (media or "").startswith("text/"):
+                    data = self.redactor.bytes(bytes(data))  # the sha stays the archive's key
+                    n = len(data)
                 rows.append((sha, media, n, data))
                 size += n
                 top = rowid
@@ -706,7 +728,7 @@ class _Pusher:
         for r in self.sq.execute(f"SELECT {', '.join(_THREAD_COLS)} FROM threads"):
             d = hashlib.blake2b(orjson.dumps(list(r)), digest_size=16).hexdigest()
             if remote.get(r[0]) != d:
-                rows.append((*r, mid))
+                rows.append((*(self._masked(r) if self.redactor is not None else r), mid))
                 digests.append((mid, r[0], d))
 
         def work(cur: Any) -> None:

@@ -39,7 +39,8 @@ SETTINGS = {
 }
 
 
-def load_metadata(db_name: str = METADATA_DB_NAME, allowed_hosts: list[str] | None = None) -> dict[str, Any]:
+def load_metadata(db_name: str = METADATA_DB_NAME, allowed_hosts: list[str] | None = None,
+                  show_secrets: bool = False) -> dict[str, Any]:  # fmt: skip
     """The packaged metadata, with its database renamed to ``db_name`` (and the Host names
     the plugin lets through, when given)."""
     meta = json.loads(resources.files("archive.data").joinpath("datasette-metadata.json").read_text("utf-8"))
@@ -50,6 +51,8 @@ def load_metadata(db_name: str = METADATA_DB_NAME, allowed_hosts: list[str] | No
     config["database"] = db_name
     if allowed_hosts is not None:
         config["allowed_hosts"] = allowed_hosts
+    if show_secrets:  # the conversation and search pages mask found secrets unless told
+        config["show_secrets"] = True
     return meta
 
 
@@ -70,7 +73,8 @@ def register_plugin() -> None:
         pm.register(datasette_plugin, name="sesh_archive")
 
 
-def make_datasette(db_path: str | Path, host: str = DEFAULT_HOST, allow_hosts: tuple[str, ...] = ()) -> Any:
+def make_datasette(db_path: str | Path, host: str = DEFAULT_HOST, allow_hosts: tuple[str, ...] = (),
+                   show_secrets: bool = False) -> Any:  # fmt: skip
     from datasette.app import Datasette
 
     from .web.hosts import allowed_hosts
@@ -78,16 +82,16 @@ def make_datasette(db_path: str | Path, host: str = DEFAULT_HOST, allow_hosts: t
     register_plugin()
     path = Path(db_path)
     # Datasette names a database after its file's stem; the metadata must use the same name.
-    meta = load_metadata(path.stem, allowed_hosts(host, allow_hosts))
+    meta = load_metadata(path.stem, allowed_hosts(host, allow_hosts), show_secrets)
     return Datasette([str(path)], metadata=meta, settings=SETTINGS)
 
 
 def make_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                allow_hosts: tuple[str, ...] = ()) -> Any:  # fmt: skip
+                allow_hosts: tuple[str, ...] = (), show_secrets: bool = False) -> Any:  # fmt: skip
     """A uvicorn server for the archive, not yet running (``port=0`` picks a free port)."""
     import uvicorn
 
-    ds = make_datasette(db_path, host=host, allow_hosts=allow_hosts)
+    ds = make_datasette(db_path, host=host, allow_hosts=allow_hosts, show_secrets=show_secrets)
     config = uvicorn.Config(ds.app(), host=host, port=port, log_level="warning", lifespan="auto")
     return uvicorn.Server(config)
 
@@ -100,8 +104,8 @@ def bound_url(server: Any) -> str:
 
 
 def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False,
-               allow_hosts: tuple[str, ...] = ()) -> None:  # fmt: skip
-    server = make_server(db_path, host=host, port=port, allow_hosts=allow_hosts)
+               allow_hosts: tuple[str, ...] = (), show_secrets: bool = False) -> None:  # fmt: skip
+    server = make_server(db_path, host=host, port=port, allow_hosts=allow_hosts, show_secrets=show_secrets)
     if open_browser:
         # Open once the socket is bound, so the browser's first request does not fail.
         def opener() -> None:

@@ -33,6 +33,7 @@ import orjson
 from .db import open_db
 from .model import Message, Thread
 from .projection import Projector, dumps, fold_thread, index_text, inherited_from, load_messages, load_threads, load_view
+from .secrets import scan_new
 from .vendors.base import response_row
 
 
@@ -168,6 +169,7 @@ class SqliteMessageStore:
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
                 index_text(self.conn)
+                scan_new(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

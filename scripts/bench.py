@@ -64,10 +64,11 @@ def vendor_env(home: Path) -> dict[str, str]:
 # ---------------------------------------------------------------- child: one ingest
 
 
-def child_ingest(db: str, home: str) -> None:
+def child_ingest(db: str, home: str, scan: bool = True) -> None:
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    s = ingest_paths(open_db(db), None, IngestOptions(env=vendor_env(Path(home)), timings=timings))
+    options = IngestOptions(env=vendor_env(Path(home)), timings=timings, scan_secrets=scan)
+    s = ingest_paths(open_db(db), None, options)
     elapsed = time.perf_counter() - started
     out = s.to_dict()
     out["wall_seconds"] = elapsed
@@ -75,9 +76,9 @@ def child_ingest(db: str, home: str) -> None:
     print(json.dumps(out))
 
 
-def run_ingest(db: Path, home: Path) -> dict[str, Any]:
+def run_ingest(db: Path, home: Path, scan: bool = True) -> dict[str, Any]:
     """Ingest in a child process; its own peak RSS comes from ``wait4``."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_ingest", str(db), str(home)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_ingest", str(db), str(home)] + ([] if scan else ["--no-scan"])
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO)
     assert proc.stdout is not None
@@ -455,6 +456,8 @@ def fmt_report(r: dict[str, Any]) -> str:
                      f"peak RSS {p['peak_rss_mb']:.0f} MB, {p['files_archived']} files archived, "
                      f"{p['seconds']:.1f} s; reports " + ", ".join(f"{k} {v}" for k, v in sorted(p["reports"].items()))
                      + f"; rerun read {p['rerun_bytes_read']} bytes")  # fmt: skip
+    if "secrets" in r:
+        lines.append(fmt_secrets(r["secrets"]))
     for name, p in r.get("peers", {}).items():
         if p["ok"]:
             lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")
@@ -463,10 +466,52 @@ def fmt_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def secrets_compare(work: Path, home: Path, runs: int, say: Any, scanned: dict[str, Any] | None = None) -> dict[str, Any]:
+    """First ingests with the secret scan on and off into fresh databases, alternated so the
+    machine's noise falls on both; the scan's own phase (``timings["secrets"]``) and the
+    difference in wall time, each as a share of the scanning ingest."""
+    on, off = ([scanned] if scanned else []), []
+    for i in range(runs):
+        for scan in ((True, False) if not scanned else (False,)):
+            db = work / f"bench-secrets-{'on' if scan else 'off'}-{i}.db"
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+            say(f"first ingest, secret scan {'on' if scan else 'off'} ({i + 1}/{runs})")
+            (on if scan else off).append(run_ingest(db, home, scan=scan))
+            if scan:
+                conn = open_db(db).conn
+                on[-1]["findings"] = conn.execute("SELECT count(*) FROM secret_findings").fetchone()[0]
+                on[-1]["by_rule"] = dict(conn.execute(
+                    "SELECT rule, count(*) FROM secret_findings GROUP BY rule ORDER BY 2 DESC").fetchall())  # fmt: skip
+                conn.close()
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+    wall_on = statistics.median(r["wall_seconds"] for r in on)
+    wall_off = statistics.median(r["wall_seconds"] for r in off)
+    phase = statistics.median(r["timings"].get("secrets", 0.0) for r in on)
+    return {
+        "runs": len(off), "bytes_read": on[0]["bytes_read"],
+        "wall_on": [round(r["wall_seconds"], 2) for r in on], "wall_off": [round(r["wall_seconds"], 2) for r in off],
+        "median_on": wall_on, "median_off": wall_off, "scan_phase_seconds": phase,
+        "scan_phase_share": phase / wall_on, "wall_share": (wall_on - wall_off) / wall_on,
+        "findings": on[0].get("findings"), "by_rule": on[0].get("by_rule"),
+    }  # fmt: skip
+
+
+def fmt_secrets(s: dict[str, Any], corpus: dict[str, Any] | None = None) -> str:
+    head = f"corpus: {corpus['bytes'] / MB:,.1f} MB\n" if corpus else ""
+    return head + (
+        f"secret scan: first ingest {s['median_on']:.1f} s with it, {s['median_off']:.1f} s without "
+        f"(median of {s['runs']}; on {s['wall_on']}, off {s['wall_off']}); its phase {s['scan_phase_seconds']:.1f} s "
+        f"= {100 * s['scan_phase_share']:.1f}% of the ingest (wall difference {100 * s['wall_share']:.1f}%); "
+        f"{s['findings']} findings: " + ", ".join(f"{k} {v}" for k, v in (s["by_rule"] or {}).items())
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_ingest"]:
-        child_ingest(argv[1], argv[2])
+        child_ingest(argv[1], argv[2], scan="--no-scan" not in argv)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="synthetic home folder (generated if absent)")
@@ -480,6 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--poison-mb", type=float, default=100,
                     help="size of the long line in the poison run (default 100; 0 skips the run)")
     ap.add_argument("--poison-files", type=int, default=200, help="corpus files ingested after the poisoned one")
+    ap.add_argument("--secrets", action="store_true",
+                    help="also a first ingest with the secret scan off (issue 23): the scan's share of ingest time")
+    ap.add_argument("--secrets-only", action="store_true",
+                    help="only the two first ingests, scan on and off, alternated (--secrets-runs pairs)")
+    ap.add_argument("--secrets-runs", type=int, default=1, help="pairs of ingests for --secrets-only (default 1)")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -511,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report: dict[str, Any] = {"date": datetime.now().isoformat(timespec="seconds"), "python": sys.version.split()[0],
                                   "cpus": os.cpu_count()}  # fmt: skip
+        if args.secrets_only:
+            report["secrets"] = secrets_compare(work, home, args.secrets_runs, say)
+            report["corpus"] = {"bytes": report["secrets"]["bytes_read"], "path": str(args.corpus)}
+            print(json.dumps(report, indent=2) if args.json else fmt_secrets(report["secrets"], report["corpus"]))
+            return 0
         say("parse-only baseline")
         base = parse_baseline(home)
         report["corpus"] = {"bytes": base["bytes"], "files": len(corpus_files(home)), "lines": base["lines"],
@@ -524,6 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         report["first_ingest"] = {k: first[k] for k in ("wall_seconds", "process_seconds", "mb_per_s", "lines_per_s",
                                   "bytes_read", "lines", "files_seen", "peak_rss_mb", "timings", "reports")}  # fmt: skip
         report["ratio_to_baseline"] = first["mb_per_s"] / base["mb_per_s"]
+        if args.secrets:
+            say("first ingest with the secret scan off")
+            report["secrets"] = secrets_compare(work, home, 1, say, scanned=first)
         report["db_bytes"] = db_bytes(db)
         report["db_ratio"] = report["db_bytes"] / base["bytes"]
         say("no-op rerun")

@@ -16,7 +16,7 @@ def test_bench_smoke(tmp_path):
     corpus = tmp_path / "corpus"
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
-         "--workdir", str(tmp_path / "work"), "--poison-mb", "2", "--poison-files", "5"],
+         "--workdir", str(tmp_path / "work"), "--poison-mb", "2", "--poison-files", "5", "--secrets"],
         capture_output=True, check=True, timeout=120,
         env={**os.environ, "SESH_ARCHIVE_MAX_LINE": "1M"},  # the 2 MB line of the poison run is over it
     )  # fmt: skip
@@ -24,7 +24,11 @@ def test_bench_smoke(tmp_path):
     first = r["first_ingest"]
     assert first["bytes_read"] >= r["corpus"]["bytes"] > 1_000_000
     assert first["lines"] >= r["corpus"]["lines"]
-    assert set(first["timings"]) == {"read", "parse", "compress", "insert", "fts", "commit"}
+    assert set(first["timings"]) == {"read", "parse", "compress", "insert", "fts", "secrets", "commit"}
+    # the secret scan (issue 23): its phase, and an ingest without it in the same run
+    sec = r["secrets"]
+    assert sec["runs"] == 1 and sec["median_off"] > 0 and sec["median_on"] == first["wall_seconds"]
+    assert sec["scan_phase_seconds"] == first["timings"]["secrets"] > 0
     assert sum(first["timings"].values()) <= first["wall_seconds"] * 1.05
     assert 0 < first["peak_rss_mb"] < 1000
     assert r["baseline"]["mb_per_s"] > 0 and r["ratio_to_baseline"] > 0

@@ -38,6 +38,15 @@ CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='blocks', content_rowid
 CREATE TABLE blocks_fts_progress (
     indexed_upto INTEGER NOT NULL       -- blocks.id up to which blocks_fts holds every block
 );
+CREATE TABLE forgotten_secrets (
+    id INTEGER PRIMARY KEY,
+    forgotten_at TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    value_sha256 TEXT NOT NULL,
+    lines_rewritten INTEGER NOT NULL,   -- source lines whose stored bytes were rewritten
+    sources TEXT NOT NULL,              -- JSON: [{source, generation, lines}]
+    rows_rewritten INTEGER NOT NULL     -- projection rows (blocks, messages, blobs, ...) rewritten
+);
 CREATE TABLE generations (
     source_id INTEGER NOT NULL REFERENCES sources(id),
     generation INTEGER NOT NULL,
@@ -104,6 +113,30 @@ CREATE TABLE reports (
     reason TEXT NOT NULL,
     detail TEXT,
     PRIMARY KEY (source_id, generation, offset, seq)
+);
+CREATE TABLE secret_findings (
+    id INTEGER PRIMARY KEY,
+    rule TEXT NOT NULL,                 -- e.g. aws-access-key, anthropic-api-key
+    thread_id TEXT,
+    message_id TEXT,
+    block_id INTEGER,                   -- blocks.id (NULL for a blob)
+    position INTEGER,                   -- the block's position in its message
+    field TEXT NOT NULL,                -- text | patch | blob: the scanned column
+    blob_sha256 TEXT,                   -- blobs.sha256 of a text companion
+    start INTEGER NOT NULL,             -- character offsets inside the field's text
+    end INTEGER NOT NULL,
+    value_sha256 TEXT NOT NULL,
+    first_seen TEXT NOT NULL
+);
+CREATE TABLE secret_scan_progress (
+    blocks_upto INTEGER NOT NULL,       -- blocks.id up to which every block was scanned
+    blobs_upto INTEGER NOT NULL,        -- blobs.rowid likewise (text companions)
+    rules_version INTEGER NOT NULL      -- secrets.RULES_VERSION the findings come from
+);
+CREATE TABLE secret_values (
+    sha256 TEXT PRIMARY KEY,            -- sha256 of the value (utf-8); the value is never stored
+    rule TEXT NOT NULL,
+    first_seen TEXT NOT NULL            -- UTC, when a scan first found it
 );
 CREATE TABLE source_chunks (
     id INTEGER PRIMARY KEY,
@@ -216,6 +249,9 @@ CREATE INDEX message_occurrences_thread ON message_occurrences(thread_id);
 CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
 CREATE INDEX messages_ts ON messages(ts);
 CREATE INDEX reports_kind ON reports(kind, reason);
+CREATE INDEX secret_findings_blob ON secret_findings(blob_sha256) WHERE blob_sha256 IS NOT NULL;
+CREATE INDEX secret_findings_block ON secret_findings(block_id) WHERE block_id IS NOT NULL;
+CREATE INDEX secret_findings_thread ON secret_findings(thread_id);
 CREATE UNIQUE INDEX source_chunks_key ON source_chunks(source_id, generation, first_offset);
 CREATE UNIQUE INDEX source_lines_key ON source_lines(source_id, generation, offset);
 CREATE INDEX source_paths_source ON source_paths(source_id);
@@ -240,6 +276,16 @@ WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
     WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
+END;
+CREATE TRIGGER secret_findings_blob_ad AFTER DELETE ON blobs BEGIN
+    DELETE FROM secret_findings WHERE blob_sha256 = old.sha256;
+    UPDATE secret_scan_progress SET blobs_upto = (SELECT coalesce(max(rowid), 0) FROM blobs)
+    WHERE blobs_upto > (SELECT coalesce(max(rowid), 0) FROM blobs);
+END;
+CREATE TRIGGER secret_findings_block_ad AFTER DELETE ON blocks BEGIN
+    DELETE FROM secret_findings WHERE block_id = old.id;
+    UPDATE secret_scan_progress SET blocks_upto = (SELECT coalesce(max(id), 0) FROM blocks)
+    WHERE blocks_upto > (SELECT coalesce(max(id), 0) FROM blocks);
 END;
 CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN
     INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
@@ -358,6 +404,15 @@ SELECT t.cwd AS project, count(*) AS threads,
        group_concat(DISTINCT t.provider) AS providers,
        min(t.created_at) AS first_created_at, max(t.created_at) AS last_created_at
 FROM threads t WHERE t.parent_thread_id IS NULL GROUP BY t.cwd;
+CREATE VIEW secrets AS
+SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, t.provider, f.message_id,
+       f.position, f.field, f.start, f.end, f.value_sha256, f.first_seen,
+       m.ts AS message_ts, f.block_id,
+       CASE WHEN f.block_id IS NOT NULL AND f.thread_id IS NOT NULL
+            THEN '/-/sesh/thread/' || f.thread_id || '?block=' || f.block_id || '#b' || f.block_id END AS link
+FROM secret_findings f
+LEFT JOIN threads t ON t.id = f.thread_id
+LEFT JOIN messages m ON m.id = f.message_id;
 CREATE VIEW superseded_messages AS
     SELECT m.id AS message_id, m.thread_id
     FROM messages m
