@@ -63,6 +63,7 @@ from .vendors import get as get_adapter
 from .vendors.base import (
     ADAPTER_ERROR,
     LINES,
+    RECORDS,
     REFUSED,
     SKIPPED,
     SNAPSHOT,
@@ -377,7 +378,7 @@ def _pick(path: Path, adapters: list[Adapter], by_content_only: bool) -> tuple[A
         return None
     head = _head(path)
     for a, k in claims:
-        if k == SNAPSHOT or (head is not None and a.detect(head)):
+        if k in (SNAPSHOT, RECORDS) or (head is not None and a.detect(head)):
             return a, k
     if head:
         for a in adapters:
@@ -402,7 +403,12 @@ def _head(p: Path) -> bytes | None:
 @contextmanager
 def _open_stream(path: Path) -> Iterator[BinaryIO]:
     """The file's bytes; ``.zst`` files (Codex archives) are decompressed transparently,
-    and offsets then count decompressed bytes."""
+    and offsets then count decompressed bytes; a database's document (``_DocumentPath``)
+    is read from memory."""
+    document = getattr(path, "document", None)
+    if document is not None:
+        yield io.BytesIO(document)
+        return
     with open(path, "rb") as raw:
         if path.name.endswith(".zst"):
             import zstandard
@@ -423,6 +429,25 @@ def _seek(f: BinaryIO, offset: int) -> None:
             if not got:
                 break
             remaining -= len(got)
+
+
+class _DocumentPath(type(Path())):  # type: ignore[misc]
+    """The virtual path of a database's document, carrying its bytes (``_open_stream``)."""
+
+    def __new__(cls, path: str, document: bytes) -> "_DocumentPath":
+        self = super().__new__(cls, path)
+        self.document = document
+        return self
+
+
+@dataclass(frozen=True)
+class _DocumentStat:
+    """What ingest asks of ``os.stat`` for a document: its size, the database's mtime."""
+
+    st_size: int
+    st_mtime: float
+    st_mtime_ns: int
+    st_ino: int
 
 
 def generation_path(db: Database, source_id: int, generation: int) -> str | None:
@@ -599,6 +624,7 @@ class Engine:
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self.document_paths: set[str] = set()  # virtual paths of the documents read this run
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
@@ -710,7 +736,7 @@ class Engine:
         self._commit_tx()
         self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
-            self._mark_missing(seen_paths, {a.name for a in adapters})
+            self._mark_missing(seen_paths | self.document_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
         resolve_origins(self.conn)
         self.conn.execute("COMMIT")
@@ -764,7 +790,28 @@ class Engine:
         st = os.stat(cand.path)
         if cand.kind == SNAPSHOT:
             return self._ingest_snapshot(cand, st)
+        if cand.kind == RECORDS:
+            return self._ingest_records(cand, st)
         return self._ingest_lines(cand, st)
+
+    def _ingest_records(self, cand: Candidate, st: os.stat_result) -> int | None:
+        """A database (``RECORDS``): the adapter reads it read-only (``archive.readonly``)
+        and gives one document of JSON lines per session (``Adapter.documents``); each is
+        ingested as a line file at its virtual path, so identity, offsets, generations,
+        restore and rebuild are those of files. The database is read on every run (its WAL
+        changes without its own mtime changing); an unchanged document adds nothing."""
+        from .readonly import ReadOnlyDatabase
+
+        with ReadOnlyDatabase(cand.path) as database:
+            documents = list(cand.adapter.documents(cand.path, database.query))
+        last = None
+        for doc in documents:
+            path = _DocumentPath(doc.path, doc.data)
+            self.document_paths.add(doc.path)
+            doc_st = _DocumentStat(len(doc.data), st.st_mtime, st.st_mtime_ns, 0)
+            last = self._ingest_lines(Candidate(path, cand.adapter, LINES), doc_st) or last  # type: ignore[arg-type]
+            self._maybe_commit()
+        return last
 
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
         return self.conn.execute(

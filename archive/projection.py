@@ -475,7 +475,7 @@ class Projector:
         # rows not yet written, one executemany each in flush(): blocks, and rows nothing
         # reads before the batch ends (1 GB corpus: ~1.5M single-row statements saved)
         self._blocks: list[tuple[Any, ...]] = []
-        self._messages: list[tuple[Message, Key, tuple[str, ...]]] = []
+        self._messages: list[tuple[Message, Key, tuple[str, ...], bool]] = []
         self._occurrences: list[tuple[Any, ...]] = []
         self._facts: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
@@ -495,7 +495,7 @@ class Projector:
         line_backed = () if repaired else get_adapter(provider).line_backed_extra
         for row in rows:
             if isinstance(row, MessageRow):
-                self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed)
+                self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed, row.revises)
                 msg_sub += 1
             elif isinstance(row, ThreadFact):
                 self._facts.append((source_id, generation, offset, fact_sub, row.thread_id, dumps(row.fields)))
@@ -529,13 +529,13 @@ class Projector:
             u.reasoning_tokens, dumps(extra) if extra else None, *key3,
         ))  # fmt: skip
 
-    def put_message(self, msg: Message, key: Key, line_backed: tuple[str, ...] = ()) -> None:
+    def put_message(self, msg: Message, key: Key, line_backed: tuple[str, ...] = (), revises: bool = False) -> None:
         """Queue a message seen at ``key``; ``flush`` writes it if no smaller key owns it.
         ``line_backed``: extra keys to store as references to the line at ``key``; only for
         messages read from a vendor line (not the store's own)."""
         self._occurrences.append((*key, msg.id))
         self.dirty_threads.add(msg.thread_id)
-        self._messages.append((msg, key, line_backed if key[3] == 0 else ()))
+        self._messages.append((msg, key, line_backed if key[3] == 0 else (), revises))
 
     def _write_messages(self) -> None:
         """The queued messages, with one lookup and one ``executemany``: the smallest key
@@ -546,16 +546,18 @@ class Projector:
             r[0]: (r[1], r[2], r[3], r[4])
             for r in conn.execute(
                 "SELECT id, source_id, generation, offset, sub FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                (dumps(sorted({m.id for m, _k, _lb in queued})),),
+                (dumps(sorted({m.id for m, _k, _lb, _r in queued})),),
             )
         }
         stored = set(owner)
         rows: dict[str, tuple[Any, ...]] = {}
         blocks: dict[str, list[tuple[Any, ...]]] = {}
-        for msg, key, line_backed in queued:
+        for msg, key, line_backed, revises in queued:
             held = owner.get(msg.id)
             if held is not None and key >= held:
-                continue  # an earlier line owns it
+                if not revises:
+                    continue  # an earlier line owns it
+                key, line_backed = held, ()  # a newer version: its content, at the first one's place
             owner[msg.id] = key
             cols = message_columns(msg, line_backed)
             rows[msg.id] = (

@@ -27,6 +27,8 @@ Row semantics, as ingest applies them:
   order: top-level keys overwrite, ``metadata`` merges key by key.
 * ``MessageRow(message)``: stored once per message id; every line that
   yields it is recorded as an occurrence. Attachment ``data`` moves to the blobs table.
+  The first line owns it, unless a later row ``revises`` it (a database row updated in
+  place): then the later content replaces the stored one, at the first one's place.
 * ``UsageRow(key, ...)``: one model response's tokens, in the neutral buckets (see
   ``Usage``): the adapter normalises its vendor's figures, keeping the raw ones in
   ``usage.extra``. Rows sharing a key are one response: the row from the latest line wins
@@ -43,7 +45,7 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
@@ -70,6 +72,9 @@ REPORT_KINDS = (
 
 LINES = "lines"  # append-only JSON Lines file, read incrementally
 SNAPSHOT = "snapshot"  # whole document rewritten in place; each changed version is a generation
+# a database (OpenCode): the adapter reads it through ``Adapter.documents`` and each document
+# it gives (JSON lines at a virtual path, one per session) is ingested as a LINES source
+RECORDS = "records"
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,9 @@ class ThreadFact:
 @dataclass(frozen=True)
 class MessageRow:
     message: Message
+    # a newer version of a message an earlier line gave (a database row updated in place):
+    # it replaces the stored one's content and keeps its place; rows without it never do
+    revises: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,24 @@ class Report:
 
 
 Row = Union[ThreadFact, MessageRow, UsageRow, BlobRow, Report]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source of a ``RECORDS`` database: JSON lines, each ending in a newline, each a
+    byte-exact serialisation of rows read from the database, ordered by a position that
+    only grows (OpenCode: the ``event`` table's ``seq``). A later read of the same database
+    gives the same bytes followed by new lines, so ingest reads it as an append-only file:
+    offsets are stable, reruns idempotent and incremental. ``path`` is virtual
+    (``<database path>#<session id>.jsonl``): where the lines are said to come from."""
+
+    path: str
+    data: bytes
+
+
+#: ``query(sql, params) -> rows``: one read-only statement on the database being read
+#: (``archive.readonly``: read-only URI, busy retried, text as bytes)
+Query = Callable[[str, Sequence[Any]], list]
 
 
 class Parser(Protocol):
@@ -212,6 +238,11 @@ class Adapter:
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
+
+    def documents(self, path: Path, query: Query) -> Iterable[Document]:
+        """For a path ``classify`` calls ``RECORDS``: the documents (one per session) read
+        from the database through ``query``; each is then ingested as a line file."""
+        return ()
 
     def emit(self, thread: Any, messages: list[Message], children: Sequence[tuple[Any, list[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:

@@ -432,6 +432,72 @@ def copilot_session_id(home: Path) -> str:
     return events[0].parent.name
 
 
+# ---------------------------------------------------------------- OpenCode (issue 20)
+
+OPENCODE_PROVIDER = "mock"
+OPENCODE_MODEL = "m"
+
+
+def opencode_data(home: Path) -> Path:
+    """``$XDG_DATA_HOME/opencode`` (base_env sets XDG_DATA_HOME under the temp home)."""
+    return home / ".local" / "share" / "opencode"
+
+
+def write_opencode_config(home: Path, base_url: str) -> None:
+    """opencode.json: one OpenAI-compatible provider on the mock (reasoning on, prices per
+    million so the session records a cost), its model the default; no sharing, no updates."""
+    d = home / ".config" / "opencode"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "opencode.json").write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {OPENCODE_PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                                         "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-mock-key"},
+                                         "models": {OPENCODE_MODEL: {"name": "Mock", "reasoning": True,
+                                                                     "cost": {"input": 3, "output": 15, "cache_read": 0.3,
+                                                                              "cache_write": 3.75},
+                                                                     "limit": {"context": 128000, "output": 8000}}}}},
+        "model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+        "small_model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+        "share": "disabled", "autoupdate": False,
+    }, indent=1))
+
+
+def opencode_env(home: Path) -> dict[str, str]:
+    env = base_env(home)
+    env.update({"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"})
+    return env
+
+
+def run_opencode(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+                 timeout: float = 180) -> RunResult:
+    """``opencode run --auto``; ``resume`` is a ``ses_...`` id given to ``--session``."""
+    write_opencode_config(home, base_url)  # the port changes between runs
+    args = [str(exe), "run", "--auto", "--format", "json"]
+    if resume:
+        args += ["--session", resume]
+    args.append(prompt)
+    return _run(args, cwd, opencode_env(home), timeout)
+
+
+def opencode_db(home: Path) -> Path:
+    return opencode_data(home) / "opencode.db"
+
+
+def opencode_session_id(res: RunResult) -> str:
+    """The session id from ``--format json`` output (every event line names it)."""
+    for line in res.stdout.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        sid = d.get("sessionID") if isinstance(d, dict) else None
+        if isinstance(sid, str):
+            return sid
+    raise AssertionError(f"no session id in opencode output: {res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+
+
 # ---------------------------------------------------------------- any vendor
 
 EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot"}
