@@ -500,10 +500,12 @@ def opencode_session_id(res: RunResult) -> str:
 
 # ---------------------------------------------------------------- any vendor
 
-EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot"}
+EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot",
+        "opencode": "opencode"}
 # the vendor home below HOME, and its folder that holds the sessions
 HOMES = {"claude-code": (".claude", "projects"), "codex": (".codex", "sessions"), "gemini": (".gemini", "tmp"),
-         "qwen": (".qwen", "projects"), "pi": (".pi/agent", "sessions"), "copilot": (".copilot", "session-state")}
+         "qwen": (".qwen", "projects"), "pi": (".pi/agent", "sessions"), "copilot": (".copilot", "session-state"),
+         "opencode": (".local/share", "opencode")}
 # the clients that fork a session into a new one (Claude Code --fork-session, codex fork, pi --fork)
 FORKS = ("claude-code", "codex", "pi")
 
@@ -513,7 +515,7 @@ def run_vendor(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, pro
     """One prompt, starting a session, resuming ``resume`` (a session id) or, with ``fork``,
     forking it into a new session (the clients in FORKS)."""
     run = {"claude-code": run_claude, "codex": run_codex, "gemini": run_gemini, "qwen": run_qwen,
-           "pi": run_pi, "copilot": run_copilot}[vendor]
+           "pi": run_pi, "copilot": run_copilot, "opencode": run_opencode}[vendor]
     if not fork:
         return run(exe, home, cwd, base_url, prompt, resume=resume)
     assert vendor in FORKS, f"{vendor}: no fork"
@@ -546,6 +548,8 @@ def run_step(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, promp
         return codex_session_id(new[0]) if new else (resume or codex_session_id(codex_sessions(home)[0]))
     if vendor == "copilot":
         return resume or copilot_session_id(home)
+    if vendor == "opencode":
+        return opencode_session_id(res)
     new = sorted(set(pi_sessions(home)) - before_pi)
     if new:
         return pi_session_id(new[0])

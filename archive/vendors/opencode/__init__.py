@@ -33,7 +33,8 @@ from pathlib import Path
 import orjson
 
 from ...model import JsonObject, Message, Thread
-from ..base import RECORDS, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
+from ..base import RECORDS, SNAPSHOT, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
+from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
 from .parse import NAME, OpenCodeParser
 
@@ -72,9 +73,15 @@ class OpenCodeAdapter(Adapter):
         return [data / "opencode"]
 
     def classify(self, path: Path) -> str | None:
-        return RECORDS if path.name == DB_NAME else None
+        if path.name == DB_NAME:
+            return RECORDS
+        if path.parent.name == EXPORT_FOLDER and path.name.startswith("ses_") and path.suffix == ".json":
+            return SNAPSHOT  # an import file emit wrote
+        return None
 
     def detect(self, head: bytes) -> bool:
+        if head.lstrip().startswith(b"{") and b'"info"' in head[:300] and b'"ses_' in head[:600]:
+            return True  # an ``opencode export`` document
         first = head.split(b"\n", 1)[0]
         if not first.startswith(_HEAD):
             return False

@@ -51,6 +51,10 @@ Event types (the suffix ``.1`` is the event's schema version):
 * ``message.removed`` / ``message.part.removed`` / ``session.deleted``: OpenCode dropped
   it; the archive keeps what it had (a ``WARNING`` report says so).
 
+An ``opencode export`` document (what ``opencode import`` reads, and what ``emit --to
+opencode`` writes: ``opencode-import/<session>.json``) is read as a SNAPSHOT source, its
+session, messages and parts through the same handlers as the events that wrote them.
+
 Threads: thread id = the session id; a session whose ``parentID`` names another is its
 subagent (``parentThreadId``). Bounded state: the role and model of the last
 ``KNOWN_CAP`` messages and the last canonical message of each; a part of a message
@@ -73,6 +77,7 @@ from ..base import (
     METADATA,
     PARSE_ERROR,
     SKIPPED,
+    SNAPSHOT,
     UNKNOWN,
     WARNING,
     MessageRow,
@@ -154,6 +159,9 @@ class OpenCodeParser:
             return
         if warning is not None:
             yield warning
+        if self.source.kind == SNAPSHOT:
+            yield from self.export(d)
+            return
         if not isinstance(d, dict) or not isinstance(d.get("type"), str):
             yield Report(INVALID, "not an event line", None)
             return
@@ -173,6 +181,24 @@ class OpenCodeParser:
             yield Report(UNKNOWN, d["type"], "event type not read; kept in the source layer")
             return
         yield from handler(self, session, data)
+
+    def export(self, d: Any) -> Iterator[Row]:
+        """An ``opencode export`` / ``opencode import`` document, read as the events that
+        would have written it: the session, then each message and its parts."""
+        info = _dict(d.get("info")) if isinstance(d, dict) else {}
+        messages = d.get("messages") if isinstance(d, dict) else None
+        session = _str(info.get("id"))
+        if session is None or not isinstance(messages, list):
+            yield Report(INVALID, "not an OpenCode export", "no info.id or messages")
+            return
+        yield from self.session(session, {"info": info})
+        for m in messages:
+            if not isinstance(m, dict):
+                yield Report(INVALID, "export message not an object", None)
+                continue
+            yield from self.message(session, {"info": m.get("info")})
+            for part in m.get("parts") if isinstance(m.get("parts"), list) else []:
+                yield from self.part(session, {"part": part})
 
     # ------------------------------------------------------------------ sessions
     def session(self, session: str, data: dict[str, Any]) -> Iterator[Row]:
@@ -250,7 +276,8 @@ class OpenCodeParser:
             x["agent"] = info[3]
         msg = Message(id=cid, thread_id=session, role=role or info[0], ts=ts, content=tuple(blocks), turn_id=mid,
                       provenance=Provenance(NAME, session_id=session, source_id=pid), extra=x or None)
-        info[5] = cid
+        if msg.role != "tool":
+            info[5] = cid  # the carrier of the step's usage: its last assistant message
         yield MessageRow(msg, revises=True)
 
     def text(self, session: str, part: dict[str, Any], pid: str, mid: str) -> Iterator[Row]:
