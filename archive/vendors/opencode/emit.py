@@ -14,7 +14,8 @@ one ``tool`` part (``completed``, or ``error`` with the output as the error), a 
 usage -> the assistant message's ``tokens`` and a ``step-finish`` part (OpenCode's
 ``input`` without cache reads, ``output`` without reasoning). Other blocks become text
 (counted). The file goes to ``opencode-import/<session id>.json``; the resume hint imports
-it, then resumes the session.
+it, then resumes the session; ``emit --install`` puts it under OpenCode's data folder
+(``opencode-import/``), where ingest reads it back as a snapshot of the same session.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, Message, Reasoning, Text, Thread, ToolCall, ToolResult, Usage
-from ..base import EmitOptions, EmitResult, command
+from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command
 from .parse import NAME
 
 CLIENT_VERSION = "1.18.33"
@@ -70,10 +71,10 @@ class _Ids:
 
 
 def resume_hint(session_id: str, cwd: str | None) -> str:
-    file = f"{FOLDER}/{session_id}.json"
+    """Import the file ``emit --install`` wrote under OpenCode's data folder, then resume."""
+    file = '"${XDG_DATA_HOME:-$HOME/.local/share}"/opencode/' + command(f"{FOLDER}/{session_id}.json")
     run = command("opencode", "--session", session_id)
-    imp = command("opencode", "import", file)
-    return f"{imp} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
+    return f"opencode import {file} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
 
 
 def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]],
@@ -225,8 +226,12 @@ def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: b
     cost = vendor.get("cost") if isinstance(vendor.get("cost"), (int, float)) else 0
     info = current["info"]
     info["tokens"], info["cost"] = tokens, cost
+    # the response's own step-finish id (usage key ``opencode:<part id>``): the imported
+    # session read back is the same response, not a second one
+    key = (u.extra or {}).get(RESPONSE_KEY) if own else None
+    own_id = key.split(":", 1)[1] if isinstance(key, str) and key.startswith(f"{NAME}:prt_") else None
     current["parts"].append({"type": "step-finish", "reason": info["finish"], "tokens": tokens, "cost": cost,
-                             "id": ids.make("prt", None, ms), "sessionID": session_id, "messageID": info["id"]})
+                             "id": ids.make("prt", own_id, ms), "sessionID": session_id, "messageID": info["id"]})
 
 
 def _close(current: dict[str, Any] | None, ids: _Ids) -> None:
