@@ -129,6 +129,14 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             (target / rel).write_bytes(data)
             files.append(rel)
+        # and each session as the client itself exports it: what `opencode import` reads,
+        # so the clients tests can give a recording back to a real client
+        for sid in sessions:
+            res = runner.opencode_export(exe, home, cwd, sid)
+            rel = f"export/{sid}.json"
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_text(res)
+            files.append(rel)
         pattern = "none"
     for project in [] if vendor == "opencode" else sorted((vendor_home / sub).glob("*")) if pattern != "*" else [vendor_home / sub]:
         for f in sorted(project.glob(pattern) if pattern != "*" else project.rglob("*")):

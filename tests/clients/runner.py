@@ -481,6 +481,17 @@ def run_opencode(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, r
     return _run(args, cwd, opencode_env(home), timeout)
 
 
+def opencode_export(exe: Path, home: Path, cwd: Path, session_id: str) -> str:
+    """``opencode export SESSION``: the session as one JSON document (stdout)."""
+    return _run([str(exe), "export", session_id], cwd, opencode_env(home), 60).check().stdout
+
+
+def opencode_import(exe: Path, home: Path, cwd: Path, file: Path) -> RunResult:
+    """``opencode import FILE`` (rows in the database, no events; the session's directory
+    becomes ``cwd``, 1.18.33)."""
+    return _run([str(exe), "import", str(Path(file).resolve())], cwd, opencode_env(home), 60).check()
+
+
 def opencode_db(home: Path) -> Path:
     return opencode_data(home) / "opencode.db"
 

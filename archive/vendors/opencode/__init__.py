@@ -22,7 +22,10 @@ document that ``opencode import FILE`` reads (the format of ``opencode export``)
 
 The older layout (before the database: ``storage/session``, ``storage/message``,
 ``storage/part`` with one JSON file each) has no public example to test with and is not read.
-A session that has rows but no events (none seen in 1.18.33) is not read either.
+A session whose event log is not whole (``opencode import`` writes rows and no events;
+sessions from before the event table) is read from its rows instead: the session row, its
+message rows and part rows as JSON lines (``row_line``); rows change in place, so each
+change of such a session is a new generation of its document (older ones kept).
 """
 
 from __future__ import annotations
@@ -49,15 +52,27 @@ def event_line(aggregate: bytes, seq: int, event_id: bytes, kind: bytes, data: b
     head = b'{"aggregate":' + orjson.dumps(aggregate.decode("utf-8", "surrogateescape"))
     head += b',"seq":' + str(seq).encode() + b',"id":' + orjson.dumps(event_id.decode("utf-8", "surrogateescape"))
     head += b',"type":' + orjson.dumps(kind.decode("utf-8", "surrogateescape"))
-    raw_ok = b"\n" not in data and b"\r" not in data
-    if raw_ok:
+    return head + _data_field(data) + b"}\n"
+
+
+def row_line(table: bytes, row_id: bytes, owner: bytes, created: int, updated: int, data: bytes) -> bytes:
+    """A message or part row as a JSON line: ``owner`` is the message row's session or the
+    part row's message; ``data`` as in ``event_line``."""
+    key = b"session_id" if table == b"message" else b"message_id"
+    head = b'{"table":' + orjson.dumps(table.decode()) + b',"id":' + orjson.dumps(row_id.decode("utf-8", "replace"))
+    head += b',"' + key + b'":' + orjson.dumps(owner.decode("utf-8", "replace"))
+    head += b',"time_created":' + orjson.dumps(created) + b',"time_updated":' + orjson.dumps(updated)
+    return head + _data_field(data) + b"}\n"
+
+
+def _data_field(data: bytes) -> bytes:
+    if b"\n" not in data and b"\r" not in data:
         try:
             orjson.loads(data)
+            return b',"data":' + data
         except orjson.JSONDecodeError:
-            raw_ok = False
-    if raw_ok:
-        return head + b',"data":' + data + b"}\n"
-    return head + b',"dataText":' + orjson.dumps(data.decode("utf-8", "replace")) + b"}\n"
+            pass
+    return b',"dataText":' + orjson.dumps(data.decode("utf-8", "replace"))
 
 
 class OpenCodeAdapter(Adapter):
@@ -83,6 +98,8 @@ class OpenCodeAdapter(Adapter):
         if head.lstrip().startswith(b"{") and b'"info"' in head[:300] and b'"ses_' in head[:600]:
             return True  # an ``opencode export`` document
         first = head.split(b"\n", 1)[0]
+        if first.startswith(b'{"table":"session","row":'):
+            return True  # a document of rows
         if not first.startswith(_HEAD):
             return False
         try:
@@ -95,17 +112,51 @@ class OpenCodeAdapter(Adapter):
         return path.name.rpartition("#")[2].split(".", 1)[0] or None
 
     def documents(self, path: Path, query: Query) -> Iterator[Document]:
-        """One document per session: its events in ``seq`` order. One statement per
-        session, so each document is one consistent snapshot."""
+        """One document per session: its events in ``seq`` order when the event log is
+        whole (it starts with ``session.created``), else its rows (below). One statement
+        per session and table, each one consistent snapshot."""
         tables = {r[0] for r in query("SELECT name FROM sqlite_master WHERE type = 'table'", ())}
-        if b"event" not in tables:
-            return
-        for (aggregate,) in query("SELECT DISTINCT aggregate_id FROM event ORDER BY aggregate_id", ()):
-            rows = query("SELECT seq, id, type, CAST(data AS BLOB) FROM event WHERE aggregate_id = ? ORDER BY seq",
-                         (aggregate.decode("utf-8", "surrogateescape"),))
-            data = b"".join(event_line(aggregate, seq, eid, kind, raw) for seq, eid, kind, raw in rows)
-            if data:
-                yield Document(f"{path}#{aggregate.decode('utf-8', 'replace')}.jsonl", data)
+        logged: set[bytes] = set()
+        if b"event" in tables:
+            for (aggregate,) in query("SELECT DISTINCT aggregate_id FROM event ORDER BY aggregate_id", ()):
+                rows = query("SELECT seq, id, type, CAST(data AS BLOB) FROM event WHERE aggregate_id = ? ORDER BY seq",
+                             (aggregate.decode("utf-8", "surrogateescape"),))
+                if not rows or rows[0][0] != 0 or not rows[0][2].startswith(b"session.created"):
+                    continue  # a log that does not hold the whole session: read its rows instead
+                logged.add(aggregate)
+                yield Document(f"{path}#{aggregate.decode('utf-8', 'replace')}.jsonl",
+                               b"".join(event_line(aggregate, seq, eid, kind, raw) for seq, eid, kind, raw in rows))
+        if {b"session", b"message", b"part"} <= tables:
+            yield from self._row_documents(path, query, logged)
+
+    def _row_documents(self, path: Path, query: Query, logged: set[bytes]) -> Iterator[Document]:
+        """Sessions without a whole event log (``opencode import`` writes rows and no events,
+        1.18.33): the session row, then each message row (by creation) followed by its part
+        rows (by id), as JSON lines. The rows change in place, so such a document is
+        rewritten, not appended to: each change is a new generation of the source."""
+        cols = [r[1].decode() for r in query("PRAGMA table_info(session)", ())]
+        for row in query("SELECT * FROM session ORDER BY id", ()):
+            session = dict(zip(cols, row))
+            sid = session["id"]
+            if sid in logged:
+                continue
+            text = sid.decode("utf-8", "surrogateescape")
+            lines = [b'{"table":"session","row":' + orjson.dumps(
+                {k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v for k, v in session.items()}) + b"}\n"]
+            parts: dict[bytes, list[tuple]] = {}
+            for prow in query("SELECT id, message_id, time_created, time_updated, CAST(data AS BLOB) FROM part "
+                              "WHERE session_id = ? ORDER BY id", (text,)):
+                parts.setdefault(prow[1], []).append(prow)
+            for mid, created, updated, data in query(
+                    "SELECT id, time_created, time_updated, CAST(data AS BLOB) FROM message WHERE session_id = ? "
+                    "ORDER BY time_created, id", (text,)):
+                lines.append(row_line(b"message", mid, sid, created, updated, data))
+                for pid, _mid, pcreated, pupdated, pdata in parts.pop(mid, []):
+                    lines.append(row_line(b"part", pid, mid, pcreated, pupdated, pdata))
+            for orphans in parts.values():  # parts whose message row is gone
+                for pid, pmid, pcreated, pupdated, pdata in orphans:
+                    lines.append(row_line(b"part", pid, pmid, pcreated, pupdated, pdata))
+            yield Document(f"{path}#{text}.jsonl", b"".join(lines))
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> OpenCodeParser:
         return OpenCodeParser(source, state)
@@ -119,6 +170,20 @@ class OpenCodeAdapter(Adapter):
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id, cwd)
+
+    def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """``model_provider`` and ``model`` from the ``model`` (``provider/model``) of the
+        user's opencode.json: an imported session then names a model their OpenCode has."""
+        config = (env_path(env, "XDG_CONFIG_HOME") or home / ".config") / "opencode" / "opencode.json"
+        try:
+            d = orjson.loads(config.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        model = d.get("model") if isinstance(d, dict) else None
+        if not isinstance(model, str) or "/" not in model:
+            return {}
+        provider, name = model.split("/", 1)
+        return {"model_provider": provider, "model": name}
 
 
 ADAPTER = OpenCodeAdapter()

@@ -140,9 +140,10 @@ class OpenCodeParser:
         s = state or {}
         # message id -> [role, model, provider, agent, created ms, last canonical message id]
         self.msgs: dict[str, list[Any]] = {k: list(v) for k, v in (s.get("msgs") or {}).items()}
+        self.row_session: str | None = s.get("session")  # the session of a document of rows
 
     def state(self) -> JsonObject:
-        return {"msgs": self.msgs}
+        return {"msgs": self.msgs, "session": self.row_session} if self.row_session else {"msgs": self.msgs}
 
     def _remember(self, mid: str, info: list[Any]) -> None:
         self.msgs.pop(mid, None)
@@ -161,6 +162,9 @@ class OpenCodeParser:
             yield warning
         if self.source.kind == SNAPSHOT:
             yield from self.export(d)
+            return
+        if isinstance(d, dict) and isinstance(d.get("table"), str):
+            yield from self.row(d)
             return
         if not isinstance(d, dict) or not isinstance(d.get("type"), str):
             yield Report(INVALID, "not an event line", None)
@@ -181,6 +185,37 @@ class OpenCodeParser:
             yield Report(UNKNOWN, d["type"], "event type not read; kept in the source layer")
             return
         yield from handler(self, session, data)
+
+    def row(self, d: dict[str, Any]) -> Iterator[Row]:
+        """A line of a session read from its rows: the session row's columns, or a message
+        or part row whose ``data`` lacks the ids its columns hold."""
+        table = d["table"]
+        data = d.get("data")
+        if data is None and isinstance(d.get("dataText"), str):
+            try:
+                data = orjson.loads(d["dataText"])
+            except orjson.JSONDecodeError as e:
+                yield Report(PARSE_ERROR, "row data not JSON", str(e))
+                return
+        if table == "session":
+            r = _dict(d.get("row"))
+            self.row_session = _str(r.get("id")) or self.source.source_id
+            info = {"id": r.get("id"), "title": r.get("title"), "directory": r.get("directory"),
+                    "parentID": r.get("parent_id"), "version": r.get("version"), "slug": r.get("slug"),
+                    "projectID": r.get("project_id"), "workspaceID": r.get("workspace_id"),
+                    "time": {"created": r.get("time_created"), "archived": r.get("time_archived")}}
+            yield from self.session(self.row_session, {"info": info})
+            return
+        session = self.row_session or self.source.source_id
+        if not isinstance(data, dict):
+            yield Report(INVALID, f"{table} row data not an object", None)
+        elif table == "message":
+            yield from self.message(session, {"info": {**data, "id": d.get("id"), "sessionID": d.get("session_id")}})
+        elif table == "part":
+            yield from self.part(session, {"part": {**data, "id": d.get("id"), "messageID": d.get("message_id"),
+                                                    "sessionID": session}})
+        else:
+            yield Report(UNKNOWN, f"table {table}", "row not read; kept in the source layer")
 
     def export(self, d: Any) -> Iterator[Row]:
         """An ``opencode export`` / ``opencode import`` document, read as the events that
