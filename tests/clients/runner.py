@@ -477,7 +477,9 @@ def run_opencode(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, r
     args = [str(exe), "run", "--auto", "--format", "json"]
     if resume:
         args += ["--session", resume]
-    args.append(prompt)
+    # one argument per word: 1.18.33 joins its arguments with spaces and puts quotes around
+    # an argument that holds a space, and the quotes would become part of the prompt
+    args += ["--", *prompt.split(" ")]
     return _run(args, cwd, opencode_env(home), timeout)
 
 
