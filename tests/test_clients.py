@@ -53,9 +53,9 @@ pytestmark = pytest.mark.clients
 EXE = runner.EXES
 VENDORS = tuple(EXE)
 MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock,
-         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
+         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock, "opencode": ChatCompletionsMock}
 READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
-           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat}
+           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat, "opencode": conv.from_chat}
 # Copilot CLI 1.0.102 keeps reasoningText but never sends it back to a model
 SENDS_REASONING = {"copilot": False}
 
@@ -387,14 +387,21 @@ def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path)
         runner.write_codex_config(home, "http://127.0.0.1:9")  # the user's config; the port is set per run
     elif target == "pi":
         runner.write_pi_config(home, "http://127.0.0.1:9")
+    elif target == "opencode":
+        runner.write_opencode_config(home, "http://127.0.0.1:9")
     env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(runner.codex_home(home)),
            "GEMINI_CLI_HOME": None, "QWEN_HOME": None, "QWEN_RUNTIME_DIR": None, "PI_CODING_AGENT_DIR": None,
            "PI_CODING_AGENT_SESSION_DIR": None, "COPILOT_HOME": None,  # these follow HOME
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_CONFIG_HOME": str(home / ".config"),
            "COPILOT_MODEL": runner.COPILOT_MODEL}
     res = CliRunner().invoke(cli, ["--db", str(db_path), "emit", thread_id, "--to", target, "--install",
                                    "--rebuild-format", "--cwd", str(cwd), "--json-report"], env=env)  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
+    if target == "opencode":  # as the resume hint says: import the file, then resume
+        written = runner.opencode_data(home) / "opencode-import" / f"{report['target_id']}.json"
+        assert "opencode import" in report["resume"] and written.exists(), report
+        runner.opencode_import(client("opencode"), home, cwd, written)
     return report["target_id"], report
 
 

@@ -100,6 +100,7 @@ def install(rec: Recording, home: Path, cwd: Path) -> list[Path]:
         # the sessions back through its own import of the recorded exports
         exe = runner.find_client(runner.EXES["opencode"])
         assert exe is not None, "opencode not installed"
+        cwd.mkdir(parents=True, exist_ok=True)
         for rel in rec.meta["files"]:
             if rel.startswith("export/"):
                 runner.opencode_import(exe, home, cwd, rec.folder / rel)

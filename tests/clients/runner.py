@@ -29,10 +29,12 @@ CODEX_KEY_VAR = "SESH_MOCK_OPENAI_KEY"
 
 
 def client_dirs() -> list[Path]:
-    """Where installed clients are looked for, in order: $SESH_CLIENTS_DIR, ./.clients."""
+    """Where installed clients are looked for, in order: $SESH_CLIENTS_DIR (one folder, or
+    several separated by ``:``), ./.clients."""
     out = []
-    if os.environ.get("SESH_CLIENTS_DIR"):
-        out.append(Path(os.environ["SESH_CLIENTS_DIR"]).expanduser() / "node_modules" / ".bin")
+    for d in (os.environ.get("SESH_CLIENTS_DIR") or "").split(os.pathsep):
+        if d:
+            out.append(Path(d).expanduser() / "node_modules" / ".bin")
     out.append(REPO / ".clients" / "node_modules" / ".bin")
     return out
 
