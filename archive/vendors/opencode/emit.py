@@ -106,8 +106,9 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
             for b in msg.content:
                 text = b.text if isinstance(b, Text) else None
                 if text is None:
-                    if isinstance(b, ToolResult):
+                    if isinstance(b, ToolResult):  # Claude Code's results come in user messages
                         _attach_result(b, calls, result)
+                        need_new = True
                         continue
                     text = _as_text(b, result)
                 parts.append({"type": "text", "text": text})
