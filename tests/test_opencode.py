@@ -192,3 +192,36 @@ def test_emit_builds_an_import_file(tmp_path: Path) -> None:
     recorded = [orjson.loads(raw)["part"]["id"] for _a, _s, _e, kind, raw in events(doc)
                 if b'"type":"step-finish"' in raw]
     assert finishes == recorded  # the same responses, by the same ids
+
+
+def test_emit_from_another_vendor_splits_steps_at_tool_results() -> None:
+    """Claude Code keeps tool results in user messages: the result goes into its tool part
+    and the answer after it starts a new OpenCode message (a step), as OpenCode writes it."""
+    from archive.model import Message, Text, Thread, ToolCall, ToolResult, Usage
+    from archive.vendors.base import EmitOptions
+
+    t = Thread(id="claude-thread", created_at="2026-01-01T00:00:00Z", metadata={"cwd": "/w", "model": "claude-x"})
+    msgs = [
+        Message(id="u1", thread_id=t.id, role="user", ts="2026-01-01T00:00:01Z", content=(Text("go"),)),
+        Message(id="a1", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:02Z",
+                content=(Text("Running."), ToolCall(call_id="c1", name="Bash", input={"command": "ls"})),
+                usage=Usage(input_tokens=10, output_tokens=7, cache_read_tokens=3, reasoning_tokens=2)),
+        Message(id="u2", thread_id=t.id, role="user", ts="2026-01-01T00:00:03Z",
+                content=(ToolResult(call_id="c1", output=[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]),)),
+        Message(id="a2", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:04Z", content=(Text("Done."),)),
+    ]
+    out = ADAPTER.emit(t, msgs, (), EmitOptions(model="m", model_provider="mock"))
+    doc = orjson.loads(next(iter(out.files.values())))
+    roles = [m["info"]["role"] for m in doc["messages"]]
+    assert roles == ["user", "assistant", "assistant"]
+    first, second = doc["messages"][1]["parts"], doc["messages"][2]["parts"]
+    tool = next(p for p in first if p["type"] == "tool")
+    assert tool["state"] == {**tool["state"], "status": "completed", "output": "a\nb", "input": {"command": "ls"}}
+    assert [p["text"] for p in second if p["type"] == "text"] == ["Done."]
+    finish = next(p for p in first if p["type"] == "step-finish")
+    assert finish["tokens"] == {"total": 20, "input": 10, "output": 5, "reasoning": 2, "cache": {"read": 3, "write": 0}}
+    assert doc["messages"][1]["info"]["modelID"] == "m" and doc["messages"][1]["info"]["providerID"] == "mock"
+    ids = [p["id"] for m in doc["messages"] for p in m["parts"]]
+    assert [m["info"]["id"] for m in doc["messages"]] == sorted(m["info"]["id"] for m in doc["messages"])
+    assert first == sorted(first, key=lambda p: p["id"]) and len(set(ids)) == len(ids)
+    assert out.counts.get("tool output: text blocks joined into one string") == 1

@@ -197,8 +197,13 @@ def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: Emit
     if part is None:
         result.count("tool result without its call: dropped")
         return
-    out = b.output if isinstance(b.output, str) else orjson.dumps(b.output).decode()
-    if not isinstance(b.output, str):
+    if isinstance(b.output, str) or b.output is None:
+        out = b.output or ""
+    elif isinstance(b.output, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in b.output):
+        out = "\n".join(p["text"] for p in b.output)
+        result.count("tool output: text blocks joined into one string")
+    else:
+        out = orjson.dumps(b.output).decode()
         result.count("tool output: not a string, written as JSON text")
     state = part["state"]
     if b.is_error:
