@@ -474,6 +474,8 @@ KNOWN_ISSUES: dict[tuple[str, str], str] = {
     **{("claude-code-2.1.197/fork", target): _FORK for target in VENDORS},
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
        for v in ("claude-code-2.1.197", "codex-0.171.0")},
+    **{(f"{v}/image", "opencode"): "OpenCode: images in a tool result are written as JSON text (state.attachments not tried)"
+       for v in ("claude-code-2.1.197", "codex-0.171.0")},
 }
 
 ROUND_TRIPS = [

@@ -99,19 +99,19 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
     for msg in messages:
         ms = _ms(msg.ts, last_ms)
         last_ms = max(last_ms, ms)
-        if msg.role == "user" or msg.role == "system":
-            if msg.role == "system":
-                result.count("system message: sent as a user message")
+        if msg.role == "system":
+            result.count("message: system message dropped (OpenCode writes its own system prompt)")
+            continue
+        if msg.role == "user":
             parts = []
             for b in msg.content:
-                text = b.text if isinstance(b, Text) else None
-                if text is None:
-                    if isinstance(b, ToolResult):  # Claude Code's results come in user messages
-                        _attach_result(b, calls, result)
-                        need_new = True
-                        continue
-                    text = _as_text(b, result)
-                parts.append({"type": "text", "text": text})
+                if isinstance(b, Text):
+                    parts.append({"type": "text", "text": b.text})
+                elif isinstance(b, ToolResult):  # Claude Code's results come in user messages
+                    _attach_result(b, calls, result)
+                    need_new = True
+                else:  # a file change beside a result, an image: nothing OpenCode sends as the user's
+                    result.count(f"user: {type(b).__name__} block not representable, dropped")
             if not parts:
                 continue
             if own and out and msg.turn_id and out[-1]["info"]["id"] == msg.turn_id:
