@@ -440,6 +440,29 @@ class _DocumentPath(type(Path())):  # type: ignore[misc]
         return self
 
 
+RECORDS_SETTLE_NS = 2_000_000_000
+
+
+def _database_companion(path: str) -> str | None:
+    """The database a ``-wal``/``-shm`` file belongs to (SQLite's names), else None."""
+    return path[:-4] if path.endswith(("-wal", "-shm")) else None
+
+
+def _records_signature(path: Path) -> tuple[int, int]:
+    """(inode, newest mtime of the database and its WAL) of a ``RECORDS`` database; the
+    mtime is 0 while the database changed in the last RECORDS_SETTLE_NS (a write in the
+    same clock tick as a read would leave the signature unchanged), so it is read again."""
+    st = os.stat(path)
+    newest = st.st_mtime_ns
+    try:
+        wal = os.stat(f"{path}-wal")
+        if wal.st_size:  # an empty WAL (a read-only reader leaves one) holds nothing
+            newest = max(newest, wal.st_mtime_ns)
+    except OSError:
+        pass
+    return st.st_ino, 0 if time.time_ns() - newest < RECORDS_SETTLE_NS else newest
+
+
 @dataclass(frozen=True)
 class _DocumentStat:
     """What ingest asks of ``os.stat`` for a document: its size, the database's mtime."""
@@ -625,6 +648,7 @@ class Engine:
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
         self.document_paths: set[str] = set()  # virtual paths of the documents read this run
+        self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
@@ -705,7 +729,8 @@ class Engine:
             """Known, complete and with the same size, mtime and inode: nothing to read."""
             if not self._unchanged(path):
                 return False
-            self.summary.files_seen += 1
+            if _database_companion(path) not in (self.records_index or {}):  # a -wal/-shm: not a file read
+                self.summary.files_seen += 1
             seen_paths.add(path)
             return True
 
@@ -777,7 +802,9 @@ class Engine:
     # -- one file
     def _unchanged(self, path: str) -> bool:
         known = self.path_stats.get(path)
-        if known is None or known[3] or known[4]:  # new, pending bytes, or marked missing
+        if known is None:
+            return self._records_unchanged(path)
+        if known[3] or known[4]:  # pending bytes, or marked missing
             return False
         try:
             st = os.stat(path)
@@ -794,23 +821,52 @@ class Engine:
             return self._ingest_records(cand, st)
         return self._ingest_lines(cand, st)
 
+    def _records_unchanged(self, path: str) -> bool:
+        """A database (``RECORDS``) whose documents were all read at its current signature
+        (``_records_signature``); its ``-wal``/``-shm`` files go with it (their changes are
+        seen through it)."""
+        if self.records_index is None:
+            self.records_index = {}
+            for p, stat in self.path_stats.items():
+                base, sep, _ = p.rpartition("#")
+                if sep and not stat[4]:
+                    self.records_index.setdefault(base, []).append((p, stat))
+        docs = self.records_index.get(path)
+        if docs is None:
+            base = _database_companion(path)
+            return base is not None and base in self.records_index and self._records_unchanged(base)
+        try:
+            sig = _records_signature(Path(path))
+        except OSError:
+            return False
+        if sig[1] == 0 or any(stat[3] or (stat[1], stat[2]) != (sig[1], sig[0]) for _p, stat in docs):
+            return False
+        self.document_paths.update(p for p, _stat in docs)
+        return True
+
     def _ingest_records(self, cand: Candidate, st: os.stat_result) -> int | None:
         """A database (``RECORDS``): the adapter reads it read-only (``archive.readonly``)
         and gives one document of JSON lines per session (``Adapter.documents``); each is
         ingested as a line file at its virtual path, so identity, offsets, generations,
         restore and rebuild are those of files. The database is read on every run (its WAL
-        changes without its own mtime changing); an unchanged document adds nothing."""
+        changes without its own mtime changing) unless neither it nor its WAL changed since
+        every one of its documents was read (``_records_unchanged``); an unchanged document
+        adds nothing."""
         from .readonly import ReadOnlyDatabase
 
+        inode, signature = _records_signature(cand.path)  # before the read: a later write changes it
         with ReadOnlyDatabase(cand.path) as database:
             documents = list(cand.adapter.documents(cand.path, database.query))
         last = None
+        changed_before = self.summary.files_changed
         for doc in documents:
             path = _DocumentPath(doc.path, doc.data)
             self.document_paths.add(doc.path)
-            doc_st = _DocumentStat(len(doc.data), st.st_mtime, st.st_mtime_ns, 0)
+            doc_st = _DocumentStat(len(doc.data), st.st_mtime, signature, inode)
             last = self._ingest_lines(Candidate(path, cand.adapter, LINES), doc_st) or last  # type: ignore[arg-type]
             self._maybe_commit()
+        # one file changed, however many of its sessions did
+        self.summary.files_changed = changed_before + (self.summary.files_changed > changed_before)
         return last
 
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
