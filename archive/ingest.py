@@ -742,7 +742,7 @@ class Engine:
                 self._maybe_commit()
                 if sid is not None:
                     touched.add(sid)
-                if self.options.progress is not None:
+                if self.options.progress is not None and cand.kind != RECORDS:  # (a database: per document)
                     self.options.progress(str(cand.path), self.summary.bytes_read)
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
@@ -848,7 +848,8 @@ class Engine:
         """A database (``RECORDS``): the adapter reads it read-only (``archive.readonly``)
         and gives one document of JSON lines per session (``Adapter.documents``); each is
         ingested as a line file at its virtual path, so identity, offsets, generations,
-        restore and rebuild are those of files. The database is read on every run (its WAL
+        restore and rebuild are those of files (and ``files_changed`` and the progress
+        callback count documents). The database is read on every run (its WAL
         changes without its own mtime changing) unless neither it nor its WAL changed since
         every one of its documents was read (``_records_unchanged``); an unchanged document
         adds nothing."""
@@ -858,15 +859,14 @@ class Engine:
         with ReadOnlyDatabase(cand.path) as database:
             documents = list(cand.adapter.documents(cand.path, database.query))
         last = None
-        changed_before = self.summary.files_changed
         for doc in documents:
             path = _DocumentPath(doc.path, doc.data)
             self.document_paths.add(doc.path)
             doc_st = _DocumentStat(len(doc.data), st.st_mtime, signature, inode)
             last = self._ingest_lines(Candidate(path, cand.adapter, LINES), doc_st) or last  # type: ignore[arg-type]
             self._maybe_commit()
-        # one file changed, however many of its sessions did
-        self.summary.files_changed = changed_before + (self.summary.files_changed > changed_before)
+            if self.options.progress is not None:  # each document is a source, as a file is
+                self.options.progress(doc.path, self.summary.bytes_read)
         return last
 
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
