@@ -281,11 +281,12 @@ def _neutral(vendor: str, u: dict[str, Any]) -> tuple[int, int, int]:
     return u["prompt_tokens"] - cached, cached, u["completion_tokens"]
 
 
-@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
+@pytest.mark.parametrize("vendor", ["gemini", "qwen", "opencode"])
 def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -> None:
     """Every scenario run live, its session ingested: the archive's token totals equal the
     sum of the mock's responses, each counted once (Qwen Code's background helper calls
-    included, since the session records them; Gemini CLI records the agent loop only)."""
+    included, since the session records them; Gemini CLI and OpenCode, whose title request
+    is not in the session, record the agent loop only)."""
     from archive.db import open_db
     from archive.ingest import IngestOptions, ingest_paths
 
@@ -295,7 +296,7 @@ def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -
         sc = next(s for s in scenarios(vendor, cwd) if s.name == sc0.name)
         with mock_for(vendor, sc.script) as mock:
             run_scenario(vendor, sc, home, cwd, mock.url)
-            answered = mock.model_requests() if vendor == "gemini" else [r for r in mock.requests if r.usage]
+            answered = mock.model_requests() if vendor in ("gemini", "opencode") else [r for r in mock.requests if r.usage]
             expected = [sum(x) for x in zip(*(_neutral(vendor, r.usage) for r in answered))]
         db = open_db(tmp_path / sc.name / "a.db")
         s = ingest_paths(db, [home / VENDOR_HOME[vendor]], IngestOptions(idle_seconds=10**9))
