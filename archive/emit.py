@@ -164,6 +164,8 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
         rel = adapter.install_path(plain_name(last_path), cwd if moved else None)
         if rel is not None:
             files.set_chunks(rel, _stored_chunks(db, sid, gen))
+    if not files:
+        return None  # the adapter writes none of its stored sources back (a database's documents): build
     notes = [f"filed under {cwd}: the files are byte for byte as archived (they still name {own_cwd} inside)"] if moved else []
     root = _root_thread(db, thread)
     hint = adapter.resume_hint(root, cwd or own_cwd)

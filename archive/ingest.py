@@ -64,6 +64,7 @@ from .vendors import get as get_adapter
 from .vendors.base import (
     ADAPTER_ERROR,
     LINES,
+    RECORDS,
     REFUSED,
     SKIPPED,
     SNAPSHOT,
@@ -381,7 +382,7 @@ def _pick(path: Path, adapters: list[Adapter], by_content_only: bool) -> tuple[A
         return None
     head = _head(path)
     for a, k in claims:
-        if k == SNAPSHOT or (head is not None and a.detect(head)):
+        if k in (SNAPSHOT, RECORDS) or (head is not None and a.detect(head)):
             return a, k
     if head:
         for a in adapters:
@@ -406,7 +407,12 @@ def _head(p: Path) -> bytes | None:
 @contextmanager
 def _open_stream(path: Path) -> Iterator[BinaryIO]:
     """The file's bytes; ``.zst`` files (Codex archives) are decompressed transparently,
-    and offsets then count decompressed bytes."""
+    and offsets then count decompressed bytes; a database's document (``_DocumentPath``)
+    is read from memory."""
+    document = getattr(path, "document", None)
+    if document is not None:
+        yield io.BytesIO(document)
+        return
     with open(path, "rb") as raw:
         if path.name.endswith(".zst"):
             import zstandard
@@ -427,6 +433,48 @@ def _seek(f: BinaryIO, offset: int) -> None:
             if not got:
                 break
             remaining -= len(got)
+
+
+class _DocumentPath(type(Path())):  # type: ignore[misc]
+    """The virtual path of a database's document, carrying its bytes (``_open_stream``)."""
+
+    def __new__(cls, path: str, document: bytes) -> "_DocumentPath":
+        self = super().__new__(cls, path)
+        self.document = document
+        return self
+
+
+RECORDS_SETTLE_NS = 2_000_000_000
+
+
+def _database_companion(path: str) -> str | None:
+    """The database a ``-wal``/``-shm`` file belongs to (SQLite's names), else None."""
+    return path[:-4] if path.endswith(("-wal", "-shm")) else None
+
+
+def _records_signature(path: Path) -> tuple[int, int]:
+    """(inode, newest mtime of the database and its WAL) of a ``RECORDS`` database; the
+    mtime is 0 while the database changed in the last RECORDS_SETTLE_NS (a write in the
+    same clock tick as a read would leave the signature unchanged), so it is read again."""
+    st = os.stat(path)
+    newest = st.st_mtime_ns
+    try:
+        wal = os.stat(f"{path}-wal")
+        if wal.st_size:  # an empty WAL (a read-only reader leaves one) holds nothing
+            newest = max(newest, wal.st_mtime_ns)
+    except OSError:
+        pass
+    return st.st_ino, 0 if time.time_ns() - newest < RECORDS_SETTLE_NS else newest
+
+
+@dataclass(frozen=True)
+class _DocumentStat:
+    """What ingest asks of ``os.stat`` for a document: its size, the database's mtime."""
+
+    st_size: int
+    st_mtime: float
+    st_mtime_ns: int
+    st_ino: int
 
 
 def generation_path(db: Database, source_id: int, generation: int) -> str | None:
@@ -603,6 +651,8 @@ class Engine:
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self.document_paths: set[str] = set()  # virtual paths of the documents read this run
+        self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
@@ -683,7 +733,8 @@ class Engine:
             """Known, complete and with the same size, mtime and inode: nothing to read."""
             if not self._unchanged(path):
                 return False
-            self.summary.files_seen += 1
+            if _database_companion(path) not in (self.records_index or {}):  # a -wal/-shm: not a file read
+                self.summary.files_seen += 1
             seen_paths.add(path)
             return True
 
@@ -695,7 +746,7 @@ class Engine:
                 self._maybe_commit()
                 if sid is not None:
                     touched.add(sid)
-                if self.options.progress is not None:
+                if self.options.progress is not None and cand.kind != RECORDS:  # (a database: per document)
                     self.options.progress(str(cand.path), self.summary.bytes_read)
             except FileNotFoundError:
                 # the vendor deleted or moved it between the walk and the read (Claude Code's
@@ -714,7 +765,7 @@ class Engine:
         self._commit_tx()
         self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
-            self._mark_missing(seen_paths, {a.name for a in adapters})
+            self._mark_missing(seen_paths | self.document_paths, {a.name for a in adapters})
         self.conn.execute("BEGIN IMMEDIATE")
         resolve_origins(self.conn)
         if self.options.scan_secrets:
@@ -761,7 +812,9 @@ class Engine:
     # -- one file
     def _unchanged(self, path: str) -> bool:
         known = self.path_stats.get(path)
-        if known is None or known[3] or known[4]:  # new, pending bytes, or marked missing
+        if known is None:
+            return self._records_unchanged(path)
+        if known[3] or known[4]:  # pending bytes, or marked missing
             return False
         try:
             st = os.stat(path)
@@ -774,7 +827,57 @@ class Engine:
         st = os.stat(cand.path)
         if cand.kind == SNAPSHOT:
             return self._ingest_snapshot(cand, st)
+        if cand.kind == RECORDS:
+            return self._ingest_records(cand, st)
         return self._ingest_lines(cand, st)
+
+    def _records_unchanged(self, path: str) -> bool:
+        """A database (``RECORDS``) whose documents were all read at its current signature
+        (``_records_signature``); its ``-wal``/``-shm`` files go with it (their changes are
+        seen through it)."""
+        if self.records_index is None:
+            self.records_index = {}
+            for p, stat in self.path_stats.items():
+                base, sep, _ = p.rpartition("#")
+                if sep and not stat[4]:
+                    self.records_index.setdefault(base, []).append((p, stat))
+        docs = self.records_index.get(path)
+        if docs is None:
+            base = _database_companion(path)
+            return base is not None and base in self.records_index and self._records_unchanged(base)
+        try:
+            sig = _records_signature(Path(path))
+        except OSError:
+            return False
+        if sig[1] == 0 or any(stat[3] or (stat[1], stat[2]) != (sig[1], sig[0]) for _p, stat in docs):
+            return False
+        self.document_paths.update(p for p, _stat in docs)
+        return True
+
+    def _ingest_records(self, cand: Candidate, st: os.stat_result) -> int | None:
+        """A database (``RECORDS``): the adapter reads it read-only (``archive.readonly``)
+        and gives one document of JSON lines per session (``Adapter.documents``); each is
+        ingested as a line file at its virtual path, so identity, offsets, generations,
+        restore and rebuild are those of files (and ``files_changed`` and the progress
+        callback count documents). The database is read on every run (its WAL
+        changes without its own mtime changing) unless neither it nor its WAL changed since
+        every one of its documents was read (``_records_unchanged``); an unchanged document
+        adds nothing."""
+        from .readonly import ReadOnlyDatabase
+
+        inode, signature = _records_signature(cand.path)  # before the read: a later write changes it
+        with ReadOnlyDatabase(cand.path) as database:
+            documents = list(cand.adapter.documents(cand.path, database.query))
+        last = None
+        for doc in documents:
+            path = _DocumentPath(doc.path, doc.data)
+            self.document_paths.add(doc.path)
+            doc_st = _DocumentStat(len(doc.data), st.st_mtime, signature, inode)
+            last = self._ingest_lines(Candidate(path, cand.adapter, LINES), doc_st) or last  # type: ignore[arg-type]
+            self._maybe_commit()
+            if self.options.progress is not None:  # each document is a source, as a file is
+                self.options.progress(doc.path, self.summary.bytes_read)
+        return last
 
     def _lookup_source(self, provider: str, fingerprint: str) -> tuple[int, str, str] | None:
         return self.conn.execute(

@@ -21,9 +21,11 @@ Guarantees:
   patches, resume snapshots), Qwen Code 0.24 records (``~/.qwen/projects/<slug>/chats``,
   ``ui_telemetry`` usage, helper calls), pi 0.73.1 sessions (``~/.pi/agent/sessions``,
   with branches in place) and Copilot CLI 1.0.102 ``events.jsonl`` + ``workspace.yaml``
-  (``~/.copilot/session-state``). Gemini CLI, Qwen Code, pi and Copilot files get no
-  markers and are not append targets. Shares of the size: Claude Code 45 %, Codex 24 %,
-  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 5 %.
+  (``~/.copilot/session-state``), and OpenCode 1.18.33's SQLite database
+  (``~/.local/share/opencode/opencode.db``: events and the rows they update; its lines are
+  not counted). Gemini CLI, Qwen Code, pi, Copilot and OpenCode files get no
+  markers and are not append targets. Shares of the size: Claude Code 44 %, Codex 23 %,
+  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -50,6 +52,7 @@ from array import array
 import datetime as _dt
 import os
 import re
+import sqlite3
 import struct
 import sys
 import time
@@ -1509,6 +1512,147 @@ def pi_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: i
     out.close(t)
 
 
+OPENCODE_MODELS = (("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5.1"), ("ollama", "qwen3-coder:30b"))
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def opencode_db(pools: Pools, stats: Stats, root: Path, seed: int, budget: int) -> None:
+    """OpenCode 1.18.33 keeps every session in one SQLite database: its append-only
+    ``event`` table (``aggregate_id`` = session, ``seq``, ``type``, ``data`` = the JSON the
+    client wrote) and the rows those events update in place. Parts are written as the
+    client streams them: a text or reasoning part empty first, a tool part pending, running,
+    then completed. Written without WAL (one file), in one transaction, so the bytes are a
+    function of the seed; the manifest counts the database file (no lines)."""
+    path = root / ".local" / "share" / "opencode" / "opencode.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("""
+        PRAGMA page_size = 4096; PRAGMA journal_mode = DELETE;
+        CREATE TABLE event_sequence (aggregate_id text PRIMARY KEY, seq integer NOT NULL, owner_id text);
+        CREATE TABLE event (id text PRIMARY KEY, aggregate_id text NOT NULL, seq integer NOT NULL, type text NOT NULL,
+                            data text NOT NULL);
+        CREATE TABLE session (id text PRIMARY KEY, directory text NOT NULL, title text NOT NULL, version text NOT NULL,
+                              time_created integer NOT NULL, time_updated integer NOT NULL);
+        CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL,
+                              time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+                           time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        BEGIN;""")
+    written = 0
+    i = 0
+    last = 0
+    while written < budget:
+        rng = Random(f"{seed}:opencode:{i}")
+        target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), budget - written + 3_000)
+        n, last_ms = _opencode_session(pools, stats, conn, rng, target=target, t0=session_start(rng, i))
+        written += n
+        last = max(last, last_ms)
+        i += 1
+    conn.execute("COMMIT")
+    conn.close()
+    os.utime(path, ns=(last * 1_000_000, last * 1_000_000))
+    d = stats.vendor("opencode")
+    d["files"] += 1
+    d["bytes"] += path.stat().st_size
+    stats.largest = max(stats.largest, (path.stat().st_size, path.relative_to(root).as_posix()))
+    stats.last_ms = max(stats.last_ms, last)
+
+
+def _opencode_session(pools: Pools, stats: Stats, conn: sqlite3.Connection, rng: Random, *, target: int,
+                      t0: int) -> tuple[int, int]:
+    provider, model = rng.choice(OPENCODE_MODELS)
+    cwd = rng.choice(PROJECTS)
+    t = t0
+    counter = 0
+
+    def ident(prefix: str) -> str:
+        nonlocal counter
+        counter += 1
+        return f"{prefix}_{((t << 12) + counter) & 0xFFFFFFFFFFFF:012x}" + "".join(rng.choice(_B62) for _ in range(14))
+
+    sid = ident("ses")
+    stats.session("opencode", t0, model, cwd)
+    seq = -1
+    size = 0
+
+    def event(kind: str, data: dict[str, Any]) -> None:
+        nonlocal seq, size, t
+        t += rng.randint(1, 900)
+        seq += 1
+        raw = orjson.dumps(data).decode()
+        size += len(raw)
+        conn.execute("INSERT INTO event VALUES (?, ?, ?, ?, ?)", (ident("evt"), sid, seq, kind, raw))
+        if kind == "message.updated.1":
+            info = data["info"]
+            conn.execute("INSERT OR REPLACE INTO message VALUES (?, ?, ?, ?, ?)",
+                         (info["id"], sid, info["time"]["created"], t, raw))
+        elif kind == "message.part.updated.1":
+            part = data["part"]
+            conn.execute("INSERT OR REPLACE INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                         (part["id"], part["messageID"], sid, t, t, orjson.dumps(part).decode()))
+
+    info = {"id": sid, "slug": "-".join(rng.choice(VOCAB[:300]) for _ in range(2)), "projectID": "global",
+            "directory": cwd, "title": pools.text(rng, 10, 60).strip() or "session", "version": "1.18.33",
+            "time": {"created": t0, "updated": t0}}
+    event("session.created.1", {"sessionID": sid, "info": info})
+    while size < target:
+        user = ident("msg")
+        event("message.updated.1", {"sessionID": sid, "info": {"id": user, "sessionID": sid, "role": "user",
+              "time": {"created": t}, "agent": "build", "model": {"providerID": provider, "modelID": model}}})
+        event("message.part.updated.1", {"sessionID": sid, "part": {"id": ident("prt"), "sessionID": sid,
+              "messageID": user, "type": "text", "text": pools.text(rng, 10, 400)}, "time": t})
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            mid = ident("msg")
+            created = t
+            head = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": created}, "parentID": user,
+                    "modelID": model, "providerID": provider, "mode": "build", "agent": "build",
+                    "path": {"cwd": cwd, "root": "/"}, "cost": 0,
+                    "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}}
+            event("message.updated.1", {"sessionID": sid, "info": head})
+            base = {"sessionID": sid, "messageID": mid}
+            event("message.part.updated.1", {"sessionID": sid, "part": {"id": ident("prt"), **base, "type": "step-start"},
+                                             "time": t})
+            reasoning = 0
+            for kind in ("reasoning",) * (rng.random() < 0.5) + ("text",) * (final or rng.random() < 0.4):
+                pid, start, text = ident("prt"), t, pools.text(rng, 20, 800)
+                reasoning += len(text) // 4 if kind == "reasoning" else 0
+                event("message.part.updated.1", {"sessionID": sid, "part": {"id": pid, **base, "type": kind, "text": "",
+                                                 "time": {"start": start}}, "time": t})
+                event("message.part.updated.1", {"sessionID": sid, "part": {"id": pid, **base, "type": kind, "text": text,
+                                                 "time": {"start": start, "end": t + 5}}, "time": t + 5})
+            if not final:
+                pid, call, start = ident("prt"), "call_" + alnum(rng, 24), t
+                cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+                tool = {"id": pid, **base, "type": "tool", "callID": call, "tool": "bash"}
+                event("message.part.updated.1", {"sessionID": sid, "part": {**tool, "state": {"status": "pending", "input": {},
+                                                 "raw": ""}}, "time": t})
+                event("message.part.updated.1", {"sessionID": sid, "part": {**tool, "state": {"status": "running",
+                                                 "input": {"command": cmd}, "time": {"start": start}}}, "time": t})
+                output = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+                exit_code = 1 if rng.random() < 0.1 else 0
+                event("message.part.updated.1", {"sessionID": sid, "part": {**tool, "state": {
+                    "status": "completed", "input": {"command": cmd}, "output": output, "title": cmd,
+                    "metadata": {"output": output[:2000], "exit": exit_code, "truncated": False},
+                    "time": {"start": start, "end": t + 50}}}, "time": t + 50})
+            inp, out = rng.randint(2_000, 60_000), rng.randint(20, 2_000)
+            read = rng.randint(0, inp)
+            tokens = {"total": inp + out + reasoning, "input": inp - read, "output": out, "reasoning": reasoning,
+                      "cache": {"read": read, "write": 0}}
+            cost = round((inp - read) * 3e-6 + read * 3e-7 + (out + reasoning) * 1.5e-5, 7)
+            event("message.part.updated.1", {"sessionID": sid, "part": {"id": ident("prt"), **base, "type": "step-finish",
+                  "reason": "stop" if final else "tool-calls", "tokens": tokens, "cost": cost}, "time": t})
+            event("message.updated.1", {"sessionID": sid, "info": {**head, "tokens": tokens, "cost": cost,
+                  "time": {"created": created, "completed": t}, "finish": "stop" if final else "tool-calls"}})
+            if final:
+                break
+    info["time"]["updated"] = t
+    event("session.updated.1", {"sessionID": sid, "info": info})
+    conn.execute("INSERT INTO event_sequence VALUES (?, ?, NULL)", (sid, seq))
+    conn.execute("INSERT INTO session VALUES (?, ?, ?, ?, ?, ?)", (sid, cwd, info["title"], "1.18.33", t0, t))
+    return size, t
+
+
 def copilot_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
     model = rng.choice(COPILOT_MODELS)
     cwd = rng.choice(PROJECTS)
@@ -1619,6 +1763,9 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         claude_session(pools, stats, root, rng, mark, target=budget, t0=END_MS - 40 * DAY_MS,
                        force_sub=True, force_compact=True, force_image=True, trunk_only=True)
         return stats
+    if vendor == "opencode":  # one database, written by one job
+        opencode_db(pools, stats, root, seed, budget)
+        return stats
     tag = vendor if shard == 0 else f"{vendor}:{shard}"
     i = 0
     while stats.vendor(vendor)["bytes"] < budget:
@@ -1655,7 +1802,8 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
-    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot") if k in stats.v}
+    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode")
+               if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -1692,10 +1840,10 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 45), ("codex", 24), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
-                          ("copilot", 5)):
+    for vendor, share in (("claude_code", 44), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
+                          ("copilot", 4), ("opencode", 3)):
         budget = rest * share // 100
-        n = max(1, -(-budget // SHARD))
+        n = 1 if vendor == "opencode" else max(1, -(-budget // SHARD))  # one database
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]
     stats = Stats()
     if size >= 64 * MiB:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, pi, GitHub Copilot
-# CLI) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
+# CLI, OpenCode) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
 # never globally.
 #
 #   scripts/install_clients.sh [DIR]      DIR defaults to $SESH_CLIENTS_DIR, then ./.clients
 #
 # Pin versions with CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION /
-# QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION (default: latest). The folder is
-# gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot}.
+# QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION / OPENCODE_VERSION (default: latest). The folder is
+# gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot,opencode}.
 # Qwen Code needs Node 22 (on an older node, npm resolves an old release): the npm package
 # node@22 puts a Node 22 binary in DIR/node22/node_modules/.bin/node, and the node clients
 # are installed and run with it. pi's branch scenario also runs `node`.
@@ -21,6 +21,7 @@ qwen_version="${QWEN_CODE_VERSION:-latest}"
 node22_version="${NODE22_VERSION:-22}"
 pi_version="${PI_VERSION:-latest}"
 copilot_version="${COPILOT_VERSION:-latest}"
+opencode_version="${OPENCODE_VERSION:-latest}"
 
 mkdir -p "$dir/node22"
 # --no-fund/--no-audit: fewer network calls; the packages fetch their own platform binaries
@@ -36,10 +37,11 @@ PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "
     "@google/gemini-cli@${gemini_version}" \
     "@qwen-code/qwen-code@${qwen_version}" \
     "@mariozechner/pi-coding-agent@${pi_version}" \
-    "@github/copilot@${copilot_version}"
+    "@github/copilot@${copilot_version}" \
+    "opencode-ai@${opencode_version}"
 
 # each prints its version (pi 0.73.1 on stderr); a native binary is run as it is
-for bin in claude codex gemini qwen pi copilot; do
+for bin in claude codex gemini qwen pi copilot opencode; do
     version="$("$node22" "$dir/node_modules/.bin/$bin" --version 2>&1)" || version="$("$dir/node_modules/.bin/$bin" --version 2>&1)"
     echo "$bin: $version"
 done

@@ -47,9 +47,9 @@ MAX_BYTES = 600_000
 
 VENDORS = runner.EXES
 MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock,
-         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
+         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock, "opencode": ChatCompletionsMock}
 READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
-           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat}
+           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat, "opencode": conv.from_chat}
 # the vendor home (under HOME) and the folder of it whose session files are kept
 HOMES = runner.HOMES
 # which files below each project folder of that folder are kept (default: all, at any depth)
@@ -61,7 +61,22 @@ LABELS = {
     "qwen": ("Qwen Code", "@qwen-code/qwen-code", "OpenAI chat completions, streamed; --auth-type openai, run on Node 22"),
     "pi": ("pi", "@mariozechner/pi-coding-agent", "OpenAI Chat Completions, streamed; ~/.pi/agent/models.json provider \"mock\""),
     "copilot": ("GitHub Copilot CLI", "@github/copilot", "OpenAI Chat Completions, streamed; COPILOT_OFFLINE with COPILOT_PROVIDER_*"),
+    "opencode": ("OpenCode", "opencode-ai", "OpenAI Chat Completions, streamed; opencode.json provider \"mock\" (@ai-sdk/openai-compatible)"),
 }
+
+
+def opencode_documents(home: Path) -> dict[str, bytes]:
+    """OpenCode keeps its sessions in a SQLite database: what is recorded is what the archive
+    stores from it, the adapter's per-session documents of event rows (byte-exact JSON
+    lines, read through archive.readonly), named ``opencode/opencode.db#<session>.jsonl``."""
+    from archive.readonly import ReadOnlyDatabase
+    from archive.vendors.opencode import ADAPTER
+
+    db = runner.opencode_db(home)
+    if not db.exists():
+        return {}
+    with ReadOnlyDatabase(db) as database:
+        return {"opencode/" + Path(d.path).name: d.data for d in ADAPTER.documents(db, database.query)}
 # Copilot CLI files that are its own bookkeeping, not the session: locks, the rewind
 # tracking and the (empty) checkpoint index; events.jsonl and workspace.yaml are kept
 COPILOT_SKIP = (".lock",)
@@ -92,6 +107,7 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     sc = next(s for s in scenarios(vendor, cwd) if s.name == sc.name)  # paths for this cwd
     session_id: str | None = None
     sessions: list[str] = []  # every session id the scenario made, in order
+    steps: list[dict[str, int]] = []
     t0 = time.time()
     sc.write_files(cwd)
     with MOCKS[vendor](sc.script) as mock:
@@ -100,6 +116,8 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
                                          sessions[0] if sessions else None)
             if session_id not in sessions:
                 sessions.append(session_id)
+            if vendor == "opencode":  # lines of each document after this step (the db grows in place)
+                steps.append({k: v.count(b"\n") for k, v in opencode_documents(home).items()})
         # the recording resumes the session the last prompt ran in (the original one after
         # "original", the new one after a pi fork)
         conversations = final_conversations(vendor, mock)
@@ -110,7 +128,21 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
     target = dest / sc.name
     shutil.rmtree(target, ignore_errors=True)
     files = []
-    for project in sorted((vendor_home / sub).glob("*")) if pattern != "*" else [vendor_home / sub]:
+    if vendor == "opencode":
+        for rel, data in opencode_documents(home).items():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_bytes(data)
+            files.append(rel)
+        # and each session as the client itself exports it: what `opencode import` reads,
+        # so the clients tests can give a recording back to a real client
+        for sid in sessions:
+            res = runner.opencode_export(exe, home, cwd, sid)
+            rel = f"export/{sid}.json"
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_text(res)
+            files.append(rel)
+        pattern = "none"
+    for project in [] if vendor == "opencode" else sorted((vendor_home / sub).glob("*")) if pattern != "*" else [vendor_home / sub]:
         for f in sorted(project.glob(pattern) if pattern != "*" else project.rglob("*")):
             if f.is_file() and not (vendor == "copilot" and (f.name.endswith(COPILOT_SKIP) or f.parent.name in COPILOT_SKIP_DIRS)):
                 rel = f.relative_to(vendor_home)
@@ -130,6 +162,7 @@ def record(vendor: str, exe: Path, version: str, sc: Scenario, dest: Path) -> di
         "prompts": sc.prompts,
         "files": files,
         "requests": n_requests,
+        **({"lines_after_step": steps} if steps else {}),
         "conversation": conversations[""],
         "conversations_by_prompt": {k: v for k, v in conversations.items() if k},
     }

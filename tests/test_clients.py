@@ -53,9 +53,9 @@ pytestmark = pytest.mark.clients
 EXE = runner.EXES
 VENDORS = tuple(EXE)
 MOCKS = {"claude-code": AnthropicMock, "codex": ResponsesMock, "gemini": GeminiMock, "qwen": ChatCompletionsMock,
-         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock}
+         "pi": ChatCompletionsMock, "copilot": ChatCompletionsMock, "opencode": ChatCompletionsMock}
 READERS = {"claude-code": conv.from_anthropic, "codex": conv.from_responses, "gemini": conv.from_gemini,
-           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat}
+           "qwen": conv.from_chat, "pi": conv.from_chat, "copilot": conv.from_chat, "opencode": conv.from_chat}
 # Copilot CLI 1.0.102 keeps reasoningText but never sends it back to a model
 SENDS_REASONING = {"copilot": False}
 
@@ -316,11 +316,12 @@ def _neutral(vendor: str, u: dict[str, Any]) -> tuple[int, int, int]:
     return u["prompt_tokens"] - cached, cached, u["completion_tokens"]
 
 
-@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
+@pytest.mark.parametrize("vendor", ["gemini", "qwen", "opencode"])
 def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -> None:
     """Every scenario run live, its session ingested: the archive's token totals equal the
     sum of the mock's responses, each counted once (Qwen Code's background helper calls
-    included, since the session records them; Gemini CLI records the agent loop only)."""
+    included, since the session records them; Gemini CLI and OpenCode, whose title request
+    is not in the session, record the agent loop only)."""
     from archive.db import open_db
     from archive.ingest import IngestOptions, ingest_paths
 
@@ -330,7 +331,7 @@ def test_live_usage_equals_what_the_mock_returned(vendor: str, tmp_path: Path) -
         sc = next(s for s in scenarios(vendor, cwd) if s.name == sc0.name)
         with mock_for(vendor, sc.script) as mock:
             run_scenario(vendor, sc, home, cwd, mock.url)
-            answered = mock.model_requests() if vendor == "gemini" else [r for r in mock.requests if r.usage]
+            answered = mock.model_requests() if vendor in ("gemini", "opencode") else [r for r in mock.requests if r.usage]
             expected = [sum(x) for x in zip(*(_neutral(vendor, r.usage) for r in answered))]
         db = open_db(tmp_path / sc.name / "a.db")
         s = ingest_paths(db, [home / VENDOR_HOME[vendor]], IngestOptions(idle_seconds=10**9))
@@ -421,9 +422,12 @@ def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path,
         runner.write_codex_config(home, "http://127.0.0.1:9")  # the user's config; the port is set per run
     elif target == "pi":
         runner.write_pi_config(home, "http://127.0.0.1:9")
+    elif target == "opencode":
+        runner.write_opencode_config(home, "http://127.0.0.1:9")
     env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(runner.codex_home(home)),
            "GEMINI_CLI_HOME": None, "QWEN_HOME": None, "QWEN_RUNTIME_DIR": None, "PI_CODING_AGENT_DIR": None,
            "PI_CODING_AGENT_SESSION_DIR": None, "COPILOT_HOME": None,  # these follow HOME
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_CONFIG_HOME": str(home / ".config"),
            "COPILOT_MODEL": runner.COPILOT_MODEL}
     # else a byte-exact copy, filed under cwd where the vendor files sessions by folder
     how = ["--rebuild-format", "--cwd", str(cwd)] if rebuild else (["--cwd", str(cwd)] if target == "claude-code" else [])
@@ -431,6 +435,10 @@ def emit_into(target: str, thread_id: str, db_path: Path, home: Path, cwd: Path,
                                    *how, "--json-report"], env=env)  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
+    if target == "opencode":  # as the resume hint says: import the file, then resume
+        written = runner.opencode_data(home) / "opencode-import" / f"{report['target_id']}.json"
+        assert "opencode import" in report["resume"] and written.exists(), report
+        runner.opencode_import(client("opencode"), home, cwd, written)
     return report["target_id"], report
 
 
@@ -502,6 +510,8 @@ KNOWN_ISSUES: dict[tuple[str, str], str] = {
     "agent's <task-notification> (2.1.332 runs Agent in the background): the answers before and after it reach the "
     "model as one assistant text",
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
+       for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
+    **{(f"{v}/image", "opencode"): "OpenCode: images in a tool result are written as JSON text (state.attachments not tried)"
        for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
 }
 

@@ -40,7 +40,7 @@ def digest(root: Path) -> str:
 def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
     for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen"),
-                           (".pi/", "pi"), (".copilot/", "copilot")):
+                           (".pi/", "pi"), (".copilot/", "copilot"), (".local/share/opencode/", "opencode")):
         if rel.startswith(prefix):
             return vendor
     return "clm"
@@ -56,6 +56,16 @@ def jsonl_lines(p: Path) -> list[dict]:
         assert isinstance(obj, dict)
         out.append(obj)
     return out
+
+
+def opencode_rows(p: Path, sql: str) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +88,8 @@ def test_every_line_is_json(corpus: Path) -> None:
     for p in files(corpus):
         if p.name.endswith((".jsonl", ".jsonl.bak")):
             jsonl_lines(p)
+        elif p.name == "opencode.db":  # OpenCode's database: every event's data is a JSON object
+            assert all(isinstance(orjson.loads(d), dict) for (d,) in opencode_rows(p, "SELECT data FROM event"))
         elif p.name == "workspace.yaml":  # Copilot CLI's companion: flat "key: value" lines
             lines = p.read_text().splitlines()
             assert lines[0] == f"id: {p.parent.name}" and all(": " in ln for ln in lines), p
@@ -110,13 +122,14 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "qwen": len(list((corpus / ".qwen/projects").glob("*/chats/*.jsonl"))),
         "pi": len(list((corpus / ".pi/agent/sessions").glob("*/*.jsonl"))),
         "copilot": len(list((corpus / ".copilot/session-state").glob("*/events.jsonl"))),
+        "opencode": opencode_rows(corpus / ".local/share/opencode/opencode.db", "SELECT count(*) FROM session")[0][0],
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
-    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot"}
+    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode"}
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
-    blob = b"".join(p.read_bytes() for p in files(corpus)).decode()
+    blob = b"".join(p.read_bytes() for p in files(corpus) if p.name != "opencode.db").decode()  # (no markers there)
     for marker, d in m["markers"].items():
         assert d["occurrences"] >= 1, marker
         assert blob.count(marker) == d["occurrences"], marker
@@ -207,6 +220,18 @@ def test_vendor_shapes(corpus: Path) -> None:
         kinds = [d["type"] for d in lines]
         assert kinds.count("session.usage_record") == kinds.count("assistant.message") > 0
         assert (p.parent / "workspace.yaml").is_file()
+    # OpenCode: per session, events numbered from 0 that open with session.created, one
+    # step-finish part per assistant step, parts written again as they stream
+    db = corpus / ".local/share/opencode/opencode.db"
+    events: dict[str, list[tuple[int, str, dict]]] = {}
+    for agg, seq, kind, data in opencode_rows(db, "SELECT aggregate_id, seq, type, data FROM event ORDER BY aggregate_id, seq"):
+        events.setdefault(agg, []).append((seq, kind, orjson.loads(data)))
+    assert events
+    for evs in events.values():
+        assert [e[0] for e in evs] == list(range(len(evs))) and evs[0][1] == "session.created.1"
+        parts = [e[2]["part"] for e in evs if e[1] == "message.part.updated.1"]
+        assert sum(p["type"] == "step-finish" for p in parts) == sum(p["type"] == "step-start" for p in parts) > 0
+        assert any(p["type"] == "tool" and p["state"]["status"] == "pending" for p in parts)
 
 
 def test_append_adds_complete_lines(corpus: Path, tmp_path: Path) -> None:

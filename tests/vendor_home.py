@@ -6,11 +6,13 @@ or beside the session (2.0.x); Codex rollouts go under ``sessions/YYYY/MM/DD``; 
 under ``state/clm``. The recorded trees (tests/fixtures/recorded) are already in layout
 (Gemini CLI and Qwen Code fixtures are copies of recorded files, placed from there); the
 pi and Copilot CLI fixtures are byte-for-byte copies of recorded files (the archive would
-take a second copy for the same source moved), so they come from the recorded trees only.
+take a second copy for the same source moved), so they come from the recorded trees only;
+OpenCode's recorded sessions are written into one database, as OpenCode keeps them.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -63,6 +65,9 @@ def build_home(home: Path) -> dict[str, Path]:
              "pi": ".pi/agent", "copilot": ".copilot"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
+        if vendor_dir.name.startswith("opencode-"):
+            placed.update(_opencode_db(home, vendor_dir))
+            continue
         vendor = next(h for v, h in homes.items() if vendor_dir.name.startswith(v + "-"))
         for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
             for f in sorted(scenario.rglob("*")):
@@ -71,6 +76,31 @@ def build_home(home: Path) -> dict[str, Path]:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(f, target)
                     placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target
+    return placed
+
+
+def _opencode_db(home: Path, vendor_dir: Path) -> dict[str, Path]:
+    """OpenCode keeps its sessions in one database: the recorded sessions' event rows are
+    written into ``.local/share/opencode/opencode.db`` as the client writes them (the
+    recorded ``export/`` documents are for the client's own import, not part of its home)."""
+    import sqlite3
+
+    from opencode_writer import SCHEMA, events, write
+
+    db = home / ".local" / "share" / "opencode" / "opencode.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.executescript(SCHEMA)
+    placed = {}
+    for doc in sorted(vendor_dir.glob("*/opencode/*.jsonl")):
+        for ev in events(doc):
+            write(conn, *ev)
+        # the recorded document: what restore gives back for the session (the bytes read from the db)
+        placed[f"{vendor_dir.name}/{doc.parent.parent.name}/{doc.name}"] = doc
+    conn.close()  # the last connection checkpoints the WAL into the file
+    past = 1_767_225_600 * 10**9  # written long before the test reads it, as a client's database at rest
+    os.utime(db, ns=(past, past))
     return placed
 
 

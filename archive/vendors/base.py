@@ -28,7 +28,8 @@ Row semantics, as ingest applies them:
 * ``MessageRow(message)``: stored once per message id; every line that
   yields it is recorded as an occurrence. Attachment ``data`` moves to the blobs table.
   ``MessageRow(message, revises=True)``: a later version of a message the same source
-  already yielded (a vendor that upserts messages by id, like Gemini CLI); it replaces the
+  already yielded (a vendor that upserts messages by id, like Gemini CLI, or a
+  database row updated in place, like OpenCode's); it replaces the
   stored content, blocks included, and keeps the first version's place in the thread.
 * ``UsageRow(key, ...)``: one model response's tokens, in the neutral buckets (see
   ``Usage``): the adapter normalises its vendor's figures, keeping the raw ones in
@@ -75,6 +76,9 @@ REPORT_KINDS = (
 
 LINES = "lines"  # append-only JSON Lines file, read incrementally
 SNAPSHOT = "snapshot"  # whole document rewritten in place; each changed version is a generation
+# a database (OpenCode): the adapter reads it through ``Adapter.documents`` and each document
+# it gives (JSON lines at a virtual path, one per session) is ingested as a LINES source
+RECORDS = "records"
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,24 @@ class Report:
 
 
 Row = Union[ThreadFact, MessageRow, UsageRow, BlobRow, Report]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source of a ``RECORDS`` database: JSON lines, each ending in a newline, each a
+    byte-exact serialisation of rows read from the database, ordered by a position that
+    only grows (OpenCode: the ``event`` table's ``seq``). A later read of the same database
+    gives the same bytes followed by new lines, so ingest reads it as an append-only file:
+    offsets are stable, reruns idempotent and incremental. ``path`` is virtual
+    (``<database path>#<session id>.jsonl``): where the lines are said to come from."""
+
+    path: str
+    data: bytes
+
+
+#: ``query(sql, params) -> rows``: one read-only statement on the database being read
+#: (``archive.readonly``: read-only URI, busy retried, text as bytes)
+Query = Callable[[str, Sequence[Any]], list]
 
 
 class Parser(Protocol):
@@ -403,6 +425,11 @@ class Adapter:
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
+
+    def documents(self, path: Path, query: Query) -> Iterable[Document]:
+        """For a path ``classify`` calls ``RECORDS``: the documents (one per session) read
+        from the database through ``query``; each is then ingested as a line file."""
+        return ()
 
     def emit(self, thread: Any, messages: list[Message], children: Sequence[tuple[Any, list[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:

@@ -95,6 +95,17 @@ def install(rec: Recording, home: Path, cwd: Path) -> list[Path]:
 
         project = vendor_home / top / project_slug(str(resume_cwd(rec, cwd)))
     written = []
+    if rec.vendor == "opencode":
+        # the recorded documents are the archive's form of the database; the client gets
+        # the sessions back through its own import of the recorded exports
+        exe = runner.find_client(runner.EXES["opencode"])
+        assert exe is not None, "opencode not installed"
+        cwd.mkdir(parents=True, exist_ok=True)
+        for rel in rec.meta["files"]:
+            if rel.startswith("export/"):
+                runner.opencode_import(exe, home, cwd, rec.folder / rel)
+        db = runner.opencode_db(home)
+        return [db] if db.exists() else []
     for rel in rec.meta["files"]:
         parts = Path(rel).parts
         if project is not None and parts[0] == top:

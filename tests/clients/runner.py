@@ -29,10 +29,12 @@ CODEX_KEY_VAR = "SESH_MOCK_OPENAI_KEY"
 
 
 def client_dirs() -> list[Path]:
-    """Where installed clients are looked for, in order: $SESH_CLIENTS_DIR, ./.clients."""
+    """Where installed clients are looked for, in order: $SESH_CLIENTS_DIR (one folder, or
+    several separated by ``:``), ./.clients."""
     out = []
-    if os.environ.get("SESH_CLIENTS_DIR"):
-        out.append(Path(os.environ["SESH_CLIENTS_DIR"]).expanduser() / "node_modules" / ".bin")
+    for d in (os.environ.get("SESH_CLIENTS_DIR") or "").split(os.pathsep):
+        if d:
+            out.append(Path(d).expanduser() / "node_modules" / ".bin")
     out.append(REPO / ".clients" / "node_modules" / ".bin")
     return out
 
@@ -432,12 +434,93 @@ def copilot_session_id(home: Path) -> str:
     return events[0].parent.name
 
 
+# ---------------------------------------------------------------- OpenCode (issue 20)
+
+OPENCODE_PROVIDER = "mock"
+OPENCODE_MODEL = "m"
+
+
+def opencode_data(home: Path) -> Path:
+    """``$XDG_DATA_HOME/opencode`` (base_env sets XDG_DATA_HOME under the temp home)."""
+    return home / ".local" / "share" / "opencode"
+
+
+def write_opencode_config(home: Path, base_url: str) -> None:
+    """opencode.json: one OpenAI-compatible provider on the mock (reasoning on, prices per
+    million so the session records a cost), its model the default; no sharing, no updates."""
+    d = home / ".config" / "opencode"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "opencode.json").write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {OPENCODE_PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                                         "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-mock-key"},
+                                         "models": {OPENCODE_MODEL: {"name": "Mock", "reasoning": True,
+                                                                     "cost": {"input": 3, "output": 15, "cache_read": 0.3,
+                                                                              "cache_write": 3.75},
+                                                                     "limit": {"context": 128000, "output": 8000}}}}},
+        "model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+        "small_model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+        "share": "disabled", "autoupdate": False,
+    }, indent=1))
+
+
+def opencode_env(home: Path) -> dict[str, str]:
+    env = base_env(home)
+    env.update({"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"})
+    return env
+
+
+def run_opencode(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
+                 timeout: float = 180) -> RunResult:
+    """``opencode run --auto``; ``resume`` is a ``ses_...`` id given to ``--session``."""
+    write_opencode_config(home, base_url)  # the port changes between runs
+    args = [str(exe), "run", "--auto", "--format", "json"]
+    if resume:
+        args += ["--session", resume]
+    # one argument per word: 1.18.33 joins its arguments with spaces and puts quotes around
+    # an argument that holds a space, and the quotes would become part of the prompt
+    args += ["--", *prompt.split(" ")]
+    return _run(args, cwd, opencode_env(home), timeout)
+
+
+def opencode_export(exe: Path, home: Path, cwd: Path, session_id: str) -> str:
+    """``opencode export SESSION``: the session as one JSON document (stdout)."""
+    return _run([str(exe), "export", session_id], cwd, opencode_env(home), 60).check().stdout
+
+
+def opencode_import(exe: Path, home: Path, cwd: Path, file: Path) -> RunResult:
+    """``opencode import FILE`` (rows in the database, no events; the session's directory
+    becomes ``cwd``, 1.18.33)."""
+    return _run([str(exe), "import", str(Path(file).resolve())], cwd, opencode_env(home), 60).check()
+
+
+def opencode_db(home: Path) -> Path:
+    return opencode_data(home) / "opencode.db"
+
+
+def opencode_session_id(res: RunResult) -> str:
+    """The session id from ``--format json`` output (every event line names it)."""
+    for line in res.stdout.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        sid = d.get("sessionID") if isinstance(d, dict) else None
+        if isinstance(sid, str):
+            return sid
+    raise AssertionError(f"no session id in opencode output: {res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+
+
 # ---------------------------------------------------------------- any vendor
 
-EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot"}
+EXES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen", "pi": "pi", "copilot": "copilot",
+        "opencode": "opencode"}
 # the vendor home below HOME, and its folder that holds the sessions
 HOMES = {"claude-code": (".claude", "projects"), "codex": (".codex", "sessions"), "gemini": (".gemini", "tmp"),
-         "qwen": (".qwen", "projects"), "pi": (".pi/agent", "sessions"), "copilot": (".copilot", "session-state")}
+         "qwen": (".qwen", "projects"), "pi": (".pi/agent", "sessions"), "copilot": (".copilot", "session-state"),
+         "opencode": (".local/share", "opencode")}
 # the clients that fork a session into a new one (Claude Code --fork-session, codex fork, pi --fork)
 FORKS = ("claude-code", "codex", "pi")
 
@@ -447,7 +530,7 @@ def run_vendor(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, pro
     """One prompt, starting a session, resuming ``resume`` (a session id) or, with ``fork``,
     forking it into a new session (the clients in FORKS)."""
     run = {"claude-code": run_claude, "codex": run_codex, "gemini": run_gemini, "qwen": run_qwen,
-           "pi": run_pi, "copilot": run_copilot}[vendor]
+           "pi": run_pi, "copilot": run_copilot, "opencode": run_opencode}[vendor]
     if not fork:
         return run(exe, home, cwd, base_url, prompt, resume=resume)
     assert vendor in FORKS, f"{vendor}: no fork"
@@ -480,6 +563,8 @@ def run_step(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, promp
         return codex_session_id(new[0]) if new else (resume or codex_session_id(codex_sessions(home)[0]))
     if vendor == "copilot":
         return resume or copilot_session_id(home)
+    if vendor == "opencode":
+        return opencode_session_id(res)
     new = sorted(set(pi_sessions(home)) - before_pi)
     if new:
         return pi_session_id(new[0])

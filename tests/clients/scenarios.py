@@ -244,9 +244,29 @@ def copilot_scenarios(cwd: Path) -> list[Scenario]:
     ]
 
 
+def opencode_scenarios(cwd: Path) -> list[Scenario]:
+    return [
+        Scenario("text", "opencode", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
+            "[text]": [[Text("Hello from the mock model.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "plain text, a title request, step-finish usage with cost, a second turn by --session"),
+        Scenario("bash", "opencode", ["[bash] Run two commands."], _with_resume_check({
+            "[bash]": [
+                [Text("Running echo."), Tool("bash", {"command": "echo hello-from-bash", "description": "Print a greeting"})],
+                [Tool("bash", {"command": "ls /nonexistent-sesh-dir", "description": "List a missing folder"})],
+                [Text("The second command failed as expected.")],
+            ],
+        }), "bash tool parts (pending, running, completed), one succeeding and one failing (exit code in metadata)"),
+        Scenario("reasoning", "opencode", ["[reasoning] Think, then answer.", "[text-2] Say it again."], _with_resume_check({
+            "[reasoning]": [[Thinking("The user wants me to think first."), Text("I thought about it: 42.")]],
+            "[text-2]": [[Text("Hello again.")]],
+        }), "reasoning parts (reasoning_content) before the answer, reasoning tokens, then a resume"),
+    ]
+
+
 SCENARIOS = {"claude-code": claude_scenarios, "codex": codex_scenarios,
              "gemini": lambda cwd: gemini_like_scenarios("gemini"), "qwen": lambda cwd: gemini_like_scenarios("qwen"),
-             "pi": pi_scenarios, "copilot": copilot_scenarios}
+             "pi": pi_scenarios, "copilot": copilot_scenarios, "opencode": opencode_scenarios}
 
 
 def scenarios(vendor: str, cwd: Path) -> list[Scenario]:

@@ -1,0 +1,248 @@
+"""Canonical thread -> the JSON document ``opencode import FILE`` reads (OpenCode 1.18.33).
+
+The document is what ``opencode export <session>`` writes: ``{"info": <session>,
+"messages": [{"info": <message>, "parts": [<part>, ...]}, ...]}``. OpenCode orders a
+session's messages and parts by id, so ids here sort in conversation order: a thread that
+came from OpenCode keeps its own ids (session, ``turn_id`` = message id, part ids); any
+other gets ``ses_``/``msg_``/``prt_`` ids made of a counter and a hash of the thread id.
+
+Mapping: a user message -> a user message with ``text`` parts; assistant messages up to
+the next user message -> assistant messages, a new one (an OpenCode *step*) after each
+round of tool results; ``Text`` -> ``text``, ``Reasoning`` -> ``reasoning`` (its text; a
+signature of another vendor is dropped, counted), ``ToolCall`` with its ``ToolResult`` ->
+one ``tool`` part (``completed``, or ``error`` with the output as the error), a response's
+usage -> the assistant message's ``tokens`` and a ``step-finish`` part (OpenCode's
+``input`` without cache reads, ``output`` without reasoning). Other blocks become text
+(counted). The file goes to ``opencode-import/<session id>.json``; the resume hint imports
+it, then resumes the session; ``emit --install`` puts it under OpenCode's data folder
+(``opencode-import/``), where ingest reads it back as a snapshot of the same session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ...model import Attachment, Message, Reasoning, Text, Thread, ToolCall, ToolResult, Usage
+from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command
+from .parse import NAME
+
+CLIENT_VERSION = "1.18.33"
+FOLDER = "opencode-import"
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _ms(ts: str | None, default: int) -> int:
+    if not ts:
+        return default
+    try:
+        return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return default
+
+
+def _tail(*parts: object) -> str:
+    h = int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()[:12], "big")
+    out = ""
+    for _ in range(14):
+        h, r = divmod(h, 62)
+        out += _B62[r]
+    return out
+
+
+class _Ids:
+    """Ids that sort in the order they are made (OpenCode sorts messages and parts by id)."""
+
+    def __init__(self, thread_id: str, start_ms: int) -> None:
+        self.thread_id = thread_id
+        self.n = (start_ms << 12) & 0xFFFFFFFFFFFF
+
+    def make(self, prefix: str, own: str | None = None, ms: int | None = None) -> str:
+        """``own`` when it is an id of this kind, else the next id, not before ``ms``
+        (OpenCode's own ids are ``(ms << 12) + counter`` in 12 hex digits: they interleave)."""
+        if own and own.startswith(prefix + "_"):
+            return own
+        self.n = max(self.n + 1, (ms << 12) & 0xFFFFFFFFFFFF) if ms is not None else self.n + 1
+        return f"{prefix}_{self.n & 0xFFFFFFFFFFFF:012x}{_tail(self.thread_id, prefix, self.n)}"
+
+
+def resume_hint(session_id: str, cwd: str | None) -> str:
+    """Import the file ``emit --install`` wrote under OpenCode's data folder, then resume."""
+    file = '"${XDG_DATA_HOME:-$HOME/.local/share}"/opencode/' + command(f"{FOLDER}/{session_id}.json")
+    run = command("opencode", "--session", session_id)
+    return f"opencode import {file} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
+
+
+def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]],
+                 options: EmitOptions) -> EmitResult:
+    result = EmitResult()
+    meta = thread.metadata or {}
+    own = meta.get("provider") == NAME or thread.id.startswith("ses_")
+    created = _ms(thread.created_at, 1767225600000)
+    ids = _Ids(thread.id, created)
+    session_id = options.session_id or (thread.id if thread.id.startswith("ses_") else ids.make("ses"))
+    cwd = options.cwd or meta.get("cwd") or "/"
+    model = (meta.get("model") if own else None) or options.model or meta.get("model") or "m"
+    provider = (meta.get("modelProvider") if own else None) or options.model_provider or "mock"
+    if not own and not options.model_provider:
+        result.count("model provider: none given, 'mock' written (emit --model-provider, or your opencode.json)")
+    out: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part
+    current: dict[str, Any] | None = None  # the open assistant message
+    last_user: str | None = None
+    need_new = False
+    last_ms = created
+    for msg in messages:
+        ms = _ms(msg.ts, last_ms)
+        last_ms = max(last_ms, ms)
+        if msg.role == "system":
+            result.count("message: system message dropped (OpenCode writes its own system prompt)")
+            continue
+        if msg.role == "user":
+            parts = []
+            for b in msg.content:
+                if isinstance(b, Text):
+                    parts.append({"type": "text", "text": b.text})
+                elif isinstance(b, ToolResult):  # Claude Code's results come in user messages
+                    _attach_result(b, calls, result)
+                    need_new = True
+                else:  # a file change beside a result, an image: nothing OpenCode sends as the user's
+                    result.count(f"user: {type(b).__name__} block not representable, dropped")
+            if not parts:
+                continue
+            if own and out and msg.turn_id and out[-1]["info"]["id"] == msg.turn_id:
+                target = out[-1]  # another part of the same OpenCode message
+            else:
+                mid = ids.make("msg", msg.turn_id if own else None, ms)
+                target = {"info": {"id": mid, "sessionID": session_id, "role": "user", "time": {"created": ms},
+                                   "agent": "build", "model": {"providerID": provider, "modelID": model}}, "parts": []}
+                out.append(target)
+            mid = target["info"]["id"]
+            target["parts"] += [dict(p, id=ids.make("prt", msg.id if own and msg.id.startswith("prt_") else None, ms),
+                                     sessionID=session_id, messageID=mid) for p in parts]
+            last_user, current, need_new = mid, None, False
+            continue
+        if msg.role == "tool":
+            for b in msg.content:
+                if isinstance(b, ToolResult):
+                    _attach_result(b, calls, result)
+                else:
+                    result.count(f"{type(b).__name__} in a tool message: dropped")
+            need_new = True
+            continue
+        # assistant
+        if current is None or need_new or (own and msg.turn_id and current["info"]["id"] != msg.turn_id):
+            _close(current, ids)
+            mid = ids.make("msg", msg.turn_id if own else None, ms)
+            current = {"info": {"id": mid, "sessionID": session_id, "role": "assistant", "parentID": last_user or mid,
+                                "modelID": model, "providerID": provider, "mode": "build", "agent": "build",
+                                "path": {"cwd": cwd, "root": "/"}, "cost": 0,
+                                "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                                "time": {"created": ms, "completed": ms}, "finish": "stop"},
+                       "parts": [{"type": "step-start", "id": ids.make("prt", None, ms), "sessionID": session_id, "messageID": mid}]}
+            out.append(current)
+            need_new = False
+        mid = current["info"]["id"]
+        current["info"]["time"]["completed"] = ms
+        pid_own = msg.id if own and msg.id.startswith("prt_") else None
+        for b in msg.content:
+            base = {"id": ids.make("prt", pid_own, ms), "sessionID": session_id, "messageID": mid}
+            pid_own = None
+            if isinstance(b, Text):
+                current["parts"].append({"type": "text", "text": b.text, "time": {"start": ms, "end": ms}, **base})
+            elif isinstance(b, Reasoning):
+                if b.extra and b.extra.get("signature") and not own:
+                    result.count("reasoning: signature of another vendor dropped")
+                current["parts"].append({"type": "reasoning", "text": b.text or "", "time": {"start": ms, "end": ms}, **base})
+            elif isinstance(b, ToolCall):
+                part = {"type": "tool", "callID": b.call_id, "tool": b.name or "unknown",
+                        "state": {"status": "completed", "input": b.input if isinstance(b.input, dict) else {"input": b.input},
+                                  "output": "", "title": (b.extra or {}).get("title") or b.name or "", "metadata": {},
+                                  "time": {"start": ms, "end": ms}}, **base}
+                if not isinstance(b.input, dict):
+                    result.count("tool input: not an object, wrapped as {input: ...}")
+                calls[b.call_id] = part
+                current["parts"].append(part)
+                current["info"]["finish"] = "tool-calls"
+            else:
+                current["parts"].append({"type": "text", "text": _as_text(b, result), "time": {"start": ms, "end": ms}, **base})
+        if msg.usage is not None:
+            _usage(current, msg.usage, ids, session_id, own, ms)
+    _close(current, ids)
+    for call_id, part in calls.items():
+        if part["state"].get("output") == "" and part["state"]["status"] == "completed" and not part.get("_answered"):
+            result.count("tool call without a result: written with an empty output")
+    for m in out:
+        for p in m["parts"]:
+            p.pop("_answered", None)
+    title = thread.title or "Imported session"
+    info = {"id": session_id, "slug": "imported", "projectID": "global", "directory": cwd, "title": title,
+            "version": options.client_version or CLIENT_VERSION,
+            "time": {"created": created, "updated": last_ms}}
+    if children:
+        result.count("child thread: not written (emit it on its own)", len(children))
+    doc = {"info": info, "messages": out}
+    result.files[f"{FOLDER}/{session_id}.json"] = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    result.thread_id = session_id
+    result.resume_hint = resume_hint(session_id, cwd)
+    return result
+
+
+def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult) -> None:
+    part = calls.get(b.call_id)
+    if part is None:
+        result.count("tool result without its call: dropped")
+        return
+    if isinstance(b.output, str) or b.output is None:
+        out = b.output or ""
+    elif isinstance(b.output, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in b.output):
+        out = "\n".join(p["text"] for p in b.output)
+        result.count("tool output: text blocks joined into one string")
+    else:
+        out = orjson.dumps(b.output).decode()
+        result.count("tool output: not a string, written as JSON text")
+    state = part["state"]
+    if b.is_error:
+        part["state"] = {"status": "error", "input": state["input"], "error": out, "time": state["time"]}
+    else:
+        state["output"] = out
+        meta = (b.extra or {}).get("metadata")
+        if isinstance(meta, dict):
+            state["metadata"] = meta
+    part["_answered"] = True
+
+
+def _as_text(b: Any, result: EmitResult) -> str:
+    result.count(f"{type(b).__name__}: written as text")
+    if isinstance(b, Attachment):
+        return f"[attachment {b.media_type or ''} {b.uri or ''}]".strip()
+    return orjson.dumps(b.to_dict() if hasattr(b, "to_dict") else str(b)).decode()
+
+
+def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: bool, ms: int) -> None:
+    vendor = ((u.extra or {}).get("vendor") or {}) if own else {}
+    reasoning = u.reasoning_tokens or 0
+    tokens = {"total": (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0),
+              "input": u.input_tokens or 0, "output": max((u.output_tokens or 0) - reasoning, 0), "reasoning": reasoning,
+              "cache": {"read": u.cache_read_tokens or 0, "write": u.cache_write_tokens or 0}}
+    cost = vendor.get("cost") if isinstance(vendor.get("cost"), (int, float)) else 0
+    info = current["info"]
+    info["tokens"], info["cost"] = tokens, cost
+    # the response's own step-finish id (usage key ``opencode:<part id>``): the imported
+    # session read back is the same response, not a second one
+    key = (u.extra or {}).get(RESPONSE_KEY) if own else None
+    own_id = key.split(":", 1)[1] if isinstance(key, str) and key.startswith(f"{NAME}:prt_") else None
+    current["parts"].append({"type": "step-finish", "reason": info["finish"], "tokens": tokens, "cost": cost,
+                             "id": ids.make("prt", own_id, ms), "sessionID": session_id, "messageID": info["id"]})
+
+
+def _close(current: dict[str, Any] | None, ids: _Ids) -> None:
+    if current is not None and not any(p["type"] == "step-finish" for p in current["parts"]):
+        info = current["info"]
+        current["parts"].append({"type": "step-finish", "reason": info["finish"], "tokens": info["tokens"], "cost": 0,
+                                 "id": ids.make("prt", None, info["time"]["completed"]), "sessionID": info["sessionID"],
+                                 "messageID": info["id"]})
