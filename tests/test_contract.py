@@ -74,13 +74,11 @@ def test_every_line_explained_and_ids_deterministic(adapter: Adapter, path: Path
     rows = parse(adapter, path)
     assert unexplained_offsets(path.read_bytes(), rows) == []
     assert rows_dump(parse(adapter, path)) == rows_dump(rows)
-    ids = [r.message.id for _, r in rows if hasattr(r, "message") and not r.revises]
-    assert len(ids) == len(set(ids))
-    # a revision updates a message the same file yielded before, never a new one
+    # a message id repeats only as a revision (an upsert: the later version replaces it)
     seen: set[str] = set()
     for _, r in rows:
         if hasattr(r, "message"):
-            assert r.revises == (r.message.id in seen), r.message.id
+            assert r.revises or r.message.id not in seen, r.message.id
             seen.add(r.message.id)
 
 

@@ -8,7 +8,9 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
+from ingest_helpers import NEVER_IDLE
 
 from archive.db import open_db
 from archive.emit import descendants, load_thread
@@ -16,7 +18,6 @@ from archive.ingest import ingest_paths
 from archive.model import Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
 from archive.vendors import VENDORS
 from archive.vendors.base import EmitOptions, EmittedFiles, file_chunks
-from ingest_helpers import NEVER_IDLE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EMITTERS = [a for a in VENDORS if a.emits]
@@ -100,8 +101,12 @@ def test_a_long_thread_is_not_held_in_memory(adapter, monkeypatch: pytest.Monkey
     assert size > 6_000_000  # 4,500 messages of ~1.5 KB of text each, whatever the format
     # held at once: a spool buffer, a page of lines and small per-call maps, not the file
     assert peak < size / 5, (peak, size)
-    lines = b"".join(file_chunks(result.files, next(r for r in result.files if r.endswith(".jsonl"))))
-    assert b"answer 1499 " in lines and lines.endswith(b"\n")
+    session = next(r for r in result.files if r.endswith((".jsonl", ".json")))  # OpenCode: one import document
+    data = b"".join(file_chunks(result.files, session))
+    assert b"answer 1499 " in data and data.endswith(b"\n")
+    if session.endswith(".json"):
+        doc = orjson.loads(data)
+        assert len(doc["messages"]) >= 1500 and doc["info"]["id"]
 
 
 def test_many_files_are_neither_held_in_memory_nor_kept_open(monkeypatch: pytest.MonkeyPatch) -> None:

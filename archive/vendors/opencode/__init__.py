@@ -36,7 +36,17 @@ from pathlib import Path
 import orjson
 
 from ...model import JsonObject, Message, Thread
-from ..base import RECORDS, SNAPSHOT, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
+from ..base import (
+    RECORDS,
+    SNAPSHOT,
+    Adapter,
+    Document,
+    EmitOptions,
+    EmitResult,
+    Query,
+    SourceInfo,
+    env_path,
+)
 from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
 from .parse import NAME, OpenCodeParser

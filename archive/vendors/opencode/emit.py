@@ -21,13 +21,23 @@ it, then resumes the session; ``emit --install`` puts it under OpenCode's data f
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from ...model import Attachment, Message, Reasoning, Text, Thread, ToolCall, ToolResult, Usage
+from ...model import (
+    Attachment,
+    Message,
+    Reasoning,
+    Text,
+    Thread,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command
 from .parse import NAME
 
@@ -77,7 +87,7 @@ def resume_hint(session_id: str, cwd: str | None) -> str:
     return f"opencode import {file} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
 
 
-def emit_session(thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]],
+def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, Iterable[Message]]],
                  options: EmitOptions) -> EmitResult:
     result = EmitResult()
     meta = thread.metadata or {}
@@ -90,8 +100,9 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
     provider = (meta.get("modelProvider") if own else None) or options.model_provider or "mock"
     if not own and not options.model_provider:
         result.count("model provider: none given, 'mock' written (emit --model-provider, or your opencode.json)")
-    out: list[dict[str, Any]] = []
-    calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part
+    path = f"{FOLDER}/{session_id}.json"
+    out = _Writer(result, path)  # the messages, written once nothing can change them
+    calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part, until written
     current: dict[str, Any] | None = None  # the open assistant message
     last_user: str | None = None
     need_new = False
@@ -108,19 +119,19 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
                 if isinstance(b, Text):
                     parts.append({"type": "text", "text": b.text})
                 elif isinstance(b, ToolResult):  # Claude Code's results come in user messages
-                    _attach_result(b, calls, result)
+                    _attach_result(b, calls, result, out.written_calls)
                     need_new = True
                 else:  # a file change beside a result, an image: nothing OpenCode sends as the user's
                     result.count(f"user: {type(b).__name__} block not representable, dropped")
             if not parts:
                 continue
-            if own and out and msg.turn_id and out[-1]["info"]["id"] == msg.turn_id:
-                target = out[-1]  # another part of the same OpenCode message
+            if own and out.last is not None and msg.turn_id and out.last["info"]["id"] == msg.turn_id:
+                target = out.last  # another part of the same OpenCode message
             else:
                 mid = ids.make("msg", msg.turn_id if own else None, ms)
                 target = {"info": {"id": mid, "sessionID": session_id, "role": "user", "time": {"created": ms},
                                    "agent": "build", "model": {"providerID": provider, "modelID": model}}, "parts": []}
-                out.append(target)
+                out.append(target, calls)
             mid = target["info"]["id"]
             target["parts"] += [dict(p, id=ids.make("prt", msg.id if own and msg.id.startswith("prt_") else None, ms),
                                      sessionID=session_id, messageID=mid) for p in parts]
@@ -129,7 +140,7 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
         if msg.role == "tool":
             for b in msg.content:
                 if isinstance(b, ToolResult):
-                    _attach_result(b, calls, result)
+                    _attach_result(b, calls, result, out.written_calls)
                 else:
                     result.count(f"{type(b).__name__} in a tool message: dropped")
             need_new = True
@@ -144,7 +155,7 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
                                 "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
                                 "time": {"created": ms, "completed": ms}, "finish": "stop"},
                        "parts": [{"type": "step-start", "id": ids.make("prt", None, ms), "sessionID": session_id, "messageID": mid}]}
-            out.append(current)
+            out.append(current, calls)
             need_new = False
         mid = current["info"]["id"]
         current["info"]["time"]["completed"] = ms
@@ -173,29 +184,72 @@ def emit_session(thread: Thread, messages: list[Message], children: Sequence[tup
         if msg.usage is not None:
             _usage(current, msg.usage, ids, session_id, own, ms)
     _close(current, ids)
-    for call_id, part in calls.items():
-        if part["state"].get("output") == "" and part["state"]["status"] == "completed" and not part.get("_answered"):
-            result.count("tool call without a result: written with an empty output")
-    for m in out:
-        for p in m["parts"]:
-            p.pop("_answered", None)
+    out.flush(calls, everything=True)
     title = thread.title or "Imported session"
     info = {"id": session_id, "slug": "imported", "projectID": "global", "directory": cwd, "title": title,
             "version": options.client_version or CLIENT_VERSION,
             "time": {"created": created, "updated": last_ms}}
     if children:
         result.count("child thread: not written (emit it on its own)", len(children))
-    doc = {"info": info, "messages": out}
-    result.files[f"{FOLDER}/{session_id}.json"] = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    out.close(info)
     result.thread_id = session_id
     result.resume_hint = resume_hint(session_id, cwd)
     return result
 
 
-def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult) -> None:
+class _Writer:
+    """The import document written as it is built: ``{"messages": [...], "info": {...}}``
+    (the session's info names its last time, so it goes last). A message is written once
+    it is no longer the last one and its tool calls have their results, or when more than
+    ``HOLD`` are waiting (a result arriving later is then counted and dropped)."""
+
+    HOLD = 64
+
+    def __init__(self, result: EmitResult, path: str) -> None:
+        self.result = result
+        self.f = result.files.open(path)
+        self.f.write(b'{\n  "messages": [')
+        self.pending: deque[dict[str, Any]] = deque()
+        self.written_calls: set[str] = set()
+        self.first = True
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        return self.pending[-1] if self.pending else None
+
+    def append(self, message: dict[str, Any], calls: dict[str, dict[str, Any]]) -> None:
+        self.pending.append(message)
+        self.flush(calls)
+
+    @staticmethod
+    def _answered(m: dict[str, Any]) -> bool:
+        return all(p.get("_answered") for p in m["parts"] if p["type"] == "tool")
+
+    def flush(self, calls: dict[str, dict[str, Any]], everything: bool = False) -> None:
+        while self.pending and (everything or len(self.pending) > self.HOLD
+                                or (len(self.pending) > 1 and self._answered(self.pending[0]))):
+            m = self.pending.popleft()
+            for p in m["parts"]:
+                if p["type"] != "tool":
+                    continue
+                if not p.pop("_answered", None) and p["state"]["status"] == "completed" and p["state"].get("output") == "":
+                    self.result.count("tool call without a result: written with an empty output")
+                calls.pop(p["callID"], None)
+                self.written_calls.add(p["callID"])
+            data = orjson.dumps(m, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+            self.f.write((b"\n    " if self.first else b",\n    ") + data)
+            self.first = False
+
+    def close(self, info: dict[str, Any]) -> None:
+        data = orjson.dumps(info, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+        self.f.write(b'\n  ],\n  "info": ' + data + b"\n}\n")
+
+
+def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult, written: set[str]) -> None:
     part = calls.get(b.call_id)
     if part is None:
-        result.count("tool result without its call: dropped")
+        result.count("tool result: its call was written long before it, dropped" if b.call_id in written
+                     else "tool result without its call: dropped")
         return
     if isinstance(b.output, str) or b.output is None:
         out = b.output or ""

@@ -71,7 +71,19 @@ from typing import Any
 
 import orjson
 
-from ...model import Attachment, Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown, Usage
+from ...model import (
+    Attachment,
+    Block,
+    JsonObject,
+    Message,
+    Provenance,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    Unknown,
+    Usage,
+)
 from ..base import (
     INVALID,
     METADATA,
