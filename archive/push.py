@@ -27,11 +27,8 @@ Invariants:
 * A ``rebuild`` since the last push re-derives rows under unchanged keys: the machine's
   watermarks and line-keyed rows on the server are reset and everything is sent again.
   (Canonical rows that a rebuild no longer produces stay on the server.)
-* Fast first push: into an empty ``blocks`` table the full-text GIN index is dropped and
-  built once at the end (a bulk build, not 300k incremental inserts: docs/benchmarks.md);
-  any push that finds it missing (one killed before the end) builds it again. Batches
-  commit with ``synchronous_commit`` off: a server crash may lose the last commits, each
-  whole with its watermarks, so the next push sends them again.
+* Batches commit with ``synchronous_commit`` off: a server crash may lose the last
+  commits, each whole with its watermarks, so the next push sends them again.
 * Nothing is redacted unless asked: the server receives what the archive holds, secrets
   included; with ``redact`` every string of every pushed row (and text blobs) has the
   scan's findings masked (``secrets.Redactor``), and the source layer is not sent.
@@ -63,9 +60,6 @@ from .projection import LINE_REF
 BATCH_BYTES = 16_000_000
 BLOB_BATCH_BYTES = 64_000_000
 RETRIES = 5
-DEFER_FTS_INDEX = True  # scripts/bench_push.py --ab turns it off for the comparison
-FTS_INDEX = "blocks_tsv"  # archive/pg/schema.py
-FTS_INDEX_SQL = f"CREATE INDEX IF NOT EXISTS {FTS_INDEX} ON blocks USING gin(tsv)"
 # Server connections writing batches while this process reads the next one. The server's
 # time goes to the full-text vectors of block text (to_tsvector and its GIN index: 33 s of
 # the 46 s a 200 MB corpus's blocks took, against 2.6 s for the rows alone), one core per
@@ -336,39 +330,11 @@ class _Pusher:
             if last_rebuild > rebuild_upto:
                 self._reset(last_rebuild)
             items, sources = self._plan()
-            if items and self.summary.full and DEFER_FTS_INDEX:
-                self._defer_fts_index()
             self._send_items(items, sources)
             self._send_blobs(blobs_upto)
             self._send_threads()
-            self._ensure_fts_index()
         finally:
             self.sq.execute("COMMIT")
-
-    def _defer_fts_index(self) -> None:
-        """A first push into an empty ``blocks`` table drops the GIN index: building it once
-        at the end is faster than growing it row by row (docs/benchmarks.md)."""
-
-        def work(cur: Any) -> None:
-            cur.execute("LOCK TABLE blocks IN SHARE ROW EXCLUSIVE MODE")  # no push inserts meanwhile
-            if cur.execute("SELECT NOT EXISTS (SELECT 1 FROM blocks)").fetchone()[0]:
-                cur.execute(f"DROP INDEX IF EXISTS {FTS_INDEX}")
-
-        self._tx(work)
-
-    def _ensure_fts_index(self) -> None:
-        """Build the GIN index if it is missing (dropped by this push or by one killed
-        before it got here); nothing, and no lock, when it is there."""
-        present = self.pg.execute("SELECT to_regclass(%s) IS NOT NULL", (FTS_INDEX,)).fetchone()[0]
-        self.pg.commit()
-        if present:
-            return
-
-        def work(cur: Any) -> None:
-            cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            cur.execute(FTS_INDEX_SQL)
-
-        self._tx(work)
 
     def _reset(self, last_rebuild: int) -> None:
         """After a local rebuild: forget what this machine sent (its line-keyed rows and

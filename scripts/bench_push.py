@@ -6,8 +6,6 @@ faster than it); a first push into a fresh PostgreSQL server (tests/pg_server.py
 machine, fsync on as a real server has it) with MB/s over the corpus bytes and rows/s; a
 no-op re-push (target < 1 s); an append of about 1 MiB to 10 files, ingested and pushed;
 then ``--with-sources`` (the source layer on top of the canonical rows); the database sizes.
-With ``--ab``, a first push with the full-text index kept during the load (the code before
-issue 25's second pass) goes into another fresh database first, for the same-run comparison.
 
     python scripts/bench_push.py --corpus /tmp/corpus-200m --size 200MB [--json]
 """
@@ -33,7 +31,6 @@ from pg_server import PgServer, missing
 
 from archive.db import open_db
 from archive.ingest import IngestOptions, ingest_paths
-from archive import push as push_module
 from archive.push import PushOptions, push
 
 MB = 1e6
@@ -73,11 +70,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out["ingest"] = {"seconds": round(t, 2), "mb_per_s": round(size / MB / t, 2), "messages": s.messages_added}
     server = PgServer(fsync=True).start()
     try:
-        if args.ab:
-            push_module.DEFER_FTS_INDEX = False
-            t, s = timed(lambda: push(open_db(db_path), server.new_database()))
-            push_module.DEFER_FTS_INDEX = True
-            out["push_index_kept"] = {"seconds": round(t, 2), "vs_ingest": round(out["ingest"]["seconds"] / t, 2)}
         url = server.new_database()
         t, s = timed(lambda: push(open_db(db_path), url))
         rows = sum(s.rows.values())
@@ -113,7 +105,6 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, help="where the archive and the corpus copy go (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of text")
-    ap.add_argument("--ab", action="store_true", help="also a first push with the full-text index kept during the load")
     args = ap.parse_args()
     r = run(args)
     if args.json:
@@ -124,9 +115,6 @@ def main() -> None:
     p = r["push"]
     print(f"first push        {p['seconds']:.1f} s  {p['mb_per_s']:.2f} MB/s  {p['rows']:,} rows ({p['rows_per_s']:,}/s), "
           f"{p['batches']} batches; {p['vs_ingest']:.2f}x the ingest's speed")
-    if "push_index_kept" in r:
-        k = r["push_index_kept"]
-        print(f"  index kept      {k['seconds']:.1f} s; {k['vs_ingest']:.2f}x the ingest's speed (same run, before)")
     print(f"no-op push        {r['noop_push']['seconds']:.3f} s  ({r['noop_push']['rows']} rows)")
     a = r["append_1mib"]
     print(f"append ~1 MiB     ingest {a['ingest_seconds']:.2f} s, push {a['push_seconds']:.2f} s ({a['rows']:,} rows)")

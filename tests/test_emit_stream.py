@@ -110,7 +110,7 @@ def test_a_long_thread_is_not_held_in_memory(adapter, monkeypatch: pytest.Monkey
 
 
 def test_many_files_are_neither_held_in_memory_nor_kept_open(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A session with thousands of subagent files (the 1 GB corpus's largest has 2,459)."""
+    """A session with thousands of subagent files (the 1 GB corpus's largest thread emits as 2,459 Claude Code files)."""
     monkeypatch.setattr(EmittedFiles, "SPOOL_BYTES", 256 << 10)
     files = EmittedFiles()
     handles = {}
