@@ -272,6 +272,28 @@ def rebuild_cmd(ctx: click.Context, provider: str | None, source: str | None, as
     _finish(summary, as_json)
 
 
+def restore_imports(db: Any, out_dir: Path, source_uids: list[str], redact: bool) -> list[tuple[Path, str]]:
+    """For sources whose adapter ``restores_by_emit`` (a database's documents): each of their
+    threads emitted in the client's import form under ``out_dir``, with its import hint."""
+    from .emit import emit_thread, write_files
+    from .secrets import redact_outcome
+    from .vendors import get as get_adapter
+
+    out = []
+    for uid in dict.fromkeys(source_uids):
+        row = db.execute("SELECT id, provider FROM sources WHERE uid = ?", (uid,)).fetchone()
+        if row is None or not get_adapter(row[1]).restores_by_emit:
+            continue
+        threads = [r[0] for r in db.execute(
+            "SELECT DISTINCT thread_id FROM thread_facts WHERE source_id = ? ORDER BY thread_id", (row[0],))]
+        for tid in threads:
+            outcome = emit_thread(db, tid, row[1], exact=False)
+            if redact:
+                redact_outcome(db.conn, outcome)
+            out += [(p, outcome.resume_hint or "") for p in write_files(outcome, out_dir)]
+    return out
+
+
 @cli.command(name="restore")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor's sources.")
@@ -300,6 +322,13 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
         for f in files:
             click.echo(f"{f.sha256}  {f.path}")
     click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else ""), err=True)
+    try:
+        imports = restore_imports(db, out_dir, [f.source_uid for f in files], redact)
+    except ArchiveError as e:
+        raise click.ClickException(str(e))
+    for path, hint in imports:
+        click.echo(f"also wrote {path}: the session in the form its client imports"
+                   + (f" (where `emit --install` files it, it resumes with: {hint})" if hint else ""), err=True)
     note = forgotten_note(db.conn, [f.source_uid for f in files])
     if note:
         click.echo(note, err=True)

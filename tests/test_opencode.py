@@ -225,3 +225,30 @@ def test_emit_from_another_vendor_splits_steps_at_tool_results() -> None:
     assert [m["info"]["id"] for m in doc["messages"]] == sorted(m["info"]["id"] for m in doc["messages"])
     assert first == sorted(first, key=lambda p: p["id"]) and len(set(ids)) == len(ids)
     assert out.counts.get("tool output: text blocks joined into one string") == 1
+
+
+def test_restore_gives_the_session_as_opencode_imports_it(tmp_path: Path) -> None:
+    """``restore`` writes the event documents byte for byte and, beside them, each session in
+    the JSON ``opencode import`` reads (the documents are not a file OpenCode reads)."""
+    from click.testing import CliRunner
+
+    from archive.cli import cli
+
+    doc = FIXTURES / "bash.jsonl"
+    db_path = tmp_path / "opencode.db"
+    make_db(db_path, doc)
+    archive = tmp_path / "a.db"
+    db = open_db(archive)
+    assert ingest_paths(db, [db_path], NEVER_IDLE).failed == 0
+    (thread,) = [r[0] for r in db.execute("SELECT id FROM threads")]
+    db.conn.close()
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["restore", str(out), "--db", str(archive)])
+    assert r.exit_code == 0, r.output
+    imports = sorted(out.rglob("opencode-import/*.json"))
+    assert [p.name for p in imports] == [f"{thread}.json"]
+    data = orjson.loads(imports[0].read_bytes())
+    assert data["info"]["id"] == thread and data["messages"]
+    assert "opencode import" in r.output and str(imports[0]) in r.output
+    documents = [p for p in out.rglob("*") if p.is_file() and p not in imports]
+    assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in documents] == [hashlib.sha256(doc.read_bytes()).hexdigest()]

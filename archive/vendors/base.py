@@ -393,6 +393,10 @@ class Adapter:
     #: source rollout), so a byte-exact copy of a fork brings its ancestors' files too; a fork
     #: that repeats the history (Claude Code ``--fork-session``) stands alone
     fork_reads_parent_files: bool = False
+    #: what the source layer keeps is not a file the client reads (a database's documents):
+    #: ``restore`` also writes each of the source's threads through this vendor's emitter,
+    #: in the form the client imports
+    restores_by_emit: bool = False
     #: vendor tool name -> neutral kind (shell, edit, read, search, web, agent, plan, ...),
     #: so statistics can group the same action across vendors; unmapped names stay as they are
     tool_kinds: Mapping[str, str] = {}

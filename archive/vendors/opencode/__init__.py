@@ -17,8 +17,9 @@ part OpenCode rewrites after it was archived arrives as a new event, whose row `
 the canonical message.
 
 ``restore`` writes each session's document back (``<database>#<session>.jsonl``, byte-exact
-JSON lines of the events, not an OpenCode database); ``emit --to opencode`` builds the JSON
-document that ``opencode import FILE`` reads (the format of ``opencode export``).
+JSON lines of the events, not an OpenCode database) and, beside it, the session as the JSON
+document that ``opencode import FILE`` reads (``restores_by_emit``: the format of
+``opencode export``, which ``emit --to opencode`` builds).
 
 The older layout (before the database: ``storage/session``, ``storage/message``,
 ``storage/part`` with one JSON file each) has no public example to test with and is not read.
@@ -88,6 +89,9 @@ def _data_field(data: bytes) -> bytes:
 class OpenCodeAdapter(Adapter):
     name = NAME
     emits = True
+    # restore writes the event documents byte for byte and, beside them, each session as
+    # the JSON ``opencode import`` reads
+    restores_by_emit = True
     env_vars = ("XDG_DATA_HOME",)
     tool_kinds = {"bash": "shell", "edit": "edit", "write": "edit", "patch": "edit", "read": "read", "grep": "search",
                   "glob": "search", "list": "search", "webfetch": "web", "websearch": "web", "task": "agent",
