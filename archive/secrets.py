@@ -40,7 +40,10 @@ from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+from detect_secrets.plugins.high_entropy_strings import (
+    Base64HighEntropyString,
+    HexHighEntropyString,
+)
 from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
 from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
@@ -57,6 +60,8 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from .vendors.base import file_chunks
 
 # Bump when VENDOR_RULES, the plugin list, their settings or the span rules change:
 # ``sesh-archive secrets --rescan`` then derives every finding again.
@@ -755,15 +760,37 @@ def thread_scope(conn: sqlite3.Connection, thread_id: str) -> list[str]:
     return ids
 
 
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
 def redact_outcome(conn: sqlite3.Connection, outcome: Any) -> int:
     """Mask every file of an ``emit`` outcome in place (any target: a byte-exact copy's
     JSON lines hold values JSON-escaped, which the redactor knows); returns the files changed."""
     red = redactor_for_threads(conn, thread_scope(conn, outcome.thread_id))
     changed = 0
-    for rel, data in list(outcome.files.items()):
-        masked = red.bytes(data)
-        if masked != data:
-            outcome.files[rel] = masked
+    if not red:
+        return 0
+    files = outcome.files
+    # a value without a raw newline (every value, as JSON lines escape newlines) is masked
+    # line by line as the file is copied out, never read whole (a session can be 600 MB);
+    # a multi-line one (a private key in Markdown) needs the whole file
+    multiline = any("\n" in v for v in red.values)
+    for rel in list(files):
+        if multiline:
+            data = files[rel]
+            masked = red.bytes(data)
+            if masked != data:
+                files[rel] = masked
+                changed += 1
+        elif any(red.bytes(line) != line for line in _lines(file_chunks(files, rel))):
+            files.map_lines(rel, red.bytes)
             changed += 1
     if changed:
         outcome.exact = False

@@ -130,3 +130,27 @@ def test_many_files_are_neither_held_in_memory_nor_kept_open(monkeypatch: pytest
         assert files[f"sub/agent-{i}.jsonl"] == f"{i:06d}".encode() * 2000
     with pytest.raises(ValueError):  # finished and moved: a late write fails, it is not lost silently
         handles[100].write(b"x")
+
+
+def test_map_lines_transforms_each_line_as_it_is_copied_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transform on the way out (redaction) sees whole lines, even across read chunks and
+    a spooled file, and the file's bytes are otherwise unchanged."""
+    monkeypatch.setattr(EmittedFiles, "SPOOL_BYTES", 64)
+    monkeypatch.setattr(EmittedFiles, "CHUNK", 7)
+    files = EmittedFiles()
+    lines = [f'{{"n": {i}, "text": "token SECRET-{i} end"}}\n'.encode() for i in range(50)] + [b"last SECRET-x"]
+    out = files.open("a.jsonl")
+    for line in lines:
+        out.write(line)
+    files["b.txt"] = b"no secret here\n"
+    seen: list[bytes] = []
+
+    def mask(line: bytes) -> bytes:
+        seen.append(line)
+        return line.replace(b"SECRET-", b"[REDACTED x]-")
+
+    files.map_lines("a.jsonl", mask)
+    got = b"".join(file_chunks(files, "a.jsonl"))
+    assert got == b"".join(lines).replace(b"SECRET-", b"[REDACTED x]-")
+    assert seen == lines  # one call a line, newline included
+    assert b"".join(file_chunks(files, "b.txt")) == b"no secret here\n"

@@ -237,8 +237,29 @@ class EmittedFiles(MutableMapping[str, bytes]):
         """Rename (moving every file in turn keeps their order)."""
         self._parts[new] = self._parts.pop(rel)
 
+    def map_lines(self, rel: str, fn: Callable[[bytes], bytes]) -> None:
+        """Replace the file by ``fn`` applied to each of its lines (newline included), read
+        as they are copied out: a transform on the way out (redaction) holds one line."""
+        self._finish()
+        parts = self._parts[rel]
+
+        def mapped() -> Iterator[bytes]:
+            rest = b""
+            for chunk in self._chunks_of(rel, parts):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    yield fn(line + b"\n")
+            if rest:
+                yield fn(rest)
+
+        self._parts[rel] = [mapped]
+
     def chunks(self, rel: str) -> Iterator[bytes]:
-        for part in self._parts[rel]:
+        return self._chunks_of(rel, self._parts[rel])
+
+    def _chunks_of(self, rel: str, parts: list[Any]) -> Iterator[bytes]:
+        for part in parts:
             if isinstance(part, bytes):
                 yield part
             elif callable(part):
