@@ -25,7 +25,7 @@ from archive.emit import emit_thread
 from archive.ingest import ingest_paths
 from archive.model import Message, Text, ToolResult
 from archive.store import SqliteMessageStore
-from archive.vendors.base import DUPLICATE, METADATA, SKIPPED, MessageRow, Report, Row
+from archive.vendors.base import DUPLICATE, METADATA, SKIPPED, EmitOptions, MessageRow, Report, Row
 from archive.vendors.claude_code import ADAPTER as CLAUDE
 from archive.vendors.codex import ADAPTER as CODEX
 from helpers import parse_bytes, source_for
@@ -155,6 +155,8 @@ def test_background_agent_result_is_in_the_parent_where_the_model_read_it(folder
     i = next(k for k, m in enumerate(ms) if "[bg-done] 4 5 6" in _texts(m))
     note = ms[i]
     assert note.role == "user" and (note.extra or {}).get("injected") is True
+    assert (note.extra or {}).get("notification") is True  # conversation, not context
+    assert not any((m.extra or {}).get("notification") for m in ms if m is not note)
     assert (note.extra or {}).get("attachment") == "queued_command"
     assert "<task-notification>" in _texts(note)
     # read after the Bash result that was running when the helper finished, before the answer
@@ -165,8 +167,8 @@ def test_background_agent_result_is_in_the_parent_where_the_model_read_it(folder
     assert any("[bg-done] 4 5 6" in _texts(m) for m in child)
     # cross-vendor emits carry the notification
     db = open_db(db_path)
-    for target in ("claude-code", "codex"):
-        out = emit_thread(db, thread.id, target, exact=False)
+    for target in ("claude-code", "codex", "gemini", "qwen"):  # the last two leave other injected context out
+        out = emit_thread(db, thread.id, target, exact=False, options=EmitOptions(cwd="/tmp/p"))
         files = b"".join(out.files.values())
         assert b"[bg-done] 4 5 6" in files and b"task-notification" in files, target
 
@@ -401,6 +403,7 @@ def test_claude_rule_for_older_attachment_shapes() -> None:
     msgs = {r.message.id: r.message for _, r in rows if isinstance(r, MessageRow)}
     assert [b.text for b in msgs["q1"].content] == ["also run the tests"] and not (msgs["q1"].extra or {}).get("injected")
     assert (msgs["q2"].extra or {}).get("injected") and (msgs["q3"].extra or {}).get("injected")
+    assert (msgs["q2"].extra or {}).get("notification") and not (msgs["q3"].extra or {}).get("notification")
     assert set(msgs) == {"q1", "q2", "q3"}
     assert Counter(r.kind for _, r in rows if isinstance(r, Report)) == {SKIPPED: 2}
 

@@ -35,8 +35,9 @@ class ClaudeCodeAdapter(Adapter):
     name = NAME
     emits = True
     # 2: a thread's cwd is where it started (later ones: metadata.lastCwd); 3: attachments
-    # the model read are messages, agent_progress fills the child thread (issue 18)
-    revision = 3
+    # the model read are messages, agent_progress fills the child thread (issue 18);
+    # 4: task notifications carry extra["notification"]
+    revision = 4
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
                   "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",
