@@ -503,9 +503,6 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
 # Known adapter/store gaps found by this test (see the issue tracker); strict=False so a fix
 # shows up as XPASS and the entry can be removed.
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
-    **{(f"claude-code-{v}/slash", target): "Gemini CLI and Qwen Code send two consecutive user messages (a slash "
-       "command's tag line and its expanded prompt) as one text; the comparison has no rule for that join yet"
-       for v in ("2.1.197", "2.1.332") for target in ("gemini", "qwen")},
     **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
        for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
     **{(f"{v}/image", "opencode"): "OpenCode: images in a tool result are written as JSON text (state.attachments not tried)"

@@ -155,8 +155,8 @@ def test_background_agent_result_is_in_the_parent_where_the_model_read_it(folder
     i = next(k for k, m in enumerate(ms) if "[bg-done] 4 5 6" in _texts(m))
     note = ms[i]
     assert note.role == "user" and (note.extra or {}).get("injected") is True
-    assert (note.extra or {}).get("notification") is True  # conversation, not context
-    assert not any((m.extra or {}).get("notification") for m in ms if m is not note)
+    assert (note.extra or {}).get("conversation") is True  # conversation, not context
+    assert not any((m.extra or {}).get("conversation") for m in ms if m is not note)
     assert (note.extra or {}).get("attachment") == "queued_command"
     assert "<task-notification>" in _texts(note)
     # read after the Bash result that was running when the helper finished, before the answer
@@ -346,6 +346,21 @@ def test_slash_command_thread_label(folder: Path, tmp_path: Path) -> None:
     assert "<command" not in r.stdout
 
 
+@pytest.mark.parametrize("folder", [NEW, OLD], ids=["2.1.332", "2.1.197"])
+def test_slash_command_prompt_is_conversation(folder: Path, tmp_path: Path) -> None:
+    """The prompt a slash command expanded to (isMeta, right after the command line) is
+    marked conversation, so emitters that leave injected context out still write it."""
+    db_path = _ingest(tmp_path, folder / "slash")
+    thread, ms = _thread_messages(db_path, lambda t, ms: t.parent_thread_id is None)
+    marked = [m for m in ms if (m.extra or {}).get("conversation")]
+    assert [_texts(m) for m in marked] == ["[greet] Greet the user named Ada.\n"]
+    assert (marked[0].extra or {}).get("injected") is True
+    db = open_db(db_path)
+    for target in ("gemini", "qwen"):
+        out = emit_thread(db, thread.id, target, exact=False, options=EmitOptions(cwd="/tmp/p"))
+        assert b"Greet the user named Ada" in b"".join(out.files.values()), target
+
+
 WEBSEARCH = [
     {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "0f000000-0000-4000-8000-0000000000aa", "timestamp": "2026-01-01T00:00:00Z",
      "cwd": "/p", "version": "2.1.332", "message": {"role": "user", "content": "search the web for sesh-archive"}},
@@ -403,7 +418,7 @@ def test_claude_rule_for_older_attachment_shapes() -> None:
     msgs = {r.message.id: r.message for _, r in rows if isinstance(r, MessageRow)}
     assert [b.text for b in msgs["q1"].content] == ["also run the tests"] and not (msgs["q1"].extra or {}).get("injected")
     assert (msgs["q2"].extra or {}).get("injected") and (msgs["q3"].extra or {}).get("injected")
-    assert (msgs["q2"].extra or {}).get("notification") and not (msgs["q3"].extra or {}).get("notification")
+    assert (msgs["q2"].extra or {}).get("conversation") and not (msgs["q3"].extra or {}).get("conversation")
     assert set(msgs) == {"q1", "q2", "q3"}
     assert Counter(r.kind for _, r in rows if isinstance(r, Report)) == {SKIPPED: 2}
 

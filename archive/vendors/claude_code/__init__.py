@@ -36,7 +36,7 @@ class ClaudeCodeAdapter(Adapter):
     emits = True
     # 2: a thread's cwd is where it started (later ones: metadata.lastCwd); 3: attachments
     # the model read are messages, agent_progress fills the child thread (issue 18);
-    # 4: task notifications carry extra["notification"]
+    # 4: task notifications and slash-command prompts carry extra["conversation"]
     revision = 4
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",

@@ -258,7 +258,7 @@ class GeminiWriter:
             if m.usage is not None and m.role == "system":
                 self.count("usage: of background helper calls, dropped (no place for it in Gemini CLI)")
                 continue
-            if m.role == "system" or ((m.extra or {}).get("injected") and not (m.extra or {}).get("notification")):
+            if m.role == "system" or ((m.extra or {}).get("injected") and not (m.extra or {}).get("conversation")):
                 self.count("system or injected context: left out (the client writes its own)")
                 continue
             if m.role == "assistant":

@@ -198,7 +198,7 @@ class QwenWriter:
             if (m.extra or {}).get("helper") and m.usage is not None:
                 self.helper_call(m)
                 continue
-            if m.role == "system" or ((m.extra or {}).get("injected") and not (m.extra or {}).get("notification")):
+            if m.role == "system" or ((m.extra or {}).get("injected") and not (m.extra or {}).get("conversation")):
                 self.count("system or injected context: left out (the client writes its own)")
                 continue
             if m.role == "assistant":
