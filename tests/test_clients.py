@@ -503,9 +503,8 @@ def drop_reported_texts(expected: conv.Conversation, sent: conv.Conversation, co
 # Known adapter/store gaps found by this test (see the issue tracker); strict=False so a fix
 # shows up as XPASS and the entry can be removed.
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
-    **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (result.contents not tried)"
-       for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
-    **{(f"{v}/image", "opencode"): "OpenCode: images in a tool result are written as JSON text (state.attachments not tried)"
+    **{(f"{v}/image", "copilot"): "Copilot CLI: images in a tool result are written as JSON text (1.0.102 reads them from "
+       "result.contents / binaryResultsForLlm; no Copilot recording of an image result to check the shape against)"
        for v in ("claude-code-2.1.197", "claude-code-2.1.332", "codex-0.171.0")},
 }
 

@@ -252,3 +252,35 @@ def test_restore_gives_the_session_as_opencode_imports_it(tmp_path: Path) -> Non
     assert "opencode import" in r.output and str(imports[0]) in r.output
     documents = [p for p in out.rglob("*") if p.is_file() and p not in imports]
     assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in documents] == [hashlib.sha256(doc.read_bytes()).hexdigest()]
+
+
+def test_images_of_a_tool_result_become_its_attachments() -> None:
+    """A tool result's images (a Claude image moved to an Attachment block, a Codex
+    input_image) are written as OpenCode keeps them: the text as ``state.output``, each image
+    a ``file`` part with a data: URL in ``state.attachments`` (not JSON text in the output)."""
+    from archive.model import Attachment, Message, Text, Thread, ToolCall, ToolResult
+    from archive.vendors.base import EmitOptions
+
+    t = Thread(id="claude-thread", created_at="2026-01-01T00:00:00Z", metadata={"cwd": "/w", "model": "claude-x"})
+    msgs = [
+        Message(id="u1", thread_id=t.id, role="user", ts="2026-01-01T00:00:01Z", content=(Text("look"),)),
+        Message(id="a1", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:02Z",
+                content=(ToolCall(call_id="c1", name="Read", input={"file_path": "dot.png"}),
+                         ToolCall(call_id="c2", name="view_image", input={"path": "dot.png"}))),
+        Message(id="u2", thread_id=t.id, role="user", ts="2026-01-01T00:00:03Z",
+                content=(ToolResult(call_id="c1", output=[{"type": "text", "text": "a picture"}, {"type": "image", "attachment": 0}]),
+                         Attachment(media_type="image/png", data="iVBORw0KGgo=", extra={"callId": "c1"}))),
+        Message(id="t2", thread_id=t.id, role="tool", ts="2026-01-01T00:00:04Z",
+                content=(ToolResult(call_id="c2", output=[{"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/4A=="}]),)),
+        Message(id="a2", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:05Z", content=(Text("A dot."),)),
+    ]
+    out = ADAPTER.emit(t, msgs, (), EmitOptions(model="m", model_provider="mock"))
+    doc = orjson.loads(next(iter(out.files.values())))
+    tools = {p["callID"]: p for m in doc["messages"] for p in m["parts"] if p["type"] == "tool"}
+    one, two = tools["c1"]["state"], tools["c2"]["state"]
+    assert one["output"] == "a picture" and two["output"] == ""
+    assert [(a["type"], a["mime"], a["url"]) for a in one["attachments"]] == [("file", "image/png", "data:image/png;base64,iVBORw0KGgo=")]
+    assert [(a["mime"], a["url"]) for a in two["attachments"]] == [("image/jpeg", "data:image/jpeg;base64,/9j/4A==")]
+    assert all(a["id"].startswith("prt_") and a["messageID"] == tools["c1"]["messageID"] for a in one["attachments"])
+    assert out.counts.get("tool output: images written as the result's attachments") == 2
+    assert not any("dropped" in reason or "JSON text" in reason for reason in out.counts), out.counts

@@ -270,15 +270,17 @@ def _chat_content(role: str, content: Any) -> list[Turn]:
 
 PI_TOOL_IMAGES = "Attached image(s) from tool result:"
 PI_IMAGE_ONLY = "(see attached image)"
+OPENCODE_TOOL_MEDIA = "Attached media from tool result:"  # OpenCode 1.18, a provider without media in tool results
 
 
 def _pi_tool_images(out: Conversation, content: Any) -> bool:
     """pi (openai-completions) sends a tool result's images as a user message right after
     the tool messages (text ``PI_TOOL_IMAGES``, then the images), and the tool message's
     text as ``PI_IMAGE_ONLY`` when the result had no text: put them back into the results
-    they came from, as ``output_text`` writes an image. True when ``content`` was that."""
+    they came from, as ``output_text`` writes an image. True when ``content`` was that.
+    OpenCode does the same with ``OPENCODE_TOOL_MEDIA`` (an image-only result's text empty)."""
     if not (isinstance(content, list) and content and isinstance(content[0], dict)
-            and content[0].get("text") == PI_TOOL_IMAGES and out and out[-1].kind == "tool_result"):
+            and content[0].get("text") in (PI_TOOL_IMAGES, OPENCODE_TOOL_MEDIA) and out and out[-1].kind == "tool_result"):
         return False
     images = [f"[image {_data_url_type((c.get('image_url') or {}).get('url'))}]" for c in content[1:]
               if isinstance(c, dict) and c.get("type") == "image_url"]

@@ -446,15 +446,18 @@ def opencode_data(home: Path) -> Path:
 
 
 def write_opencode_config(home: Path, base_url: str) -> None:
-    """opencode.json: one OpenAI-compatible provider on the mock (reasoning on, prices per
-    million so the session records a cost), its model the default; no sharing, no updates."""
+    """opencode.json: one OpenAI-compatible provider on the mock (reasoning and image input on,
+    prices per million so the session records a cost), its model the default; no sharing, no
+    updates."""
     d = home / ".config" / "opencode"
     d.mkdir(parents=True, exist_ok=True)
     (d / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json",
         "provider": {OPENCODE_PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
                                          "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-mock-key"},
-                                         "models": {OPENCODE_MODEL: {"name": "Mock", "reasoning": True,
+                                         "models": {OPENCODE_MODEL: {"name": "Mock", "reasoning": True, "attachment": True,
+                                                                     # images in: else OpenCode sends an error text for a tool's image
+                                                                     "modalities": {"input": ["text", "image"], "output": ["text"]},
                                                                      "cost": {"input": 3, "output": 15, "cache_read": 0.3,
                                                                               "cache_write": 3.75},
                                                                      "limit": {"context": 128000, "output": 8000}}}}},

@@ -115,12 +115,15 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             continue
         if msg.role == "user":
             parts = []
+            result_ids = {b.call_id for b in msg.content if isinstance(b, ToolResult)}
             for b in msg.content:
                 if isinstance(b, Text):
                     parts.append({"type": "text", "text": b.text})
                 elif isinstance(b, ToolResult):  # Claude Code's results come in user messages
-                    _attach_result(b, calls, result, out.written_calls)
+                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids)
                     need_new = True
+                elif isinstance(b, Attachment) and (b.extra or {}).get("callId") in result_ids:
+                    continue  # an image of a tool result: written with it
                 else:  # a file change beside a result, an image: nothing OpenCode sends as the user's
                     result.count(f"user: {type(b).__name__} block not representable, dropped")
             if not parts:
@@ -138,9 +141,12 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             last_user, current, need_new = mid, None, False
             continue
         if msg.role == "tool":
+            result_ids = {b.call_id for b in msg.content if isinstance(b, ToolResult)}
             for b in msg.content:
                 if isinstance(b, ToolResult):
-                    _attach_result(b, calls, result, out.written_calls)
+                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids)
+                elif isinstance(b, Attachment) and (b.extra or {}).get("callId") in result_ids:
+                    continue  # an image of a tool result: written with it
                 else:
                     result.count(f"{type(b).__name__} in a tool message: dropped")
             need_new = True
@@ -245,11 +251,84 @@ class _Writer:
         self.f.write(b'\n  ],\n  "info": ' + data + b"\n}\n")
 
 
-def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult, written: set[str]) -> None:
+def _result_files(msg: Message, b: ToolResult) -> list[Attachment]:
+    """The Attachment blocks a parser moved out of this tool result (``extra.callId``), in
+    order: an output item ``{"attachment": k}`` names the k-th."""
+    return [a for a in msg.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id]
+
+
+def _data_url(media: str | None, data: str | None, uri: str | None) -> str | None:
+    if data:
+        return f"data:{media or 'image/png'};base64,{data}"
+    if uri and uri.startswith(("data:", "https://", "http://")):
+        return uri
+    return None
+
+
+def _image_output(output: Any, atts: list[Attachment], result: EmitResult) -> tuple[str, list[dict[str, Any]]] | None:
+    """A tool output list that holds images, as OpenCode keeps one: the text items joined as
+    ``state.output``, each image a ``file`` part (a data: URL) in ``state.attachments``,
+    which OpenCode sends to the model with the result. None when there is no image."""
+    if not isinstance(output, list):
+        return None
+    texts: list[str] = []
+    files: list[dict[str, Any]] = []
+    for item in output:
+        if not isinstance(item, dict):
+            texts.append(orjson.dumps(item).decode())
+            continue
+        t = item.get("type")
+        url: str | None = None
+        mime: str | None = None
+        if isinstance(item.get("attachment"), int):  # a Claude image moved to an Attachment block
+            k = item["attachment"]
+            att = atts[k] if 0 <= k < len(atts) else None
+            if att is None:
+                result.count("tool result: image placeholder without its attachment dropped")
+                continue
+            mime, url = att.media_type or "image/png", _data_url(att.media_type, att.data, att.uri)
+        elif t == "input_image" and isinstance(item.get("image_url"), str):  # Codex
+            url = item["image_url"]
+            mime = url[5:].split(";", 1)[0] if url.startswith("data:") else "image/png"
+        elif t == "image" and isinstance(item.get("source"), dict):  # a Claude image block kept inline
+            src = item["source"]
+            mime = src.get("media_type") or "image/png"
+            url = _data_url(mime, src.get("data"), src.get("url"))
+        elif isinstance(item.get("text"), str):
+            texts.append(item["text"])
+            continue
+        else:
+            texts.append(orjson.dumps(item).decode())
+            continue
+        if url is None:
+            result.count("tool result: image without data or URL dropped")
+            continue
+        files.append({"type": "file", "mime": mime, "url": url, "filename": "image"})
+    if not files:
+        return None
+    result.count("tool output: images written as the result's attachments", len(files))
+    return "\n".join(texts), files
+
+
+def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult, written: set[str],
+                   atts: Sequence[Attachment] = (), ids: _Ids | None = None) -> None:
     part = calls.get(b.call_id)
     if part is None:
         result.count("tool result: its call was written long before it, dropped" if b.call_id in written
                      else "tool result without its call: dropped")
+        if atts:
+            result.count("attachment: its tool result was dropped", len(atts))
+        return
+    imaged = None if b.is_error else _image_output(b.output, list(atts), result)
+    if imaged is not None:
+        state = part["state"]
+        state["output"], files = imaged
+        state["attachments"] = [dict(f, id=ids.make("prt") if ids else f"prt_{i}", sessionID=part["sessionID"],
+                                     messageID=part["messageID"]) for i, f in enumerate(files)]
+        meta = (b.extra or {}).get("metadata")
+        if isinstance(meta, dict):
+            state["metadata"] = meta
+        part["_answered"] = True
         return
     if isinstance(b.output, str) or b.output is None:
         out = b.output or ""
