@@ -907,16 +907,31 @@ def mask_search_rows(conn: sqlite3.Connection, rows: list[Any], labels: dict[str
     return out
 
 
-def forgotten_note(conn: sqlite3.Connection, source_uids: Iterable[str]) -> str | None:
-    """What ``restore`` says when ``forget`` rewrote lines of the files it gave back."""
-    uids = set(source_uids)
-    hit = 0
-    for (sources,) in conn.execute("SELECT sources FROM forgotten_secrets"):
-        hit += sum(s["lines"] for s in orjson.loads(sources) if s.get("source") in uids)
-    if not hit:
+def forgotten_note(conn: sqlite3.Connection, files: Iterable[Any]) -> str | None:
+    """What ``restore`` says when ``forget`` rewrote lines of the files it gave back (restore's
+    ``RestoredFile``s): which files, which generation replaced which. A source something was
+    forgotten from also has the values masked in the lines ingest read from it later."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forget_generations'").fetchone():
         return None
-    return (f"note: {hit} restored line(s) were rewritten by `forget` (secrets replaced by [REDACTED ...]): "
-            "these files are not the original bytes")  # fmt: skip
+    said = []
+    for f in files:
+        sid = conn.execute("SELECT id FROM sources WHERE uid = ?", (f.source_uid,)).fetchone()
+        if sid is None or not conn.execute("SELECT 1 FROM forgotten_values WHERE source_id = ?", sid).fetchone():
+            continue
+        gens = conn.execute(
+            "SELECT replaced_generation, lines_rewritten FROM forget_generations WHERE source_id = ? AND generation = ?",
+            (sid[0], f.generation),
+        ).fetchall()
+        how = "; ".join(f"generation {f.generation} replaced generation {old} ({_plural_lines(n)} rewritten)" for old, n in gens)
+        said.append(f"  {f.path}: source {f.source_uid[:12]}, " + (how or f"generation {f.generation}, lines masked as read"))
+    if not said:
+        return None
+    return (f"note: {len(said)} restored file(s) hold lines rewritten by `forget` (secrets replaced by "
+            "[REDACTED ...]): these are not the original bytes\n" + "\n".join(said))  # fmt: skip
+
+
+def _plural_lines(n: int) -> str:
+    return f"{n} line" + ("" if n == 1 else "s")
 
 
 def sql_masker(conn: sqlite3.Connection, show: bool = False) -> Any:
