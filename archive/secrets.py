@@ -135,7 +135,7 @@ _QUOTED_BY_OPENING = [re.compile(q + _QUOTED[4:]) for q in "\"'"]
 # there; None: keyword-gated, below; ALL: no literal, ``_SHAPES`` below)
 ALL = ("*",)
 _GATES: dict[type, tuple[str, ...] | None] = {
-    ArtifactoryDetector: ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
+    ArtifactoryDetector: ALL,
     AWSKeyDetector: ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "~aws"),
     AzureStorageKeyDetector: ("AccountKey",),
     BasicAuthDetector: ("://",),
@@ -160,16 +160,20 @@ _GATES: dict[type, tuple[str, ...] | None] = {
     SquareOAuthDetector: ("sq0",),
     StripeDetector: ("k_live_",),
     TelegramBotTokenDetector: ALL,
-    TwilioKeyDetector: tuple(f"{p}{c}" for p in ("AC", "SK") for c in "abcdefghijklmnopqrstuvwxyz0123456789"),
+    TwilioKeyDetector: ALL,
 }
-# For a plugin without a literal: a pattern every match of its own contains that opens with
-# a literal character (the regex engine then skips to that character in C): the lines
-# holding it get the plugin's pattern. Measured on the 100 MB corpus's 46 M characters:
-# Discord's own pattern over everything 0.4-2 s (it opens with [MNO] and backtracks through
-# every base64 run), its shape 0.07 s; Telegram's 1.2 s, its shape 0.06 s.
-_SHAPES: dict[type, re.Pattern[str]] = {
-    DiscordBotTokenDetector: re.compile(r"\.[a-zA-Z0-9_-]{6}\."),  # ...{23,25}.XXXXXX.{27}
-    TelegramBotTokenDetector: re.compile(r":[0-9A-Za-z_-]{35}"),  # \d{8,10}:{35}
+# For a plugin without a literal of its own, or whose literals are common two-letter
+# prefixes (AC, SK, AP: inside "ACTION", "ASK", "APPLY" once lower-cased): patterns every
+# match of its own contains that open with literal characters (the regex engine then skips
+# to them in C); the lines holding one get the plugin's patterns. Measured on the 100 MB
+# corpus's 46 M characters: Discord's own pattern over everything 0.4-2 s (it opens with
+# [MNO] and backtracks through every base64 run), its shape 0.07 s; Telegram's 1.2 s, its
+# shape 0.06 s.
+_SHAPES: dict[type, tuple[re.Pattern[str], ...]] = {
+    DiscordBotTokenDetector: (re.compile(r"\.[a-zA-Z0-9_-]{6}\."),),  # ...{23,25}.XXXXXX.{27}
+    TelegramBotTokenDetector: (re.compile(r":[0-9A-Za-z_-]{35}"),),  # \d{8,10}:{35}
+    TwilioKeyDetector: (re.compile(r"AC[a-z0-9]{32}"), re.compile(r"SK[a-z0-9]{32}")),
+    ArtifactoryDetector: (re.compile(r"AKC[a-zA-Z0-9]{10}"), re.compile(r"AP[0-9A-F][a-zA-Z0-9]{8}")),
 }
 # assignment-style patterns (a keyword, then a value): run on keyword lines only
 _ASSIGNMENT = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
@@ -414,37 +418,53 @@ def _automaton(words: Iterable[str]) -> Any:
     return a
 
 
-# Every literal of every gate, found in one pass (Aho-Corasick) instead of one str.find pass
-# each: 60-odd passes over a batch were most of the scan's time.
-_AC_CASE = _automaton(_CASE_LITS)
-_AC_LOW = _automaton([w for _l, w in _LOW_LITS] + list(_KW_DENY) + list(_SERVICE_WORDS))
+# Every literal of every gate, found in one pass (Aho-Corasick) over the lower-cased text
+# instead of one str.find pass each (60-odd passes over a batch were most of the scan's
+# time), and one pass rather than two (the case-sensitive literals and the lower-cased
+# ones: the automaton costs time per character, 1.7 s a pass over the corpus's 46 M): a
+# case-sensitive literal's match is then checked against the text itself.
+_CASE_BY_WORD: dict[str, tuple[str, ...]] = {}
+for _lit in _CASE_LITS:
+    _CASE_BY_WORD[_lit.lower()] = (*_CASE_BY_WORD.get(_lit.lower(), ()), _lit)
+_LOW_WORDS = frozenset([w for _l, w in _LOW_LITS] + list(_KW_DENY) + list(_SERVICE_WORDS))
+_AC = _automaton(set(_CASE_BY_WORD) | _LOW_WORDS)
 
 
-def _occurrences_by_line(automaton: Any, text: str) -> dict[str, set[int]]:
-    """literal -> start offsets of the lines holding it."""
-    out: dict[str, set[int]] = {}
+def _occurrences_by_line(text: str, low: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """(case-sensitive literal -> start offsets of the lines holding it, lower-cased word ->
+    the same); ``low`` is ``text`` lower-cased, of the same length."""
+    case: dict[str, set[int]] = {}
+    lower: dict[str, set[int]] = {}
     last_lo, last_hi = -1, -1
-    for end, word in automaton.iter(text):
+    for end, word in _AC.iter(low):
+        found = []
+        if word in _LOW_WORDS:
+            found.append((lower, word))
+        for lit in _CASE_BY_WORD.get(word, ()):
+            if text.startswith(lit, end - len(lit) + 1):
+                found.append((case, lit))
+        if not found:
+            continue
         if not (last_lo <= end < last_hi):
             last_lo = text.rfind("\n", 0, end) + 1
             nl = text.find("\n", end)
             last_hi = len(text) if nl < 0 else nl
-        out.setdefault(word, set()).add(last_lo)
-    return out
+        for out, key in found:
+            out.setdefault(key, set()).add(last_lo)
+    return case, lower
 
 
 def _scan(text: str) -> list[Hit]:
     low = text.lower()
     if len(low) != len(text):  # a character whose lower case is longer: offsets would move
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    case_lines = _occurrences_by_line(_AC_CASE, text)
-    low_lines = _occurrences_by_line(_AC_LOW, low)
+    case_lines, low_lines = _occurrences_by_line(text, low)
     hits: list[Hit] = []
     for rule, prio, plugin, gate, patterns in _GATE_SETS:
         starts: set[int] = set()
-        if isinstance(gate, re.Pattern):  # a shape, not a literal
-            starts = {text.rfind("\n", 0, m.start()) + 1 for m in gate.finditer(text)}
-        for lit in () if isinstance(gate, re.Pattern) else gate:
+        if isinstance(gate, tuple):  # shapes, not literals
+            starts = {text.rfind("\n", 0, m.start()) + 1 for rx in gate for m in rx.finditer(text)}
+        for lit in () if isinstance(gate, tuple) else gate:
             starts |= low_lines.get(lit[1:], set()) if lit.startswith("~") else case_lines.get(lit, set())
         for lo in sorted(starts):
             line = _line_at(text, lo)

@@ -82,3 +82,26 @@ def test_case_insensitive_patterns_are_gated_case_insensitively() -> None:
     aws = "AWS_Secret_Access_Key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'"
     assert "aws-access-key" in {h.rule for h in secrets.find(aws)}
     assert secrets.find(aws) == secrets.find_reference(aws)
+
+
+# detect-secrets' tests (twilio_test.py, artifactory_test.py) and near misses: these plugins
+# are gated on shapes (AC/SK + 32, AKC/APx + 8-10) rather than two-letter literals
+SHAPED = [
+    ("twilio-api-key", "ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", True),
+    ("twilio-api-key", "AC1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e", True),
+    ("twilio-api-key", "SK1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e", True),
+    ("twilio-api-key", "AC1F3A5C7E9B2D4F6A8C0E1B3D5F7A9C2E", False),  # upper case: not a Twilio SID
+    ("artifactory-credentials", "AKCp8jQ7n2cWzRaQ5mL3xZ9kT4vB6yH1", True),
+    ("artifactory-credentials", "AP6xxxxxxxxxxxxxxx", True),
+    ("artifactory-credentials", "APZxxxxxxxxxxxxxxx", False),  # APx: x a hex digit
+]
+
+
+@pytest.mark.parametrize("rule, value, found", SHAPED)
+def test_shape_gated_plugins_equal_every_plugin_on_every_line(rule: str, value: str, found: bool) -> None:
+    for context in ["{}", 'key = "{}"', "token: {} end", "x\n{}\ny"]:
+        text = context.format(value)
+        hits = secrets.find(text)
+        assert hits == secrets.find_reference(text), text
+        # (Artifactory's span holds the quote or space its pattern opens and closes with)
+        assert any(value in text[h.start:h.end] for h in hits if h.rule == rule) == found, (text, hits)
