@@ -34,7 +34,6 @@ from detect_secrets.filters import heuristic
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
 from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
@@ -116,13 +115,11 @@ _PRIVATE_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
 
 # The reference scan runs every plugin on every line (``find_reference``, which the tests
 # compare with ``find``). ``find`` is the same scan made cheap enough for ingest: a rule
-# family runs only where a literal that every match of it must contain occurs (``str.find``
-# over the whole text: C speed), regex plugins run over the whole text (MULTILINE) rather
-# than per line, and the line-based plugins (keywords, entropy) only on the lines holding
-# a keyword or a quoted string long enough. Measured on the 100 MB corpus in
-# docs/benchmarks.md.
-_KEYWORDS = r"(?i:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|" \
-    r"db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase|token|credential)"
+# family runs only on the lines holding a literal (or a shape) that every match of it must
+# contain, found for a whole batch of blocks at once (one Aho-Corasick pass, a few regexes
+# that open with a literal), and the line-based plugins (keywords, entropy) only on the
+# lines holding a keyword in an assignment shape or a quoted string long enough. Measured
+# on the 100 MB corpus in docs/benchmarks.md.
 # the entropy plugins look only inside quotes, at strings of their charsets (base64, hex)
 _QUOTED = r"""["'][A-Za-z0-9+/=_\-]{%d,}["']""" % MIN_ENTROPY_LENGTH
 _QUOTED_RX = re.compile(_QUOTED)
@@ -207,15 +204,6 @@ _WHOLE: list[tuple[str, int, Any, tuple[str, ...], list[re.Pattern[str]]]] = [
     (rule_name(p.secret_type), 1, p, _gate(p), list(p.denylist))
     for p in _PLUGINS if type(p) not in _ASSIGNMENT
 ]  # fmt: skip
-
-
-def _plugin_patterns() -> list[str]:
-    out = []
-    for p in _PLUGINS:
-        for rx in p.denylist:
-            flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL), ("x", re.VERBOSE)) if rx.flags & bit)
-            out.append(f"(?{flags}:{rx.pattern})" if flags else f"(?:{rx.pattern})")
-    return out
 
 
 @dataclass(frozen=True)
@@ -375,7 +363,6 @@ _KW_DENY = ("api_key", "apikey", "auth_key", "authkey", "service_key", "servicek
             "db_key", "dbkey", "database_key", "databasekey", "priv_key", "privkey", "private_key", "privatekey",
             "client_key", "clientkey", "db_pass", "dbpass", "database_pass", "databasepass", "key_pass", "keypass",
             "password", "passwd", "pwd", "secret", "contraseña", "contrasena")  # fmt: skip
-_ASSIGN_WORDS = ("key", "pwd", "pass", "token", "secret")
 
 
 def find(text: str) -> list[Hit]:
@@ -404,8 +391,6 @@ def find_many(texts: list[str]) -> list[list[Hit]]:
 
 _CASE_LITS = tuple(lit for lit in _ALL_LITS if not lit.startswith("~"))
 _LOW_LITS = tuple((lit, lit[1:]) for lit in _ALL_LITS if lit.startswith("~"))
-_KW_DENY_BY_WORD = {w: tuple(d for d in _KW_DENY if w in d) for w in ("key", "pass", "pwd", "secret", "contrase")}
-_KW_DENY_BY_WORD["contrase"] += ("contraseña",)
 
 
 def _automaton(words: Iterable[str]) -> Any:

@@ -12,13 +12,12 @@ import os
 from pathlib import Path
 
 import orjson
+from test_secrets import canonical_session, planted, run
 
 from archive import secrets
 from archive.db import dump_tables, open_db
 from archive.ingest import rebuild
 from archive.lines import iter_stored_lines
-
-from test_secrets import canonical_session, planted, run
 
 
 def _db_bytes(db_path: Path) -> bytes:
