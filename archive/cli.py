@@ -329,7 +329,7 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
     for path, hint in imports:
         click.echo(f"also wrote {path}: the session in the form its client imports"
                    + (f" (where `emit --install` files it, it resumes with: {hint})" if hint else ""), err=True)
-    note = forgotten_note(db.conn, [f.source_uid for f in files])
+    note = forgotten_note(db.conn, files)
     if note:
         click.echo(note, err=True)
 

@@ -55,8 +55,11 @@ def secrets_cmd(ctx: click.Context, as_json: bool, thread_ref: str | None, since
 def forget_cmd(ctx: click.Context, finding: int | None, thread_ref: str | None, yes: bool, as_json: bool) -> None:
     """Remove found secrets from the archive itself: the stored lines are rewritten.
 
-    The values are replaced in every stored line and table, wherever they occur, and the
-    database is vacuumed. `restore` then gives back the rewritten bytes, not the originals."""
+    The values are replaced in every stored line and table, wherever they occur: each
+    generation that held one is written again as a new generation, the projection is
+    derived again, and the database is vacuumed. `restore` then gives back the rewritten
+    bytes, not the originals, and says so; ingest masks the values in lines it reads later
+    from those files."""
     from .forget import forget
 
     if (finding is None) == (thread_ref is None):
@@ -72,7 +75,7 @@ def forget_cmd(ctx: click.Context, finding: int | None, thread_ref: str | None, 
         raise click.ClickException(str(e))
     lines = sum(s["lines"] for s in done.sources)
     click.echo(f"forgot {_plural(done.values, 'value')}: {_plural(lines, 'stored line')} in "
-               f"{_plural(len(done.sources), 'source')} rewritten, {_plural(done.blobs, 'blob')} dropped, "
+               f"{_plural(len(done.sources), 'generation')} written again as new ones, {_plural(done.blobs, 'blob')} dropped, "
                "projection rebuilt, database vacuumed", err=True)  # fmt: skip
     if as_json:
         _echo_json(done.to_dict())

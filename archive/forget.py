@@ -9,20 +9,32 @@ Invariants:
   thread facts, reports, findings), text blobs holding them are deleted (the rebuild
   stores the rewritten companion again), the FTS index is merged so no old segment keeps
   a term, and the file is vacuumed with ``secure_delete`` so no free page keeps a copy.
-* **Same length, same keys.** A value is replaced by ``[REDACTED <rule>]`` padded with
-  ``*`` to the value's length (``[<rule>]`` or ``*`` alone when the value is shorter): every offset, line length and
-  key of the archive stays, and so does ingest's record of the file (the hash of the last
-  line it read, kept as the original's), so the vendor file, if it still exists, is
-  continued after its committed bytes and not read again from the start.
-* **Recorded.** ``forgotten_secrets`` says what was forgotten (rule, sha256 of the value,
-  when, which sources and how many lines); ``restore`` says that those files are not the
-  original bytes any more.
+* **A new generation, recorded.** Each generation whose lines held a value becomes a new
+  generation of its source (the next number) holding the rewritten lines; the old one is
+  gone, since its bytes were the value. ``forget_generations`` says which generation
+  replaced which, when, and how many lines changed; ``forgotten_secrets`` what was
+  forgotten (rule, sha256 of the value, sources); ``restore`` names the files it gives
+  back that are not the original bytes. The projection is derived again for those sources:
+  its rows are keyed on (source, generation, offset).
+* **Same length, same offsets.** A value is replaced by ``[REDACTED <rule>]`` padded with
+  ``*`` to the value's length (``[<rule>]`` or ``*`` alone when the value is shorter). The
+  offsets are those of the vendor's file, which may still exist and grow: they are the
+  key ingest continues it by (end offset, the hash of the last line read, kept as the
+  file's), and every line's ``(offset, length)`` stays. A shorter mask would move every
+  later line of the generation off the file's offsets, and ingest could no longer tell
+  the file continues the generation: it would read it again from 0, secret included.
+* **It does not come back.** ``forgotten_values`` keeps the sha256 of each value per
+  source; ingest masks those values (the same way) in every line it reads later from that
+  source (``incoming_masker``: an append, a rewrite of the file), so a later ingest of the
+  vendor file that still holds the value stores and indexes only the mask, in the same
+  generation when the file just grew.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +85,16 @@ def chosen_values(conn: sqlite3.Connection, finding: int | None = None, thread: 
     raise ArchiveError("forget needs a finding id or a thread")
 
 
+def _renumber(conn: sqlite3.Connection, source_id: int, old: int) -> int:
+    """Generation ``old`` of the source becomes the next generation: its lines, chunks,
+    offsets record and paths move to the new number (the old one holds nothing after)."""
+    new = conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0] + 1
+    for table in ("source_chunks", "source_lines", "generations", "source_paths"):
+        conn.execute(f"UPDATE {table} SET generation = ? WHERE source_id = ? AND generation = ?", (new, source_id, old))
+    conn.execute("UPDATE sources SET current_generation = ? WHERE id = ? AND current_generation = ?", (new, source_id, old))
+    return new
+
+
 def forget(db: Database, finding: int | None = None, thread: str | None = None, vacuum: bool = True) -> Forgotten:
     """Replace the chosen findings' values everywhere in the archive (module docstring)."""
     from .ingest import rebuild
@@ -83,7 +105,7 @@ def forget(db: Database, finding: int | None = None, thread: str | None = None, 
     if not values:
         return out
     forms = _forms(values)
-    rx = re.compile(b"|".join(re.escape(k) for k in sorted(forms, key=len, reverse=True)))
+    rx = _pattern(forms)
     codec = Codec()
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left holding the value
     conn.execute("BEGIN IMMEDIATE")
@@ -111,14 +133,28 @@ def forget(db: Database, finding: int | None = None, thread: str | None = None, 
             conn.execute("DELETE FROM blobs WHERE sha256 = ?", (sha,))
         out.blobs = len(blobs)
         uids = dict(conn.execute("SELECT id, uid FROM sources").fetchall())
-        out.sources = [{"source": uids.get(s), "source_id": s, "generation": g, "lines": n}
-                       for (s, g), n in sorted(touched.items())]  # fmt: skip
         now = secrets._now()
+        for (sid, g), n in sorted(touched.items()):
+            new_g = _renumber(conn, sid, g)
+            total = conn.execute(
+                "SELECT count(*) FROM source_lines WHERE source_id = ? AND generation = ?", (sid, new_g)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO forget_generations (forgotten_at, source_id, generation, replaced_generation, lines, "
+                "lines_rewritten) VALUES (?, ?, ?, ?, ?, ?)",
+                (now, sid, new_g, g, total, n),
+            )
+            out.sources.append({"source": uids.get(sid), "source_id": sid, "generation": new_g,
+                                "replaced_generation": g, "lines": n})  # fmt: skip
         for v, rule in values.items():
             conn.execute(
                 "INSERT INTO forgotten_secrets (forgotten_at, rule, value_sha256, lines_rewritten, sources, rows_rewritten) "
                 "VALUES (?, ?, ?, ?, ?, 0)",
                 (now, rule, secrets.sha(v), sum(touched.values()), orjson.dumps(out.sources).decode()),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO forgotten_values (source_id, value_sha256, rule, forgotten_at) VALUES (?, ?, ?, ?)",
+                [(sid, secrets.sha(v), rule, now) for sid in sorted({s for s, _g in touched})],
             )
         conn.execute("COMMIT")
     except BaseException:
@@ -148,6 +184,68 @@ def forget(db: Database, finding: int | None = None, thread: str | None = None, 
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return out
+
+
+def _pattern(forms: dict[bytes, bytes]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(k) for k in sorted(forms, key=len, reverse=True)))
+
+
+# ---------------------------------------------------------------- later lines of a forgotten source
+
+
+def _strings(line: bytes) -> list[str]:
+    """The texts of a line the scan would see: every JSON string in it (block texts come
+    from them, unescaped), and the line itself (a line that is not JSON, a value split
+    across strings)."""
+    text = line.decode("utf-8", "replace")
+    out = [text]
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return out
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack += list(v.values())
+        elif isinstance(v, list):
+            stack += v
+    return out
+
+
+def incoming_masker(conn: sqlite3.Connection, source_id: int | None) -> Callable[[bytes], bytes] | None:
+    """For a source something was forgotten from: a function giving a line read from its
+    file with every forgotten value masked as ``forget`` masked it (same length), found by
+    the scan and recognised by its sha256; None for every other source (no cost)."""
+    if source_id is None:
+        return None
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forgotten_values'").fetchone():
+        return None
+    hashes = dict(conn.execute(
+        "SELECT value_sha256, rule FROM forgotten_values WHERE source_id = ?", (source_id,)
+    ).fetchall())  # fmt: skip
+    if not hashes:
+        return None
+
+    def mask(line: bytes) -> bytes:
+        texts = _strings(line)
+        values: dict[str, str] = {}
+        for text, hits in zip(texts, secrets.find_many(texts)):
+            for h in hits:
+                v = text[h.start : h.end]
+                rule = hashes.get(secrets.sha(v))
+                if rule is not None:
+                    values[v] = rule
+        if not values:
+            return line
+        forms = _forms(values)
+        masked = _pattern(forms).sub(lambda m: forms[m.group(0)], line)
+        assert len(masked) == len(line)
+        return masked
+
+    return mask
 
 
 def _left_in_projection(conn: sqlite3.Connection, values: dict[str, str]) -> list[str]:

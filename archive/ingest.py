@@ -55,7 +55,7 @@ from typing import Any, BinaryIO
 import orjson
 from sqlite_utils import Database
 
-from . import secrets
+from . import forget, secrets
 from .db import ArchiveError
 from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
@@ -656,6 +656,7 @@ class Engine:
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
         self._tx_bytes = 0
+        self._masking: _Gen | None = None  # the generation whose lines are masked (archive/forget.py)
         for pragma in _INGEST_PRAGMAS:
             self.conn.execute(f"PRAGMA {pragma}")
 
@@ -1004,6 +1005,8 @@ class Engine:
         tm = self.options.timings
         feed = self._feed if tm is None else self._timed_feed
         changed = self._terminate_idle_tail(gen, path)
+        mask = forget.incoming_masker(self.conn, gen.source_id)  # values forgotten from this source stay out
+        self._masking = gen if mask is not None else None
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
             reader = _LineReader(f, gen.end_offset, path, self.max_line)
@@ -1016,6 +1019,8 @@ class Engine:
                     changed = True
                     continue
                 assert type(line) is bytes
+                if mask is not None:
+                    line = mask(line)
                 batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
@@ -1037,6 +1042,7 @@ class Engine:
             assert type(tail) is bytes
             pending = len(tail)
             if tail and idle and _parses(tail):
+                tail = tail if mask is None else mask(tail)
                 batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
                 pending = 0
         if batch or gen.source_id is None or changed:
@@ -1189,6 +1195,8 @@ class Engine:
                 gen.end_offset = end_off
                 gen.line_count += len(batch)
                 last_sha = hashlib.sha256(last_line + (b"\n" if last_term else b"")).hexdigest()
+                if self._masking is gen:  # the file's bytes, not the masked ones: the file continues
+                    last_sha = _sha_range(path, last_off, end_off)
                 conn.execute(
                     "INSERT INTO generations (source_id, generation, end_offset, line_count, last_line_offset, "
                     "last_line_sha, content_sha256, parser_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "

@@ -890,3 +890,35 @@ def m060_23_secret_findings(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m061_23_forget_generations(db: Database) -> None:
+    """``forget`` writes the rewritten lines as a new generation (archive/forget.py).
+    ``forget_generations`` records each one: which generation's lines it replaced (that
+    one is gone: its bytes held the value). ``forgotten_values`` keeps, per source, the
+    sha256 of every value forgotten from it, so that ingest masks the value in lines it
+    reads later from that source's file (an append, a rewrite) and it never comes back."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE forget_generations (
+            id INTEGER PRIMARY KEY,
+            forgotten_at TEXT NOT NULL,
+            source_id INTEGER NOT NULL,
+            generation INTEGER NOT NULL,        -- the new generation: the rewritten lines
+            replaced_generation INTEGER NOT NULL,  -- the generation whose lines it replaced (gone)
+            lines INTEGER NOT NULL,             -- lines in the generation
+            lines_rewritten INTEGER NOT NULL    -- lines whose bytes changed
+        );
+        CREATE INDEX forget_generations_source ON forget_generations(source_id, generation);
+        CREATE TABLE forgotten_values (
+            source_id INTEGER NOT NULL,
+            value_sha256 TEXT NOT NULL,         -- sha256 of a forgotten value (never the value)
+            rule TEXT NOT NULL,
+            forgotten_at TEXT NOT NULL,
+            PRIMARY KEY (source_id, value_sha256)
+        );
+        """
+        )
+    )

@@ -34,7 +34,6 @@ from detect_secrets.filters import heuristic
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
 from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
@@ -116,31 +115,31 @@ _PRIVATE_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
 
 # The reference scan runs every plugin on every line (``find_reference``, which the tests
 # compare with ``find``). ``find`` is the same scan made cheap enough for ingest: a rule
-# family runs only where a literal that every match of it must contain occurs (``str.find``
-# over the whole text: C speed), regex plugins run over the whole text (MULTILINE) rather
-# than per line, and the line-based plugins (keywords, entropy) only on the lines holding
-# a keyword or a quoted string long enough. Measured on the 100 MB corpus in
-# docs/benchmarks.md.
-_KEYWORDS = r"(?i:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|" \
-    r"db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase|token|credential)"
+# family runs only on the lines holding a literal (or a shape) that every match of it must
+# contain, found for a whole batch of blocks at once (one Aho-Corasick pass, a few regexes
+# that open with a literal), and the line-based plugins (keywords, entropy) only on the
+# lines holding a keyword in an assignment shape or a quoted string long enough. Measured
+# on the 100 MB corpus in docs/benchmarks.md.
 # the entropy plugins look only inside quotes, at strings of their charsets (base64, hex)
 _QUOTED = r"""["'][A-Za-z0-9+/=_\-]{%d,}["']""" % MIN_ENTROPY_LENGTH
 _QUOTED_RX = re.compile(_QUOTED)
-# words one of which every keyword-style match holds (the keyword detector's list; the IBM,
-# Cloudant and SoftLayer assignment patterns and AWS's secret-key pattern need key, pass,
-# pwd, token or secret), in the case variants people write
-_KW_LITS = ("~key", "~pass", "~pwd", "~secret", "~token", "~contrase")
+# the same strings found twice, once per opening quote: a pattern opening with a literal
+# character lets the regex engine skip ahead in C (0.4 s instead of 1.5 s on the corpus's
+# 46 M characters); the lines holding a match are the same (no match crosses a line)
+_QUOTED_BY_OPENING = [re.compile(q + _QUOTED[4:]) for q in "\"'"]
 # per plugin: literals one of which every match of its patterns contains ("~": in the
-# lower-cased text; None: keyword-gated, below)
-# "bot" as a word (bot tokens sit next to it), not inside "both" or "robot"
-_BOT = tuple(f"~bot{c}" for c in " _-:=/.'\"s") + ("~bottoken",)
+# lower-cased text, and every literal of a plugin whose patterns ignore case is looked for
+# there; None: keyword-gated, below; ALL: no literal, ``_SHAPES`` below)
+ALL = ("*",)
 _GATES: dict[type, tuple[str, ...] | None] = {
-    ArtifactoryDetector: ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
+    ArtifactoryDetector: ALL,
     AWSKeyDetector: ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "~aws"),
     AzureStorageKeyDetector: ("AccountKey",),
     BasicAuthDetector: ("://",),
     CloudantDetector: None,  # keyword-gated below
-    DiscordBotTokenDetector: ("~discord", *_BOT),
+    # a bot token has no literal of its own: detect-secrets runs its pattern on every line,
+    # and so do we, on the lines holding its shape (_SHAPES)
+    DiscordBotTokenDetector: ALL,
     GitHubTokenDetector: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     GitLabTokenDetector: ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
                           "glagent-", "gloas-"),  # fmt: skip
@@ -157,8 +156,21 @@ _GATES: dict[type, tuple[str, ...] | None] = {
     SoftlayerDetector: None,
     SquareOAuthDetector: ("sq0",),
     StripeDetector: ("k_live_",),
-    TelegramBotTokenDetector: ("~telegram", *_BOT),
-    TwilioKeyDetector: tuple(f"{p}{c}" for p in ("AC", "SK") for c in "abcdefghijklmnopqrstuvwxyz0123456789"),
+    TelegramBotTokenDetector: ALL,
+    TwilioKeyDetector: ALL,
+}
+# For a plugin without a literal of its own, or whose literals are common two-letter
+# prefixes (AC, SK, AP: inside "ACTION", "ASK", "APPLY" once lower-cased): patterns every
+# match of its own contains that open with literal characters (the regex engine then skips
+# to them in C); the lines holding one get the plugin's patterns. Measured on the 100 MB
+# corpus's 46 M characters: Discord's own pattern over everything 0.4-2 s (it opens with
+# [MNO] and backtracks through every base64 run), its shape 0.07 s; Telegram's 1.2 s, its
+# shape 0.06 s.
+_SHAPES: dict[type, tuple[re.Pattern[str], ...]] = {
+    DiscordBotTokenDetector: (re.compile(r"\.[a-zA-Z0-9_-]{6}\."),),  # ...{23,25}.XXXXXX.{27}
+    TelegramBotTokenDetector: (re.compile(r":[0-9A-Za-z_-]{35}"),),  # \d{8,10}:{35}
+    TwilioKeyDetector: (re.compile(r"AC[a-z0-9]{32}"), re.compile(r"SK[a-z0-9]{32}")),
+    ArtifactoryDetector: (re.compile(r"AKC[a-zA-Z0-9]{10}"), re.compile(r"AP[0-9A-F][a-zA-Z0-9]{8}")),
 }
 # assignment-style patterns (a keyword, then a value): run on keyword lines only
 _ASSIGNMENT = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
@@ -176,22 +188,22 @@ _ASSIGN_PLUGINS = [(rule_name(p.secret_type), p) for p in _PLUGINS if isinstance
 _SERVICE_WORDS = ("ibm", "iam", "cos_", "cos-", "hmac", "cloudant", "clou", "cl_", "cl-", "softlayer", "sl_", "sl-")
 
 
+def _gate(plugin: Any) -> tuple[str, ...]:
+    """A plugin's gate literals, looked for in the lower-cased text when one of its
+    patterns ignores case (Slack's ``XOXB-...`` is a finding to detect-secrets too)."""
+    gate = _GATES[type(plugin)] or ()
+    if gate != ALL and any(rx.flags & re.IGNORECASE for rx in plugin.denylist):
+        gate = tuple(dict.fromkeys(lit if lit.startswith("~") else "~" + lit.lower() for lit in gate))
+    return gate
+
+
 # (rule, priority, plugin or None, gate literals, patterns over the whole text)
 _WHOLE: list[tuple[str, int, Any, tuple[str, ...], list[re.Pattern[str]]]] = [
     (name, 0, None, _VENDOR_GATES[name], [rx]) for name, rx in _VENDOR
 ] + [
-    (rule_name(p.secret_type), 1, p, _GATES[type(p)] or (), list(p.denylist))
+    (rule_name(p.secret_type), 1, p, _gate(p), list(p.denylist))
     for p in _PLUGINS if type(p) not in _ASSIGNMENT
 ]  # fmt: skip
-
-
-def _plugin_patterns() -> list[str]:
-    out = []
-    for p in _PLUGINS:
-        for rx in p.denylist:
-            flags = "".join(f for f, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL), ("x", re.VERBOSE)) if rx.flags & bit)
-            out.append(f"(?{flags}:{rx.pattern})" if flags else f"(?:{rx.pattern})")
-    return out
 
 
 @dataclass(frozen=True)
@@ -265,8 +277,36 @@ def _line_plugins(line: str, assignment: bool = True, keyword: bool = True, entr
     return _line_plugins_on(line, assignment, keyword, entropy)
 
 
+# The keyword detector's patterns for a session's text (detect-secrets' "quotes required"
+# set, for a file type it does not know) each need a quote on the line, and: after a keyword,
+# its \w* suffix, up to two closing characters and spaces, one of ``: = !`` (its COLON,
+# EQUAL_SIGNS and ARROW patterns); or two of ``!=`` in a row (PRECEDED_BY_EQUAL_COMPARISON);
+# or a ``;`` (QUOTES_AND_SEMICOLON). A line without any of these cannot match, and costs
+# no run of its five case-insensitive patterns (2.5 s of the scan's 6 s on the 100 MB
+# corpus, whose keyword lines are mostly prose: "secret" in a sentence).
+_KW_OPERATOR = re.compile(r"""\w*[\]'"]{0,2}\s*[:=!]""")
+
+
+def _keyword_shape(line: str) -> bool:
+    if "'" not in line and '"' not in line and "`" not in line:
+        return False
+    if ";" in line or "==" in line or "!=" in line or "=!" in line or "!!" in line:
+        return True
+    low = line.lower()
+    if len(low) != len(line):  # a character whose lower case is longer: just run the plugin
+        return True
+    for w in _KW_DENY:
+        i = low.find(w)
+        while i >= 0:
+            if _KW_OPERATOR.match(line, i + len(w)):
+                return True
+            i = low.find(w, i + 1)
+    return False
+
+
 def _line_plugins_on(line: str, assignment: bool, keyword: bool, entropy: bool) -> list[Hit]:
     hits: list[Hit] = []
+    keyword = keyword and _keyword_shape(line)
     if assignment:
         for rule, plugin in _ASSIGN_PLUGINS:
             for rx in plugin.denylist:
@@ -314,16 +354,15 @@ def _line_at(text: str, lo: int) -> str:
     return text[lo:] if hi < 0 else text[lo:hi]
 
 
-_ALL_LITS = tuple(sorted({lit for _r, _p, _pl, gate, _x in _WHOLE for lit in gate} | set(_KW_LITS)))
-_GATE_SETS = [(rule, prio, plugin, frozenset(gate), patterns) for rule, prio, plugin, gate, patterns in _WHOLE]
-_KW_SET = frozenset(_KW_LITS)
+_ALL_LITS = tuple(sorted({lit for _r, _p, _pl, gate, _x in _WHOLE if gate != ALL for lit in gate}))
+_GATE_SETS = [(rule, prio, plugin, _SHAPES[type(plugin)] if gate == ALL else frozenset(gate), patterns)
+              for rule, prio, plugin, gate, patterns in _WHOLE]  # fmt: skip
 # the keyword detector's own words (its DENYLIST, lowercased) and the words the assignment
 # patterns need: a keyword line holds one of them, in any case
 _KW_DENY = ("api_key", "apikey", "auth_key", "authkey", "service_key", "servicekey", "account_key", "accountkey",
             "db_key", "dbkey", "database_key", "databasekey", "priv_key", "privkey", "private_key", "privatekey",
             "client_key", "clientkey", "db_pass", "dbpass", "database_pass", "databasepass", "key_pass", "keypass",
             "password", "passwd", "pwd", "secret", "contraseña", "contrasena")  # fmt: skip
-_ASSIGN_WORDS = ("key", "pwd", "pass", "token", "secret")
 
 
 def find(text: str) -> list[Hit]:
@@ -352,8 +391,6 @@ def find_many(texts: list[str]) -> list[list[Hit]]:
 
 _CASE_LITS = tuple(lit for lit in _ALL_LITS if not lit.startswith("~"))
 _LOW_LITS = tuple((lit, lit[1:]) for lit in _ALL_LITS if lit.startswith("~"))
-_KW_DENY_BY_WORD = {w: tuple(d for d in _KW_DENY if w in d) for w in ("key", "pass", "pwd", "secret", "contrase")}
-_KW_DENY_BY_WORD["contrase"] += ("contraseña",)
 
 
 def _automaton(words: Iterable[str]) -> Any:
@@ -366,35 +403,53 @@ def _automaton(words: Iterable[str]) -> Any:
     return a
 
 
-# Every literal of every gate, found in one pass (Aho-Corasick) instead of one str.find pass
-# each: 60-odd passes over a batch were most of the scan's time.
-_AC_CASE = _automaton(_CASE_LITS)
-_AC_LOW = _automaton([w for _l, w in _LOW_LITS] + list(_KW_DENY) + list(_SERVICE_WORDS))
+# Every literal of every gate, found in one pass (Aho-Corasick) over the lower-cased text
+# instead of one str.find pass each (60-odd passes over a batch were most of the scan's
+# time), and one pass rather than two (the case-sensitive literals and the lower-cased
+# ones: the automaton costs time per character, 1.7 s a pass over the corpus's 46 M): a
+# case-sensitive literal's match is then checked against the text itself.
+_CASE_BY_WORD: dict[str, tuple[str, ...]] = {}
+for _lit in _CASE_LITS:
+    _CASE_BY_WORD[_lit.lower()] = (*_CASE_BY_WORD.get(_lit.lower(), ()), _lit)
+_LOW_WORDS = frozenset([w for _l, w in _LOW_LITS] + list(_KW_DENY) + list(_SERVICE_WORDS))
+_AC = _automaton(set(_CASE_BY_WORD) | _LOW_WORDS)
 
 
-def _occurrences_by_line(automaton: Any, text: str) -> dict[str, set[int]]:
-    """literal -> start offsets of the lines holding it."""
-    out: dict[str, set[int]] = {}
+def _occurrences_by_line(text: str, low: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """(case-sensitive literal -> start offsets of the lines holding it, lower-cased word ->
+    the same); ``low`` is ``text`` lower-cased, of the same length."""
+    case: dict[str, set[int]] = {}
+    lower: dict[str, set[int]] = {}
     last_lo, last_hi = -1, -1
-    for end, word in automaton.iter(text):
+    for end, word in _AC.iter(low):
+        found = []
+        if word in _LOW_WORDS:
+            found.append((lower, word))
+        for lit in _CASE_BY_WORD.get(word, ()):
+            if text.startswith(lit, end - len(lit) + 1):
+                found.append((case, lit))
+        if not found:
+            continue
         if not (last_lo <= end < last_hi):
             last_lo = text.rfind("\n", 0, end) + 1
             nl = text.find("\n", end)
             last_hi = len(text) if nl < 0 else nl
-        out.setdefault(word, set()).add(last_lo)
-    return out
+        for out, key in found:
+            out.setdefault(key, set()).add(last_lo)
+    return case, lower
 
 
 def _scan(text: str) -> list[Hit]:
     low = text.lower()
     if len(low) != len(text):  # a character whose lower case is longer: offsets would move
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    case_lines = _occurrences_by_line(_AC_CASE, text)
-    low_lines = _occurrences_by_line(_AC_LOW, low)
+    case_lines, low_lines = _occurrences_by_line(text, low)
     hits: list[Hit] = []
     for rule, prio, plugin, gate, patterns in _GATE_SETS:
         starts: set[int] = set()
-        for lit in gate:
+        if isinstance(gate, tuple):  # shapes, not literals
+            starts = {text.rfind("\n", 0, m.start()) + 1 for rx in gate for m in rx.finditer(text)}
+        for lit in () if isinstance(gate, tuple) else gate:
             starts |= low_lines.get(lit[1:], set()) if lit.startswith("~") else case_lines.get(lit, set())
         for lo in sorted(starts):
             line = _line_at(text, lo)
@@ -407,7 +462,7 @@ def _scan(text: str) -> list[Hit]:
     assign: set[int] = set()
     for w in _SERVICE_WORDS:
         assign |= low_lines.get(w, set())
-    quoted = {text.rfind("\n", 0, m.start()) + 1 for m in _QUOTED_RX.finditer(text)} if ('"' in text or "'" in text) else set()
+    quoted = {text.rfind("\n", 0, m.start()) + 1 for rx in _QUOTED_BY_OPENING for m in rx.finditer(text)}
     for lo in sorted(kw | assign | quoted):
         line = _line_at(text, lo)
         hits += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
@@ -857,16 +912,31 @@ def mask_search_rows(conn: sqlite3.Connection, rows: list[Any], labels: dict[str
     return out
 
 
-def forgotten_note(conn: sqlite3.Connection, source_uids: Iterable[str]) -> str | None:
-    """What ``restore`` says when ``forget`` rewrote lines of the files it gave back."""
-    uids = set(source_uids)
-    hit = 0
-    for (sources,) in conn.execute("SELECT sources FROM forgotten_secrets"):
-        hit += sum(s["lines"] for s in orjson.loads(sources) if s.get("source") in uids)
-    if not hit:
+def forgotten_note(conn: sqlite3.Connection, files: Iterable[Any]) -> str | None:
+    """What ``restore`` says when ``forget`` rewrote lines of the files it gave back (restore's
+    ``RestoredFile``s): which files, which generation replaced which. A source something was
+    forgotten from also has the values masked in the lines ingest read from it later."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forget_generations'").fetchone():
         return None
-    return (f"note: {hit} restored line(s) were rewritten by `forget` (secrets replaced by [REDACTED ...]): "
-            "these files are not the original bytes")  # fmt: skip
+    said = []
+    for f in files:
+        sid = conn.execute("SELECT id FROM sources WHERE uid = ?", (f.source_uid,)).fetchone()
+        if sid is None or not conn.execute("SELECT 1 FROM forgotten_values WHERE source_id = ?", sid).fetchone():
+            continue
+        gens = conn.execute(
+            "SELECT replaced_generation, lines_rewritten FROM forget_generations WHERE source_id = ? AND generation = ?",
+            (sid[0], f.generation),
+        ).fetchall()
+        how = "; ".join(f"generation {f.generation} replaced generation {old} ({_plural_lines(n)} rewritten)" for old, n in gens)
+        said.append(f"  {f.path}: source {f.source_uid[:12]}, " + (how or f"generation {f.generation}, lines masked as read"))
+    if not said:
+        return None
+    return (f"note: {len(said)} restored file(s) hold lines rewritten by `forget` (secrets replaced by "
+            "[REDACTED ...]): these are not the original bytes\n" + "\n".join(said))  # fmt: skip
+
+
+def _plural_lines(n: int) -> str:
+    return f"{n} line" + ("" if n == 1 else "s")
 
 
 def sql_masker(conn: sqlite3.Connection, show: bool = False) -> Any:

@@ -54,6 +54,9 @@ def planted() -> list[tuple[str, str, str]]:
     legacy = "sk-" + rand(20) + "T3BlbkFJ" + rand(20)
     google = "AIza" + rand(35, ALNUM + "-_")
     hf = "hf_" + rand(34, string.ascii_letters)
+    discord = RNG.choice("MNO") + rand(23, ALNUM) + "." + rand(6) + "." + rand(27, ALNUM + "_-")
+    telegram = rand(10, string.digits) + ":" + rand(35, ALNUM + "_-")
+    mixed = rand(15) + "#"
     return [
         ("aws-access-key", aws, f"export AWS_ACCESS_KEY_ID={aws}"),
         ("github-token", gh, f"git remote set-url origin with token {gh} then push"),
@@ -69,6 +72,10 @@ def planted() -> list[tuple[str, str, str]]:
         ("openai-api-key", legacy, f"old key {legacy} retired"),
         ("google-api-key", google, f"maps key {google}"),
         ("huggingface-token", hf, f"HF_TOKEN={hf}"),
+        # no keyword near them: detect-secrets finds bot tokens by their shape alone
+        ("discord-bot-token", discord, f"the bot logs in with {discord} on start"),
+        ("telegram-bot-token", telegram, f"curl https://api.example.org/x/{telegram}/getMe"),
+        ("secret-keyword", mixed, f'API_Key: "{mixed}"'),  # the keyword plugin ignores case
     ]
 
 

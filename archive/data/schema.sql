@@ -38,6 +38,15 @@ CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='blocks', content_rowid
 CREATE TABLE blocks_fts_progress (
     indexed_upto INTEGER NOT NULL       -- blocks.id up to which blocks_fts holds every block
 );
+CREATE TABLE forget_generations (
+    id INTEGER PRIMARY KEY,
+    forgotten_at TEXT NOT NULL,
+    source_id INTEGER NOT NULL,
+    generation INTEGER NOT NULL,        -- the new generation: the rewritten lines
+    replaced_generation INTEGER NOT NULL,  -- the generation whose lines it replaced (gone)
+    lines INTEGER NOT NULL,             -- lines in the generation
+    lines_rewritten INTEGER NOT NULL    -- lines whose bytes changed
+);
 CREATE TABLE forgotten_secrets (
     id INTEGER PRIMARY KEY,
     forgotten_at TEXT NOT NULL,
@@ -46,6 +55,13 @@ CREATE TABLE forgotten_secrets (
     lines_rewritten INTEGER NOT NULL,   -- source lines whose stored bytes were rewritten
     sources TEXT NOT NULL,              -- JSON: [{source, generation, lines}]
     rows_rewritten INTEGER NOT NULL     -- projection rows (blocks, messages, blobs, ...) rewritten
+);
+CREATE TABLE forgotten_values (
+    source_id INTEGER NOT NULL,
+    value_sha256 TEXT NOT NULL,         -- sha256 of a forgotten value (never the value)
+    rule TEXT NOT NULL,
+    forgotten_at TEXT NOT NULL,
+    PRIMARY KEY (source_id, value_sha256)
 );
 CREATE TABLE generations (
     source_id INTEGER NOT NULL REFERENCES sources(id),
@@ -242,6 +258,7 @@ CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL
 CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
 CREATE INDEX blocks_tool_name ON blocks(tool_name) WHERE tool_name IS NOT NULL;
 CREATE INDEX blocks_type ON blocks(type);
+CREATE INDEX forget_generations_source ON forget_generations(source_id, generation);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX message_occurrences_message ON message_occurrences(message_id);
