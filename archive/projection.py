@@ -494,7 +494,7 @@ class Projector:
         self._reports: list[tuple[Any, ...]] = []
         self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
         self._uids: dict[int, str] = {}
-        self._created: dict[str, str | None] = {}
+        self._created: dict[str, tuple[str | None, str | None]] = {}
 
     # -- rows of one line
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
@@ -559,24 +559,30 @@ class Projector:
             uid = self._uids[source_id] = row[0] if row else ""
         return uid
 
-    def _created_at(self, thread_id: str) -> str | None:
-        """The thread's createdAt for ranking copies: folded now from its facts (written
-        before the messages), so the rank does not wait for the end of the batch."""
+    def _created_at(self, thread_id: str) -> tuple[str | None, str | None]:
+        """The thread's createdAt and the thread it was emitted from (``emittedFrom``) for
+        ranking copies: folded now from its facts (written before the messages), so the rank
+        does not wait for the end of the batch."""
         if thread_id not in self._created:
             if thread_id in self.dirty_threads:
                 fold_thread(self.conn, thread_id)
-            row = self.conn.execute("SELECT created_at FROM threads WHERE id = ?", (thread_id,)).fetchone()
-            self._created[thread_id] = row[0] if row else None
+            row = self.conn.execute(
+                "SELECT created_at, json_extract(metadata, '$.emittedFrom') FROM threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+            self._created[thread_id] = (row[0], row[1]) if row else (None, None)
         return self._created[thread_id]
 
     def _before(self, a: tuple[Key, str], b: tuple[Key, str]) -> bool:
         """Whether occurrence ``a`` (key, thread) owns a message rather than ``b``: the thread
-        created first, then the smallest key with the source's uid for its local id (both
-        the same whatever order the sources were read in)."""
+        created first (a session ``emit`` wrote from an archived thread after the thread it
+        came from, whose times it repeats), then the smallest key with the source's uid for
+        its local id (both the same whatever order the sources were read in)."""
         (ka, ta), (kb, tb) = a, b
         if ta != tb:
-            ca, cb = self._created_at(ta), self._created_at(tb)
-            return (ca is None, ca or "", ta) < (cb is None, cb or "", tb)
+            (ca, fa), (cb, fb) = self._created_at(ta), self._created_at(tb)
+            if fa == tb or fb == ta:
+                return fb == ta
+            return (ca is None, ca or "", fa is not None, ta) < (cb is None, cb or "", fb is not None, tb)
         if ka[0] != kb[0]:
             return (self._uid(ka[0]), *ka[1:]) < (self._uid(kb[0]), *kb[1:])
         return ka < kb

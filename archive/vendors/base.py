@@ -38,11 +38,16 @@ Row semantics, as ingest applies them:
   names the message that carries the response; the store gives that message the usage as
   ``Message.usage``.
 * ``BlobRow(data, media_type)``: bytes stored once by sha256 (clm's blob files).
+* A line ``emit`` wrote carries a mark (``EMIT_MARK``, see ``mark_record``); the parser
+  passes its rows through ``claim_emitted``, which yields the message under the canonical
+  id it was written from (stored once: a hand-off continues its origin, linked by ingest
+  like a fork) and says which thread it came from (``metadata.emittedFrom``).
 * ``Report(kind, reason, detail)``: why a line (or part of it) is not in the projection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -594,3 +599,62 @@ def loads_line(line: bytes) -> tuple[Any, Report | None]:
     except orjson.JSONDecodeError:
         raise first from None
     return value, Report(WARNING, "lone surrogate", f"{lone} lone surrogate escape(s) replaced by U+FFFD; exact bytes are in the source layer")
+
+
+# ---------------------------------------------------------------- recognising emitted lines
+
+#: a top-level field of every line a cross-vendor ``emit`` writes, which the clients ignore
+#: and keep when they resume the file (they append after it; tests/test_clients.py):
+#: ``{"m": canonical message id (None: a line the emitter added), "t": the thread id (first
+#: line only), "h": digest of the line without the mark}``
+EMIT_MARK = "seshArchive"
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    return stable_id(orjson.dumps(record).decode("utf-8", "surrogatepass"), length=16)
+
+
+def mark_record(record: JsonObject, message_id: str | None, thread_id: str | None = None) -> JsonObject:
+    """``record`` with the emit mark as its last key: the canonical message it was written
+    from (None for a line the emitter added: a synthesized tool result, an opening prompt),
+    the thread it was emitted from (on the session's first line) and a digest of the record
+    as written, so that a line edited afterwards is not taken for the archived message."""
+    mark: JsonObject = {"m": message_id}
+    if thread_id is not None:
+        mark["t"] = thread_id
+    mark["h"] = _digest(record)
+    return {**record, EMIT_MARK: mark}
+
+
+def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
+    """The rows of one parsed line, read as what ``emit`` wrote when the line carries an
+    intact mark: each message under the canonical id it was written from (ingest stores it
+    once and links the thread to its origin), the response usage left to the origin (counted
+    once), a line the emitter added reported instead of archived, and the thread's
+    ``metadata.emittedFrom``. A line without a mark, or changed since it was written (its
+    digest differs), is the thread's own, as parsed."""
+    mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
+    if not isinstance(mark, dict):
+        yield from rows
+        return
+    if mark.get("h") != _digest({k: v for k, v in record.items() if k != EMIT_MARK}):
+        yield Report(WARNING, "emitted line changed", "the line differs from what emit wrote: archived as this thread's own")
+        yield from rows
+        return
+    origin, source = nonempty_str(mark.get("m")), nonempty_str(mark.get("t"))
+    thread_id = None
+    for row in rows:
+        if isinstance(row, MessageRow):
+            thread_id = thread_id or row.message.thread_id
+            if origin is None:
+                yield Report(SKIPPED, "emitted filler", "a line emit added for the client (not in the archived thread)")
+            else:
+                yield MessageRow(dataclasses.replace(row.message, id=origin), row.revises)
+        elif isinstance(row, UsageRow):
+            yield Report(DUPLICATE, "emitted usage", "a response emitted from an archived thread, counted there")
+        else:
+            if isinstance(row, ThreadFact):
+                thread_id = thread_id or row.thread_id
+            yield row
+    if source is not None and thread_id is not None and thread_id != source:
+        yield ThreadFact(thread_id, {"metadata": {"emittedFrom": source}})

@@ -77,7 +77,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import loads_line
+from ..base import claim_emitted, loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     BlobRow,
@@ -420,7 +420,7 @@ class ClaudeCodeParser:
                 yield Report(PARSE_ERROR, "not a JSON object", type(d).__name__)
                 continue
             # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
-            yield from self._record(d, offset)
+            yield from claim_emitted(d, self._record(d, offset))
 
     def _record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         rtype = d.get("type")

@@ -95,7 +95,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import loads_line
+from ..base import claim_emitted, loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     DUPLICATE,
@@ -500,7 +500,7 @@ class CodexParser:
             if not isinstance(payload, dict):
                 yield Report(INVALID, f"{kind}: payload is not an object")
                 return
-            yield from handler(self, payload)
+            yield from claim_emitted(d, handler(self, payload))
             return
         self.ts = None
         if "record_type" in d:
