@@ -807,22 +807,33 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
 
 def resolve_lineage(conn: sqlite3.Connection, thread_id: str) -> None:
     """A thread whose first messages (in its own files' order) are owned by other threads
-    forked from the owner of the last of them, at that message (Claude Code
-    ``--fork-session`` copies the history with the same uuids)."""
+    forked from the owner of the last of them, at the last of that owner's messages in the
+    owner's order (Claude Code ``--fork-session`` copies the history with the same uuids, in
+    order; an emitted session may write a prompt's context before the prompt). The kind is
+    ``handoff`` when the thread was written by ``emit`` (``metadata.emittedFrom``)."""
     parent = origin = None
-    for message_id, owner in conn.execute(
-        "SELECT o.message_id, m.thread_id FROM message_occurrences o JOIN sources s ON s.id = o.source_id "
+    inherited: list[tuple[str, str, tuple[Any, ...]]] = []
+    for message_id, owner, *at in conn.execute(
+        "SELECT o.message_id, m.thread_id, (SELECT uid FROM sources WHERE id = m.source_id), m.generation, "
+        "m.offset, m.sub FROM message_occurrences o JOIN sources s ON s.id = o.source_id "
         "JOIN messages m ON m.id = o.message_id WHERE o.thread_id = ? "
         "ORDER BY s.uid, o.generation, o.offset, o.sub",
         (thread_id,),
     ):
         if owner == thread_id:
             break
-        parent, origin = owner, message_id
+        inherited.append((message_id, owner, tuple(at)))
+        parent = owner
     if parent is None:
         conn.execute("DELETE FROM thread_lineage WHERE thread_id = ?", (thread_id,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO thread_lineage VALUES (?, ?, ?)", (thread_id, parent, origin))
+        return
+    origin = max((at, mid) for mid, owner, at in inherited if owner == parent)[1]
+    emitted = conn.execute(
+        "SELECT 1 FROM thread_facts WHERE thread_id = ? AND json_extract(fields, '$.metadata.emittedFrom') IS NOT NULL",
+        (thread_id,),
+    ).fetchone()
+    conn.execute("INSERT OR REPLACE INTO thread_lineage (thread_id, parent_thread_id, origin_message_id, kind) "
+                 "VALUES (?, ?, ?, ?)", (thread_id, parent, origin, "handoff" if emitted else "fork"))
 
 
 def index_text(conn: sqlite3.Connection) -> None:
