@@ -74,6 +74,8 @@ from ...model import (
     Unknown,
 )
 from ..base import (
+    EMIT_MARK,
+    claim_emitted,
     INVALID,
     METADATA,
     PARSE_ERROR,
@@ -286,12 +288,14 @@ class ClmParser:
         self.started = True
         if rtype != "meta" and self.thread is None:
             rows.extend(self._no_meta())
+        # the emit mark is not a msg key of clm's (it would be kept as an unknown block)
+        mark = value.pop(EMIT_MARK, None)
         handler = RECORDS.get(rtype)
         if handler is None:
             rows.append(Report(UNKNOWN, rtype, "record type this version does not know; clm skips it"))
         else:
             rows.extend(handler(self, offset, value, first))
-        return rows
+        return rows if mark is None else list(claim_emitted({**value, EMIT_MARK: mark}, rows))
 
     # ------------------------------------------------------------ records
 
