@@ -451,9 +451,11 @@ _MSG_COLS = (
 )
 
 
-# One model response: the row of the latest line (largest key, the source's uid for its
-# local id, so that copies in several files give the same row whatever order they came in)
-# wins.
+# One model response: the row of a line whose thread owns the message carrying it (an
+# emitted session repeats its origin's responses under their keys: the origin's own line
+# wins), then the row of the latest line (largest key, the source's uid for its local id, so
+# that copies in several files give the same row whatever order they came in).
+_OWNS = "((SELECT m.thread_id FROM messages m WHERE m.id = {t}.message_id) IS {t}.thread_id)"
 _USAGE_UPSERT = """
     INSERT INTO usage (key, thread_id, message_id, provider, model, ts, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, extra,
@@ -468,12 +470,14 @@ _USAGE_UPSERT = """
         reasoning_tokens = excluded.reasoning_tokens, extra = excluded.extra,
         source_id = excluded.source_id, generation = excluded.generation,
         offset = excluded.offset
-    WHERE excluded.source_id = usage.source_id AND (excluded.generation, excluded.offset)
+    WHERE {own_x} > {own_u}
+        OR {own_x} = {own_u} AND (
+        excluded.source_id = usage.source_id AND (excluded.generation, excluded.offset)
             >= (usage.generation, usage.offset)
         OR excluded.source_id != usage.source_id
             AND ((SELECT uid FROM sources WHERE id = excluded.source_id), excluded.generation, excluded.offset)
-            >= ((SELECT uid FROM sources WHERE id = usage.source_id), usage.generation, usage.offset)
-"""
+            >= ((SELECT uid FROM sources WHERE id = usage.source_id), usage.generation, usage.offset))
+""".format(own_x=_OWNS.format(t="excluded"), own_u=_OWNS.format(t="usage"))
 
 
 class Projector:

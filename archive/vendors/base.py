@@ -606,7 +606,8 @@ def loads_line(line: bytes) -> tuple[Any, Report | None]:
 #: a top-level field of every line a cross-vendor ``emit`` writes, which the clients ignore
 #: and keep when they resume the file (they append after it; tests/test_clients.py):
 #: ``{"m": canonical message id (None: a line the emitter added), "t": the thread id (first
-#: line only), "h": digest of the line without the mark}``
+#: line only), "u": the key of the response whose usage the line carries, "h": digest of the
+#: line without the mark}``
 EMIT_MARK = "seshArchive"
 
 
@@ -614,23 +615,47 @@ def _digest(record: Mapping[str, Any]) -> str:
     return stable_id(orjson.dumps(record).decode("utf-8", "surrogatepass"), length=16)
 
 
-def mark_record(record: JsonObject, message_id: str | None, thread_id: str | None = None) -> JsonObject:
+def mark_record(record: JsonObject, message_id: str | None, thread_id: str | None = None,
+                response: str | None = None) -> JsonObject:
     """``record`` with the emit mark as its last key: the canonical message it was written
     from (None for a line the emitter added: a synthesized tool result, an opening prompt),
-    the thread it was emitted from (on the session's first line) and a digest of the record
+    the thread it was emitted from (on the session's first line), the response key of the
+    usage it carries (``emitted_response``) and a digest of the record
     as written, so that a line edited afterwards is not taken for the archived message."""
     mark: JsonObject = {"m": message_id}
     if thread_id is not None:
         mark["t"] = thread_id
+    if response is not None:
+        mark["u"] = response
     mark["h"] = _digest(record)
     return {**record, EMIT_MARK: mark}
+
+
+def emitted_response(msg: Message) -> str | None:
+    """The key of the response whose usage ``msg`` carries, for ``mark_record``."""
+    if msg.usage is None:
+        return None
+    key = (msg.usage.extra or {}).get(RESPONSE_KEY)
+    if isinstance(key, list):
+        return None  # several responses on one message: the target's line holds their sum
+    return key if isinstance(key, str) and key else message_response_key(msg.id)
+
+
+def emitted_id(record: Any) -> str | None:
+    """The canonical message id an intact emit mark names (for a parser that links other
+    records to the message, as a subagent to the message spawning it), else None."""
+    mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
+    if not isinstance(mark, dict) or mark.get("h") != _digest({k: v for k, v in record.items() if k != EMIT_MARK}):
+        return None
+    return nonempty_str(mark.get("m"))
 
 
 def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
     """The rows of one parsed line, read as what ``emit`` wrote when the line carries an
     intact mark: each message under the canonical id it was written from (ingest stores it
     once and links the thread to its origin), the response usage left to the origin (counted
-    once), a line the emitter added reported instead of archived, and the thread's
+    once: its usage keyed as the archived response, which the line of the thread owning the
+    message outranks), a line the emitter added reported instead of archived, and the thread's
     ``metadata.emittedFrom``. A line without a mark, or changed since it was written (its
     digest differs), is the thread's own, as parsed."""
     mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
@@ -641,7 +666,7 @@ def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
         yield Report(WARNING, "emitted line changed", "the line differs from what emit wrote: archived as this thread's own")
         yield from rows
         return
-    origin, source = nonempty_str(mark.get("m")), nonempty_str(mark.get("t"))
+    origin, source, response = nonempty_str(mark.get("m")), nonempty_str(mark.get("t")), nonempty_str(mark.get("u"))
     thread_id = None
     for row in rows:
         if isinstance(row, MessageRow):
@@ -651,7 +676,8 @@ def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
             else:
                 yield MessageRow(dataclasses.replace(row.message, id=origin), row.revises)
         elif isinstance(row, UsageRow):
-            yield Report(DUPLICATE, "emitted usage", "a response emitted from an archived thread, counted there")
+            # without a response key (responses the target joined into one), the line's own
+            yield dataclasses.replace(row, key=response or row.key, message_id=origin or row.message_id)
         else:
             if isinstance(row, ThreadFact):
                 thread_id = thread_id or row.thread_id

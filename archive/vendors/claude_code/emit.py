@@ -39,6 +39,7 @@ from ..base import (
     EmitError,
     EmitResult,
     MessageStream,
+    emitted_response,
     mark_record,
     stable_id,
 )
@@ -128,6 +129,10 @@ class _ThreadWriter:
         self.origins: list[str | None] = []
         self.current: str | None = None  # the message being written
         self.written = 0  # lines written to out
+        # the archived response a run's lines carry the usage of (None: several, summed), for
+        # the emit mark: a run's message.id -> response key; a canonical message id -> its key
+        self.run_keys: dict[str, str | None] = {}
+        self.response_keys: dict[str, str | None] = {}
         self.n = 0  # lines added
         self.only_system = True  # every line so far is a system line (or there is none)
         self.last_uuid: str | None = None
@@ -205,6 +210,7 @@ class _ThreadWriter:
         lines_usage.append(usage)
         if m.usage is not None:
             responses[m.id] = m.usage  # once per message, however many lines it becomes
+            self.response_keys[m.id] = emitted_response(m)
         message = {
             "id": self.msg_id,
             "type": "message",
@@ -371,7 +377,7 @@ class _ThreadWriter:
 
     def _settle(self) -> None:
         """Fill in the usage of the runs so far and write every line held."""
-        for lines_usage, by_message in self.run_usage.values():
+        for run_id, (lines_usage, by_message) in self.run_usage.items():
             responses = list(by_message.values())
             # neutral buckets are Claude's own convention: input_tokens leave the cache out
             total = {
@@ -382,15 +388,20 @@ class _ThreadWriter:
             }
             for usage in lines_usage:
                 usage.update(total)
+            self.run_keys[run_id] = self.response_keys.get(next(iter(by_message))) if len(by_message) == 1 else None
             if len(responses) > 1:
                 self.em.result.count("usage: responses written as one Claude response (summed)", len(responses) - 1)
         self.run_usage.clear()
         for line, origin in zip(self.lines, self.origins):
             first = self.thread.id if self.written == 0 else None
-            self.out.write(orjson.dumps(mark_record(line, origin, first)) + b"\n")
+            run = line["message"].get("id") if line.get("type") == "assistant" else None
+            key = self.run_keys.get(run) if isinstance(run, str) else None
+            self.out.write(orjson.dumps(mark_record(line, origin, first, key)) + b"\n")
             self.written += 1
         self.lines.clear()
         self.origins.clear()
+        self.run_keys.clear()
+        self.response_keys.clear()
 
     def _message(self, m: Message) -> None:
         role = m.role

@@ -77,7 +77,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import claim_emitted, loads_line
+from ..base import claim_emitted, emitted_id, loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     BlobRow,
@@ -732,7 +732,9 @@ class ClaudeCodeParser:
         tid = self._thread(d, out)
         self._facts(tid, d, out)
         self._links(d, tid, out)
-        uid = _str(d.get("uuid")) or stable_id(self.source.source_id, self.source.generation, offset)
+        # a line emit wrote: the message it was written from (claim_emitted), also for the
+        # subagents and results that name it
+        uid = emitted_id(d) or _str(d.get("uuid")) or stable_id(self.source.source_id, self.source.generation, offset)
         if d["type"] == "assistant":
             message, more = self._assistant(d, msg, tid, uid)
         else:

@@ -294,7 +294,8 @@ def emit_log(thread: Thread, messages: Iterable[Message], children: Sequence[tup
     cid = clm_id(thread)
     result = EmitResult(thread_id=cid)
     if cid != thread.id:
-        result.notes.append(f"thread {thread.id!r}: written as clm session {cid}")
+        why = "is not a valid clm session id" if not ID_RE.match(thread.id) else "is another vendor's thread"
+        result.notes.append(f"thread id {thread.id!r} {why}; wrote {cid}")
     if children:
         result.count("child thread", len(children))
     emitter = _Emitter(cid, options.blobs, result)

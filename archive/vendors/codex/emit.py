@@ -28,6 +28,7 @@ from ..base import (
     EmitOptions,
     command,
     EmitResult,
+    emitted_response,
     mark_record,
 )
 from .parse import _PATCH_FILE_RE, _parse_ts
@@ -125,12 +126,12 @@ class _Emitter:
     def _write(self, line: bytes) -> None:
         self.out.write(line + b"\n")
 
-    def line(self, kind: str, payload: JsonObject, ts: str | None = None) -> None:
+    def line(self, kind: str, payload: JsonObject, ts: str | None = None, response: str | None = None) -> None:
         when = _parse_ts(ts)
         # line times must not go backwards: resume sorts nothing, but readers assume it
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
         record = {"timestamp": _fmt_ts(self.clock), "type": kind, "payload": payload}
-        self._write(orjson.dumps(mark_record(record, self.current)))
+        self._write(orjson.dumps(mark_record(record, self.current, response=response)))
 
     def session_meta(self) -> None:
         meta = self.thread.metadata or {}
@@ -430,7 +431,7 @@ class _Emitter:
                     "output_tokens": v[3], "reasoning_output_tokens": v[4], "total_tokens": v[0] + v[3]}
 
         info = {"total_token_usage": usage(self.cum), "last_token_usage": usage(last), "model_context_window": None}
-        self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, m.ts)
+        self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, m.ts, emitted_response(m))
         self.count("usage: token_count written from message usage")
 
 
