@@ -971,6 +971,14 @@ def fork_of(thread: Thread) -> tuple[str, str] | None:
     return None
 
 
+def lineage_of(thread: Thread) -> str | None:
+    """``handoff`` for a fork that ``emit`` wrote from its parent (``metadata.emittedFrom``),
+    ``fork`` for another fork, None for a thread that continues no other."""
+    if fork_of(thread) is None:
+        return None
+    return "handoff" if (thread.metadata or {}).get("emittedFrom") else "fork"
+
+
 def load_view(conn: sqlite3.Connection, thread_id: str) -> list[Message]:
     """The conversation the thread's client sees: for a fork, its parent's view up to the
     fork point (inclusive), then the thread's own messages; else its own messages."""
