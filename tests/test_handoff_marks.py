@@ -206,3 +206,54 @@ def test_a_byte_exact_copy_installed_and_ingested_again_is_the_same_source(tmp_p
     conn = open_db(db).conn
     assert {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == tables
     conn.close()
+
+
+# ---------------------------------------------------------------- with the real clients
+
+# which targets' clients keep the marks of the lines they resume (checked below with the
+# real client: it appends the resumed turn to the emitted file, or rewrites it keeping them)
+CLIENT_TARGETS = ["claude-code", "codex"]
+
+
+@pytest.mark.clients
+@pytest.mark.parametrize("target", CLIENT_TARGETS)
+def test_a_handoff_resumed_by_its_client_is_ingested_as_one_conversation(target: str, tmp_path: Path) -> None:
+    """``emit --to TARGET --install`` of a recorded thread of the other vendor, resumed by the
+    real client against the mock server, then ingested again: the history is the original's
+    (stored once), the resumed turn is the hand-off's own."""
+    from clients import runner
+    from clients.mock_servers import Script, Text
+    from clients.recordings import recordings
+    from clients.scenarios import RESUME_PROMPT
+    from test_clients import archive_threads, client, dirs, emit_into, mock_for
+    from test_clients import run as run_client
+
+    client(target)
+    source = "codex" if target == "claude-code" else "claude-code"
+    rec = next(r for r in recordings(source) if r.meta["scenario"] == ("exec" if source == "codex" else "bash"))
+    thread, _, _ = archive_threads(rec, tmp_path)
+    db = str(tmp_path / "archive.db")
+    before = counts(db)
+    view = SqliteMessageStore(db).get_messages(thread.id)
+    home, cwd = dirs(tmp_path)
+    resume_id, _ = emit_into(target, thread.id, tmp_path / "archive.db", home, cwd)
+    with mock_for(target, Script(turns={"[resume-check]": [[Text("OK.")]]})) as mock:
+        run_client(target, home, cwd, mock.url, RESUME_PROMPT, resume=resume_id).check()
+    run("--db", db, "ingest", "-q", str(home / runner.HOMES[target][0]))
+    store = SqliteMessageStore(db)
+    after = counts(db)
+    resumed = [t for t in store.list_threads() if (t.metadata or {}).get("emittedFrom") == thread.id]
+    assert len(resumed) == 1, [(t.id, t.metadata) for t in store.list_threads()]
+    new = resumed[0]
+    assert new.parent_thread_id == thread.id
+    own = store.conn.execute("SELECT role, injected FROM messages WHERE thread_id = ? ORDER BY source_id, generation, offset, sub",
+                             (new.id,)).fetchall()
+    # the resumed turn: the prompt, the context the client injects with it, the answer; and
+    # nothing of the history again (one response more)
+    assert [r for r in own if not r[1]] == [("user", 0), ("assistant", 0)], own
+    assert after[0] == before[0] + len(own) and after[1] == before[1] + 1, (own, before, after)
+    got = store.get_messages(new.id)
+    assert got[: len(view)] == view
+    texts = [b.text for m in got[len(view):] for b in m.content if hasattr(b, "text")]
+    assert RESUME_PROMPT in texts and "OK." in texts, texts
+    assert store.conn.execute("SELECT kind FROM thread_lineage WHERE thread_id = ?", (new.id,)).fetchone() == ("handoff",)

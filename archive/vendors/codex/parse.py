@@ -756,7 +756,13 @@ def _token_usage_record(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     if usage is None:
         yield Report(INVALID, "token_usage_record without usage")
         return
-    if total is not None:
+    prev, own = p.cum.get(seg), _cum(payload.get("usage"))
+    if prev is not None and own is not None and len(prev) == len(own):
+        # the running total after this response: the thread's total Codex restored from the
+        # file's last token_count (0.171.0 resuming a session it did not write, such as an
+        # emitted one, counts thread_token_usage from zero but token_count from that total)
+        p.cum[seg] = [a + b for a, b in zip(prev, own)]
+    elif total is not None:
         p.cum[seg] = total
     # without a response id or a running total, the record's own time tells responses apart
     # ("cum:0" for all of them kept only the last one)
