@@ -655,7 +655,7 @@ def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
     intact mark: each message under the canonical id it was written from (ingest stores it
     once and links the thread to its origin), the response usage left to the origin (counted
     once: its usage keyed as the archived response, which the line of the thread owning the
-    message outranks), a line the emitter added reported instead of archived, and the thread's
+    message outranks; usage the emitter made up, such as zeros, is reported), a line the emitter added reported instead of archived, and the thread's
     ``metadata.emittedFrom``. A line without a mark, or changed since it was written (its
     digest differs), is the thread's own, as parsed."""
     mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
@@ -675,9 +675,10 @@ def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
                 yield Report(SKIPPED, "emitted filler", "a line emit added for the client (not in the archived thread)")
             else:
                 yield MessageRow(dataclasses.replace(row.message, id=origin), row.revises)
+        elif isinstance(row, UsageRow) and response is not None:
+            yield dataclasses.replace(row, key=response, message_id=origin or row.message_id)
         elif isinstance(row, UsageRow):
-            # without a response key (responses the target joined into one), the line's own
-            yield dataclasses.replace(row, key=response or row.key, message_id=origin or row.message_id)
+            yield Report(SKIPPED, "emitted usage", "usage the emitter wrote where the archived thread has no response")
         else:
             if isinstance(row, ThreadFact):
                 thread_id = thread_id or row.thread_id

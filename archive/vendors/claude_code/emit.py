@@ -129,7 +129,7 @@ class _ThreadWriter:
         self.origins: list[str | None] = []
         self.current: str | None = None  # the message being written
         self.written = 0  # lines written to out
-        # the archived response a run's lines carry the usage of (None: several, summed), for
+        # the archived response a run's lines carry the usage of, for
         # the emit mark: a run's message.id -> response key; a canonical message id -> its key
         self.run_keys: dict[str, str | None] = {}
         self.response_keys: dict[str, str | None] = {}
@@ -388,7 +388,9 @@ class _ThreadWriter:
             }
             for usage in lines_usage:
                 usage.update(total)
-            self.run_keys[run_id] = self.response_keys.get(next(iter(by_message))) if len(by_message) == 1 else None
+            # responses joined into one: their sum under the first one's key (the archived
+            # thread's own rows outrank it where both are archived)
+            self.run_keys[run_id] = self.response_keys.get(next(iter(by_message))) if by_message else None
             if len(responses) > 1:
                 self.em.result.count("usage: responses written as one Claude response (summed)", len(responses) - 1)
         self.run_usage.clear()

@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 
 from ...model import Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown, Usage
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
     DUPLICATE,
@@ -131,7 +132,7 @@ class CopilotParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        return iter(list(self._dispatch(d)))
+        return iter(list(claim_emitted(d, self._dispatch(d))))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")

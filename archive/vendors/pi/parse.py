@@ -63,6 +63,7 @@ from ...model import (
     Unknown,
     Usage,
 )
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
     INVALID,
@@ -243,7 +244,7 @@ class PiParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        return iter(list(self._dispatch(d)))
+        return iter(list(claim_emitted(d, self._dispatch(d))))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")

@@ -67,6 +67,7 @@ from ..base import (
     UsageRow,
     stable_id,
 )
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..gemini.parse import fold_result_images, part_blocks
 
@@ -130,7 +131,7 @@ class QwenParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        rows = list(self._dispatch(d))
+        rows = list(claim_emitted(d, self._dispatch(d)))
         return iter(rows or [Report(SKIPPED, "empty record")])
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
