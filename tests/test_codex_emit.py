@@ -45,7 +45,13 @@ def thread_and_messages(rows: list) -> tuple[Thread, list[Message]]:
             meta.update(f.fields.get("metadata", {}))
             fields.update({k: v for k, v in f.fields.items() if k != "metadata"})
     thread = Thread(id=tid, created_at=fields["createdAt"], metadata=meta)
-    return thread, [r.message for _, r in rows if isinstance(r, MessageRow)]
+    # as the store keeps them: once per id, a revision (an emitted message's further part) in
+    # the first version's place
+    msgs: dict[str, Message] = {}
+    for _, r in rows:
+        if isinstance(r, MessageRow) and (r.revises or r.message.id not in msgs):
+            msgs[r.message.id] = r.message
+    return thread, list(msgs.values())
 
 
 def signature(msgs: list[Message]) -> list:

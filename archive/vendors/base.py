@@ -650,14 +650,19 @@ def emitted_id(record: Any) -> str | None:
     return nonempty_str(mark.get("m"))
 
 
-def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
+def claim_emitted(record: Any, rows: Iterable[Row], held: MutableMapping[str, Any] | None = None) -> Iterator[Row]:
     """The rows of one parsed line, read as what ``emit`` wrote when the line carries an
     intact mark: each message under the canonical id it was written from (ingest stores it
     once and links the thread to its origin), the response usage left to the origin (counted
     once: its usage keyed as the archived response, which the line of the thread owning the
     message outranks; usage the emitter made up, such as zeros, is reported), a line the emitter added reported instead of archived, and the thread's
     ``metadata.emittedFrom``. A line without a mark, or changed since it was written (its
-    digest differs), is the thread's own, as parsed."""
+    digest differs), is the thread's own, as parsed.
+
+    ``held`` (kept in the parser's state): the message last claimed. An archived message the
+    target writes on several lines (a text and a tool call; a call and its result) is one
+    message: each further part yields it again with the parts so far (``revises``), so an
+    archive without the original holds it whole; beside the original, the original's wins."""
     mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
     if not isinstance(mark, dict):
         yield from rows
@@ -673,8 +678,15 @@ def claim_emitted(record: Any, rows: Iterable[Row]) -> Iterator[Row]:
             thread_id = thread_id or row.message.thread_id
             if origin is None:
                 yield Report(SKIPPED, "emitted filler", "a line emit added for the client (not in the archived thread)")
-            else:
-                yield MessageRow(dataclasses.replace(row.message, id=origin), row.revises)
+                continue
+            msg, revises = dataclasses.replace(row.message, id=origin), row.revises
+            before = held.get("message") if held is not None else None
+            if isinstance(before, dict) and before.get("id") == origin and before.get("threadId") == msg.thread_id:
+                first = Message.from_dict(before)
+                msg, revises = dataclasses.replace(first, content=first.content + msg.content), True
+            if held is not None:
+                held["message"] = msg.to_dict()
+            yield MessageRow(msg, revises)
         elif isinstance(row, UsageRow) and response is not None:
             yield dataclasses.replace(row, key=response, message_id=origin or row.message_id)
         elif isinstance(row, UsageRow):

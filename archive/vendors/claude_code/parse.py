@@ -383,6 +383,7 @@ class ClaudeCodeParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.sid: str | None = s.get("sid")
         self.agent_file: bool = bool(s.get("agent"))
         self.turn: dict[str, str] = dict(s.get("turn") or {})
@@ -396,6 +397,7 @@ class ClaudeCodeParser:
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "sid": self.sid,
             "agent": self.agent_file,
             "turn": self.turn,
@@ -420,7 +422,7 @@ class ClaudeCodeParser:
                 yield Report(PARSE_ERROR, "not a JSON object", type(d).__name__)
                 continue
             # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
-            yield from claim_emitted(d, self._record(d, offset))
+            yield from claim_emitted(d, self._record(d, offset), self.emitted)
 
     def _record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         rtype = d.get("type")

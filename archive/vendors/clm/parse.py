@@ -239,6 +239,7 @@ class ClmParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         st = state or {}
+        self.emitted: JsonObject = st.get("emitted", {})  # base.claim_emitted's held message
         self.thread: str | None = st.get("thread")
         self.session: str | None = st.get("session")  # the meta id; None without a meta line
         self.started: bool = bool(st.get("started", False))
@@ -252,6 +253,7 @@ class ClmParser:
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "thread": self.thread,
             "session": self.session,
             "started": self.started,
@@ -295,7 +297,7 @@ class ClmParser:
             rows.append(Report(UNKNOWN, rtype, "record type this version does not know; clm skips it"))
         else:
             rows.extend(handler(self, offset, value, first))
-        return rows if mark is None else list(claim_emitted({**value, EMIT_MARK: mark}, rows))
+        return rows if mark is None else list(claim_emitted({**value, EMIT_MARK: mark}, rows, self.emitted))
 
     # ------------------------------------------------------------ records
 

@@ -429,11 +429,13 @@ class CodexParser:
         self.pending_images: list[str] = s.get("pendingImages", [])
         # seg -> hashes of recent user items no event has matched yet (item-first order)
         self.user_items: dict[str, list[str]] = s.get("userItems", {})
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.held: JsonObject | None = s.get("held")  # a user_message event without its item yet
         self.ts: str | None = None  # timestamp of the line being fed
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "thread": self.thread,
             "seg": self.seg,
             "replayTs": self.replay_ts,
@@ -500,7 +502,7 @@ class CodexParser:
             if not isinstance(payload, dict):
                 yield Report(INVALID, f"{kind}: payload is not an object")
                 return
-            yield from claim_emitted(d, handler(self, payload))
+            yield from claim_emitted(d, handler(self, payload), self.emitted)
             return
         self.ts = None
         if "record_type" in d:

@@ -103,6 +103,7 @@ class CopilotParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.session: str | None = s.get("session")
         self.cwd: str | None = s.get("cwd")
         self.model: str | None = s.get("model")
@@ -112,7 +113,7 @@ class CopilotParser:
         self.agents: list[str] = s.get("agents", [])  # subagent ids announced as threads
 
     def state(self) -> JsonObject:
-        return {"session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
+        return {"emitted": self.emitted, "session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
                 "pending": self.pending, "facts": self.facts, "agents": self.agents}
 
     def _session(self) -> str:
@@ -132,7 +133,7 @@ class CopilotParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        return iter(list(claim_emitted(d, self._dispatch(d))))
+        return iter(list(claim_emitted(d, self._dispatch(d), self.emitted)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")
