@@ -236,7 +236,8 @@ async def thread_page(datasette: Any, request: Any) -> Response:
     children = []
     for r in data["relatives"]:
         item = {"id": r["id"], "label": r["label"], "href": thread_path(datasette, r["id"]), "created_at": utc(r["created_at"]),
-                "fork": "forkedFrom" in (r["metadata"] or ""), "origin": r["origin_message_id"]}  # fmt: skip
+                "fork": "forkedFrom" in (r["metadata"] or ""), "handoff": "emittedFrom" in (r["metadata"] or ""),
+                "origin": r["origin_message_id"]}  # fmt: skip
         if r["id"] == thread["parent_thread_id"]:
             parent = item
         else:

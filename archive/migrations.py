@@ -922,3 +922,47 @@ def m061_23_forget_generations(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m012_17_handoff_lineage(db: Database) -> None:
+    """Hand-offs (issue 17): a session ``emit`` wrote from an archived thread and a client
+    resumed is ingested as a continuation of that thread (its lines name the messages they
+    were written from). ``thread_lineage.kind`` says which: ``fork`` (a client's own fork)
+    or ``handoff`` (emitted by the archive; ``metadata.emittedFrom`` names the thread), and
+    ``thread_summary.lineage`` shows it for every thread with a ``forked_from``. Existing rows
+    are forks; ``rebuild`` re-derives the kind."""
+    if "kind" not in db["thread_lineage"].columns_dict:
+        db.execute("ALTER TABLE thread_lineage ADD COLUMN kind TEXT NOT NULL DEFAULT 'fork'")  # fork | handoff
+    db.executescript(
+        textwrap.dedent(
+            """
+        DROP VIEW thread_summary;
+        CREATE VIEW thread_summary AS
+        SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_message_id,
+               CASE WHEN t.origin_message_id IS NOT NULL
+                    AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+                    THEN t.parent_thread_id END AS forked_from,
+               CASE WHEN t.origin_message_id IS NOT NULL
+                    AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+                    THEN coalesce((SELECT l.kind FROM thread_lineage l WHERE l.thread_id = t.id), 'fork') END AS lineage,
+               t.created_at,
+               (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
+               (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,
+               (SELECT count(*) FROM messages m WHERE m.thread_id = t.id) AS messages,
+               (SELECT count(DISTINCT m.turn_id) FROM messages m WHERE m.thread_id = t.id
+                    AND m.role = 'user' AND m.injected = 0) AS user_turns,
+               -- "+b.type": walk the thread's messages, not every tool call in the archive
+               (SELECT count(*) FROM messages m CROSS JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = t.id AND +b.type = 'tool_call') AS tool_calls,
+               (SELECT coalesce(sum(coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0)
+                    + coalesce(u.cache_write_tokens, 0) + coalesce(u.output_tokens, 0)), 0)
+                FROM usage u WHERE u.thread_id = t.id) AS tokens,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND NOT (c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id)) AS children,
+               (SELECT count(*) FROM threads c WHERE c.parent_thread_id = t.id AND c.origin_message_id IS NOT NULL
+                    AND json_extract(c.metadata, '$.forkedFrom') IS c.parent_thread_id) AS forks
+        FROM threads t;
+        """
+        )
+    )

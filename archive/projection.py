@@ -451,9 +451,11 @@ _MSG_COLS = (
 )
 
 
-# One model response: the row of the latest line (largest key, the source's uid for its
-# local id, so that copies in several files give the same row whatever order they came in)
-# wins.
+# One model response: the row of a line whose thread owns the message carrying it (an
+# emitted session repeats its origin's responses under their keys: the origin's own line
+# wins), then the row of the latest line (largest key, the source's uid for its local id, so
+# that copies in several files give the same row whatever order they came in).
+_OWNS = "((SELECT m.thread_id FROM messages m WHERE m.id = {t}.message_id) IS {t}.thread_id)"
 _USAGE_UPSERT = """
     INSERT INTO usage (key, thread_id, message_id, provider, model, ts, input_tokens,
         output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, extra,
@@ -468,12 +470,14 @@ _USAGE_UPSERT = """
         reasoning_tokens = excluded.reasoning_tokens, extra = excluded.extra,
         source_id = excluded.source_id, generation = excluded.generation,
         offset = excluded.offset
-    WHERE excluded.source_id = usage.source_id AND (excluded.generation, excluded.offset)
+    WHERE {own_x} > {own_u}
+        OR {own_x} = {own_u} AND (
+        excluded.source_id = usage.source_id AND (excluded.generation, excluded.offset)
             >= (usage.generation, usage.offset)
         OR excluded.source_id != usage.source_id
             AND ((SELECT uid FROM sources WHERE id = excluded.source_id), excluded.generation, excluded.offset)
-            >= ((SELECT uid FROM sources WHERE id = usage.source_id), usage.generation, usage.offset)
-"""
+            >= ((SELECT uid FROM sources WHERE id = usage.source_id), usage.generation, usage.offset))
+""".format(own_x=_OWNS.format(t="excluded"), own_u=_OWNS.format(t="usage"))
 
 
 class Projector:
@@ -494,7 +498,7 @@ class Projector:
         self._reports: list[tuple[Any, ...]] = []
         self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
         self._uids: dict[int, str] = {}
-        self._created: dict[str, str | None] = {}
+        self._created: dict[str, tuple[str | None, str | None]] = {}
 
     # -- rows of one line
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
@@ -559,24 +563,30 @@ class Projector:
             uid = self._uids[source_id] = row[0] if row else ""
         return uid
 
-    def _created_at(self, thread_id: str) -> str | None:
-        """The thread's createdAt for ranking copies: folded now from its facts (written
-        before the messages), so the rank does not wait for the end of the batch."""
+    def _created_at(self, thread_id: str) -> tuple[str | None, str | None]:
+        """The thread's createdAt and the thread it was emitted from (``emittedFrom``) for
+        ranking copies: folded now from its facts (written before the messages), so the rank
+        does not wait for the end of the batch."""
         if thread_id not in self._created:
             if thread_id in self.dirty_threads:
                 fold_thread(self.conn, thread_id)
-            row = self.conn.execute("SELECT created_at FROM threads WHERE id = ?", (thread_id,)).fetchone()
-            self._created[thread_id] = row[0] if row else None
+            row = self.conn.execute(
+                "SELECT created_at, json_extract(metadata, '$.emittedFrom') FROM threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+            self._created[thread_id] = (row[0], row[1]) if row else (None, None)
         return self._created[thread_id]
 
     def _before(self, a: tuple[Key, str], b: tuple[Key, str]) -> bool:
         """Whether occurrence ``a`` (key, thread) owns a message rather than ``b``: the thread
-        created first, then the smallest key with the source's uid for its local id (both
-        the same whatever order the sources were read in)."""
+        created first (a session ``emit`` wrote from an archived thread after the thread it
+        came from, whose times it repeats), then the smallest key with the source's uid for
+        its local id (both the same whatever order the sources were read in)."""
         (ka, ta), (kb, tb) = a, b
         if ta != tb:
-            ca, cb = self._created_at(ta), self._created_at(tb)
-            return (ca is None, ca or "", ta) < (cb is None, cb or "", tb)
+            (ca, fa), (cb, fb) = self._created_at(ta), self._created_at(tb)
+            if fa == tb or fb == ta:
+                return fb == ta
+            return (ca is None, ca or "", fa is not None, ta) < (cb is None, cb or "", fb is not None, tb)
         if ka[0] != kb[0]:
             return (self._uid(ka[0]), *ka[1:]) < (self._uid(kb[0]), *kb[1:])
         return ka < kb
@@ -801,22 +811,33 @@ def fold_thread(conn: sqlite3.Connection, thread_id: str) -> None:
 
 def resolve_lineage(conn: sqlite3.Connection, thread_id: str) -> None:
     """A thread whose first messages (in its own files' order) are owned by other threads
-    forked from the owner of the last of them, at that message (Claude Code
-    ``--fork-session`` copies the history with the same uuids)."""
+    forked from the owner of the last of them, at the last of that owner's messages in the
+    owner's order (Claude Code ``--fork-session`` copies the history with the same uuids, in
+    order; an emitted session may write a prompt's context before the prompt). The kind is
+    ``handoff`` when the thread was written by ``emit`` (``metadata.emittedFrom``)."""
     parent = origin = None
-    for message_id, owner in conn.execute(
-        "SELECT o.message_id, m.thread_id FROM message_occurrences o JOIN sources s ON s.id = o.source_id "
+    inherited: list[tuple[str, str, tuple[Any, ...]]] = []
+    for message_id, owner, *at in conn.execute(
+        "SELECT o.message_id, m.thread_id, (SELECT uid FROM sources WHERE id = m.source_id), m.generation, "
+        "m.offset, m.sub FROM message_occurrences o JOIN sources s ON s.id = o.source_id "
         "JOIN messages m ON m.id = o.message_id WHERE o.thread_id = ? "
         "ORDER BY s.uid, o.generation, o.offset, o.sub",
         (thread_id,),
     ):
         if owner == thread_id:
             break
-        parent, origin = owner, message_id
+        inherited.append((message_id, owner, tuple(at)))
+        parent = owner
     if parent is None:
         conn.execute("DELETE FROM thread_lineage WHERE thread_id = ?", (thread_id,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO thread_lineage VALUES (?, ?, ?)", (thread_id, parent, origin))
+        return
+    origin = max((at, mid) for mid, owner, at in inherited if owner == parent)[1]
+    emitted = conn.execute(
+        "SELECT 1 FROM thread_facts WHERE thread_id = ? AND json_extract(fields, '$.metadata.emittedFrom') IS NOT NULL",
+        (thread_id,),
+    ).fetchone()
+    conn.execute("INSERT OR REPLACE INTO thread_lineage (thread_id, parent_thread_id, origin_message_id, kind) "
+                 "VALUES (?, ?, ?, ?)", (thread_id, parent, origin, "handoff" if emitted else "fork"))
 
 
 def index_text(conn: sqlite3.Connection) -> None:
@@ -948,6 +969,14 @@ def fork_of(thread: Thread) -> tuple[str, str] | None:
     if parent and origin and (thread.metadata or {}).get("forkedFrom") == parent:
         return parent, origin
     return None
+
+
+def lineage_of(thread: Thread) -> str | None:
+    """``handoff`` for a fork that ``emit`` wrote from its parent (``metadata.emittedFrom``),
+    ``fork`` for another fork, None for a thread that continues no other."""
+    if fork_of(thread) is None:
+        return None
+    return "handoff" if (thread.metadata or {}).get("emittedFrom") else "fork"
 
 
 def load_view(conn: sqlite3.Connection, thread_id: str) -> list[Message]:

@@ -437,7 +437,7 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
-        r["forked_from"], r["inherited_messages"], r["inherited_tokens"] = forks.get(r["id"], (None, 0, 0))
+        r["forked_from"], r["inherited_messages"], r["inherited_tokens"], r["lineage"] = forks.get(r["id"], (None, 0, 0, None))
         row = {k: r[k] for k in THREAD_KEYS}
         if prices is not None:
             row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))
@@ -445,13 +445,13 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
     return out
 
 
-def _fork_rows(db: Database, ids: list[str]) -> dict[str, tuple[str, int, int]]:
+def _fork_rows(db: Database, ids: list[str]) -> dict[str, tuple[str, int, int, str]]:
     """For each fork among ``ids``: (parent, inherited messages, tokens of the inherited
-    responses). A response is counted in the thread it was first written in; a fork shows
+    responses, ``fork`` or ``handoff``: ``projection.lineage_of``). A response is counted in the thread it was first written in; a fork shows
     what it inherited apart, never in its own totals."""
     out = {}
-    for tid, parent in db.conn.execute(
-        "SELECT id, parent_thread_id FROM threads WHERE id IN (SELECT value FROM json_each(?)) "
+    for tid, parent, emitted in db.conn.execute(
+        "SELECT id, parent_thread_id, json_extract(metadata, '$.emittedFrom') FROM threads WHERE id IN (SELECT value FROM json_each(?)) "
         "AND origin_message_id IS NOT NULL AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",
         (json.dumps(ids),),
     ).fetchall():
@@ -461,7 +461,7 @@ def _fork_rows(db: Database, ids: list[str]) -> dict[str, tuple[str, int, int]]:
             "FROM usage_responses WHERE message_id IN (SELECT value FROM json_each(?)) AND thread_id != ?",
             (json.dumps(got), tid),
         ).fetchone()[0]
-        out[tid] = (parent, len(got), tokens)
+        out[tid] = (parent, len(got), tokens, "handoff" if emitted else "fork")
     return out
 
 
@@ -501,7 +501,7 @@ def short_ids(db: Database, ids: Iterable[str], min_len: int = 8) -> dict[str, s
 THREAD_KEYS = (
     "id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at", "first_ts",
     "last_ts", "messages", "children", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "total_tokens", "forked_from", "inherited_messages", "inherited_tokens",
+    "cache_write_tokens", "total_tokens", "forked_from", "lineage", "inherited_messages", "inherited_tokens",
 )  # fmt: skip
 
 
@@ -697,7 +697,7 @@ def stats(db: Database, by: str, prices: PriceTable, *, since: str | None = None
         for r in rows:
             r["label"] = labels.get(r["key"])
             # a fork's rows are its own responses; what it inherited is counted in its parent
-            r["forked_from"], _, r["inherited_tokens"] = forks.get(r["key"], (None, 0, 0))
+            r["forked_from"], _, r["inherited_tokens"], _ = forks.get(r["key"], (None, 0, 0, None))
     return {
         "by": by,
         "tz": tz_name,

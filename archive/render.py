@@ -251,7 +251,8 @@ def _header_lines(view: ThreadView, tz: str | None = None) -> list[str]:
     inherited = (f"{s['inherited_messages']:,} messages, {s['inherited_tokens']:,} tokens (counted in {fork})"
                  if fork else None)  # fmt: skip
     facts = [("id", s["id"]), ("provider", s["provider"]), ("project", s["project"]), ("model", s["model"]),
-             ("forked from", f"{fork} at {view.thread.origin_message_id}" if fork else None), ("inherited", inherited),
+             ("handed off from" if s.get("lineage") == "handoff" else "forked from",
+              f"{fork} at {view.thread.origin_message_id}" if fork else None), ("inherited", inherited),
              ("parent", None if fork else s["parent_thread_id"]), ("origin", None if fork else view.thread.origin_message_id),
              ("started", local_time(s["first_ts"] or s["created_at"], tz) + zone),
              ("last", local_time(s["last_ts"], tz) + zone if s["last_ts"] else None),
@@ -385,7 +386,7 @@ def thread_markdown(view: ThreadView, full: bool = False) -> Iterator[str]:
     s = view.summary
     yield f"# {s['label'] or '(untitled)'}"
     yield ""
-    for k in ("id", "provider", "project", "model", "parent_thread_id", "forked_from", "first_ts", "last_ts", "messages",
+    for k in ("id", "provider", "project", "model", "parent_thread_id", "forked_from", "lineage", "first_ts", "last_ts", "messages",
               "total_tokens", "inherited_messages", "inherited_tokens"):
         if s.get(k) not in (None, "") and not (k.startswith("inherited") and not s.get("forked_from")):
             yield f"- **{k}**: {s[k]}"
@@ -465,7 +466,8 @@ def threads_table(rows: Sequence[dict[str, Any]], shorts: dict[str, str], tz: st
         if wide:
             cells.append(_short_path(r.get("project")))
         kids = f"+{r['children']} " if r.get("children") else ""
-        fork = f"(fork of {shorts.get(r['forked_from'], r['forked_from'])}) " if r.get("forked_from") else ""
+        kind = "hand-off" if r.get("lineage") == "handoff" else "fork"
+        fork = f"({kind} of {shorts.get(r['forked_from'], r['forked_from'])}) " if r.get("forked_from") else ""
         cells.append(kids + fork + (r.get("label") or ""))
         body.append(cells)
     if wide:

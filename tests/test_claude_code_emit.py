@@ -306,7 +306,8 @@ def test_children_become_subagent_files_with_meta() -> None:
     assert lines[2]["toolUseResult"] == {"agentId": aid}
     back = reparse(result.files)
     t, ms = back[f"{sid}/agent-{aid}"]
-    assert t.parent_thread_id == sid and t.origin_message_id == lines[1]["uuid"] and t.title == "Explore the repo"
+    # the spawning message read back is the one it was written from (the line's emit mark)
+    assert t.parent_thread_id == sid and t.origin_message_id == msgs[1].id and t.title == "Explore the repo"
     assert [b.text for m in ms for b in m.content] == ["explore", "found 3 files"]  # type: ignore[union-attr]
 
 

@@ -43,7 +43,7 @@ from archive.vendors.base import (
     Row,
     ThreadFact,
 )
-from archive.vendors.base import EmitOptions
+from archive.vendors.base import EMIT_MARK, EmitOptions
 from archive.vendors.clm import ADAPTER
 from archive.vendors.clm.parse import fnv1a64, spool_name
 
@@ -496,6 +496,8 @@ def test_emit_cross_vendor_thread() -> None:
     sha = hashlib.sha256(img).hexdigest()
     assert result.files[f"{cid}.blobs/{sha}.png"] == img
     records = [orjson.loads(line) for _, line in split_lines(log)]
+    # every line names the message it was written from (the emit mark, which clm's reader ignores)
+    assert [r.pop(EMIT_MARK)["m"] for r in records] == [None, "m0", "m1", "m2", "m3", "m3", "m4", "m5"]
     assert [r.get("role", r["type"]) for r in records] == ["meta", "prompt", "user", "assistant", "tool", "tool", "assistant", "assistant"]
     assert records[0] == {"type": "meta", "v": 1, "id": cid, "created": 1772368496, "model": "claude-opus-5"}
     assert records[3]["content"] == "part one\n\npart two"

@@ -22,7 +22,7 @@ from archive.model import (
     Usage,
     WebSearch,
 )
-from archive.vendors.base import EmitOptions, MessageRow, ThreadFact, UsageRow
+from archive.vendors.base import EMIT_MARK, EmitOptions, MessageRow, ThreadFact, UsageRow
 from archive.vendors.codex import ADAPTER
 from helpers import parse_bytes, report_kinds, source_for, split_lines, unexplained_offsets
 
@@ -45,7 +45,13 @@ def thread_and_messages(rows: list) -> tuple[Thread, list[Message]]:
             meta.update(f.fields.get("metadata", {}))
             fields.update({k: v for k, v in f.fields.items() if k != "metadata"})
     thread = Thread(id=tid, created_at=fields["createdAt"], metadata=meta)
-    return thread, [r.message for _, r in rows if isinstance(r, MessageRow)]
+    # as the store keeps them: once per id, a revision (an emitted message's further part) in
+    # the first version's place
+    msgs: dict[str, Message] = {}
+    for _, r in rows:
+        if isinstance(r, MessageRow) and (r.revises or r.message.id not in msgs):
+            msgs[r.message.id] = r.message
+    return thread, list(msgs.values())
 
 
 def signature(msgs: list[Message]) -> list:
@@ -73,7 +79,9 @@ def check_lines(data: bytes) -> list[dict]:
     assert lines[0]["type"] == "session_meta"
     assert all(RFC3339_MS.match(d["timestamp"]) for d in lines)
     assert [d["timestamp"] for d in lines] == sorted(d["timestamp"] for d in lines)
-    assert all(set(d) == {"timestamp", "type", "payload"} for d in lines)
+    # the envelope Codex writes, and the emit mark (a field Codex ignores and keeps; test_clients)
+    assert all(set(d) - {EMIT_MARK} == {"timestamp", "type", "payload"} for d in lines)
+    assert EMIT_MARK in lines[0] and lines[0][EMIT_MARK].get("t")
     return lines
 
 

@@ -215,3 +215,26 @@ def test_the_team_store_gives_each_fork_its_whole_conversation(folder: Path, tmp
     fork = sc["sessions"][1]
     view = local.get_messages(fork)
     assert [m.id for m in team.get_messages(fork, after_id=view[0].id, limit=3)] == [m.id for m in view[1:4]]
+
+
+# A message shared by two threads is owned by the thread created first (projection._before),
+# ranked when a copy arrives. That rank is order-free only if a thread's createdAt is known
+# by the time its first message is: the parser yields it no later than the line of the
+# thread's first message (a later createdAt would not re-rank messages already owned).
+from test_contract import CASES as _CASES  # noqa: E402
+from test_contract import parse as _parse  # noqa: E402
+
+from archive.vendors.base import MessageRow, ThreadFact  # noqa: E402
+
+
+@pytest.mark.parametrize("adapter,path", _CASES)
+def test_created_at_comes_no_later_than_a_threads_first_message(adapter, path: Path) -> None:
+    first_message: dict[str, int] = {}
+    created: dict[str, int] = {}
+    for offset, row in _parse(adapter, path):
+        if isinstance(row, MessageRow):
+            first_message.setdefault(row.message.thread_id, offset)
+        elif isinstance(row, ThreadFact) and row.fields.get("createdAt"):
+            created.setdefault(row.thread_id, offset)
+    late = {t: (created[t], first_message[t]) for t in first_message if t in created and created[t] > first_message[t]}
+    assert late == {}, late

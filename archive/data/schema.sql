@@ -210,7 +210,7 @@ CREATE TABLE thread_lineage (
     thread_id TEXT PRIMARY KEY,         -- a fork: its first messages are another thread's
     parent_thread_id TEXT NOT NULL,     -- the thread owning the last inherited message
     origin_message_id TEXT NOT NULL     -- the fork point: the last inherited message
-);
+, kind TEXT NOT NULL DEFAULT 'fork');
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     provider TEXT,
@@ -442,6 +442,9 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
        CASE WHEN t.origin_message_id IS NOT NULL
             AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
             THEN t.parent_thread_id END AS forked_from,
+       CASE WHEN t.origin_message_id IS NOT NULL
+            AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id
+            THEN coalesce((SELECT l.kind FROM thread_lineage l WHERE l.thread_id = t.id), 'fork') END AS lineage,
        t.created_at,
        (SELECT min(ts) FROM messages m WHERE m.thread_id = t.id) AS first_ts,
        (SELECT max(ts) FROM messages m WHERE m.thread_id = t.id) AS last_ts,

@@ -20,7 +20,7 @@ from typing import Any
 from ..model import Message, Thread
 from ..pricing import PriceTable, cost
 from ..projection import _usage_from_rows as usage_from_rows
-from ..projection import block_from_row, dumps, fork_of, message_from_row, one_line, thread_from_row
+from ..projection import block_from_row, dumps, fork_of, lineage_of, message_from_row, one_line, thread_from_row
 from ..queries import (
     _DATE,
     MARK_END,
@@ -115,8 +115,8 @@ def _inherited_ids(conn: Any, thread_id: str, seen: frozenset[str] = frozenset()
     return before[: before.index(fork[1]) + 1] if fork[1] in before else []
 
 
-def _fork_rows(conn: Any, ids: list[str]) -> dict[str, tuple[str, int, int]]:
-    """For each fork among ``ids``: (parent, inherited messages, their tokens), as the local
+def _fork_rows(conn: Any, ids: list[str]) -> dict[str, tuple[str, int, int, str | None]]:
+    """For each fork among ``ids``: (parent, inherited messages, their tokens, fork or handoff), as the local
     archive's ``threads`` gives them (each response counted in its own thread only)."""
     out = {}
     for t in load_threads(conn, "id = ANY(%s) AND origin_message_id IS NOT NULL AND parent_thread_id IS NOT NULL", (ids,)):
@@ -126,7 +126,7 @@ def _fork_rows(conn: Any, ids: list[str]) -> dict[str, tuple[str, int, int]]:
         got = _inherited_ids(conn, t.id)
         tokens = _rows(conn, "SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0) "
                        "AS n FROM usage_responses WHERE message_id = ANY(%s) AND thread_id != %s", (got, t.id))[0]["n"]  # fmt: skip
-        out[t.id] = (fork[0], len(got), int(tokens))
+        out[t.id] = (fork[0], len(got), int(tokens), lineage_of(t))
     return out
 
 
@@ -295,7 +295,7 @@ def threads(conn: Any, f: Filters = Filters(), *, limit: int | None = 50, ids: I
     for r in rows:
         r["total_tokens"] = sum(r[k] for k in TOKEN_FIELDS)
         r["label"] = r["title"] or labels.get(r["id"])
-        r["forked_from"], r["inherited_messages"], r["inherited_tokens"] = forks.get(r["id"], (None, 0, 0))
+        r["forked_from"], r["inherited_messages"], r["inherited_tokens"], r["lineage"] = forks.get(r["id"], (None, 0, 0, None))
         row = {k: r[k] for k in THREAD_KEYS}
         if prices is not None:
             row["cost_usd"], row["unpriced_models"] = costs.get(r["id"], (None, []))

@@ -38,11 +38,16 @@ Row semantics, as ingest applies them:
   names the message that carries the response; the store gives that message the usage as
   ``Message.usage``.
 * ``BlobRow(data, media_type)``: bytes stored once by sha256 (clm's blob files).
+* A line ``emit`` wrote carries a mark (``EMIT_MARK``, see ``mark_record``); the parser
+  passes its rows through ``claim_emitted``, which yields the message under the canonical
+  id it was written from (stored once: a hand-off continues its origin, linked by ingest
+  like a fork) and says which thread it came from (``metadata.emittedFrom``).
 * ``Report(kind, reason, detail)``: why a line (or part of it) is not in the projection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -594,3 +599,101 @@ def loads_line(line: bytes) -> tuple[Any, Report | None]:
     except orjson.JSONDecodeError:
         raise first from None
     return value, Report(WARNING, "lone surrogate", f"{lone} lone surrogate escape(s) replaced by U+FFFD; exact bytes are in the source layer")
+
+
+# ---------------------------------------------------------------- recognising emitted lines
+
+#: a top-level field of every line a cross-vendor ``emit`` writes, which the clients ignore
+#: and keep when they resume the file (they append after it; tests/test_clients.py):
+#: ``{"m": canonical message id (None: a line the emitter added), "t": the thread id (first
+#: line only), "u": the key of the response whose usage the line carries, "h": digest of the
+#: line without the mark}``
+EMIT_MARK = "seshArchive"
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    return stable_id(orjson.dumps(record).decode("utf-8", "surrogatepass"), length=16)
+
+
+def mark_record(record: JsonObject, message_id: str | None, thread_id: str | None = None,
+                response: str | None = None) -> JsonObject:
+    """``record`` with the emit mark as its last key: the canonical message it was written
+    from (None for a line the emitter added: a synthesized tool result, an opening prompt),
+    the thread it was emitted from (on the session's first line), the response key of the
+    usage it carries (``emitted_response``) and a digest of the record
+    as written, so that a line edited afterwards is not taken for the archived message."""
+    mark: JsonObject = {"m": message_id}
+    if thread_id is not None:
+        mark["t"] = thread_id
+    if response is not None:
+        mark["u"] = response
+    mark["h"] = _digest(record)
+    return {**record, EMIT_MARK: mark}
+
+
+def emitted_response(msg: Message) -> str | None:
+    """The key of the response whose usage ``msg`` carries, for ``mark_record``."""
+    if msg.usage is None:
+        return None
+    key = (msg.usage.extra or {}).get(RESPONSE_KEY)
+    if isinstance(key, list):
+        return None  # several responses on one message: the target's line holds their sum
+    return key if isinstance(key, str) and key else message_response_key(msg.id)
+
+
+def emitted_id(record: Any) -> str | None:
+    """The canonical message id an intact emit mark names (for a parser that links other
+    records to the message, as a subagent to the message spawning it), else None."""
+    mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
+    if not isinstance(mark, dict) or mark.get("h") != _digest({k: v for k, v in record.items() if k != EMIT_MARK}):
+        return None
+    return nonempty_str(mark.get("m"))
+
+
+def claim_emitted(record: Any, rows: Iterable[Row], held: MutableMapping[str, Any] | None = None) -> Iterator[Row]:
+    """The rows of one parsed line, read as what ``emit`` wrote when the line carries an
+    intact mark: each message under the canonical id it was written from (ingest stores it
+    once and links the thread to its origin), the response usage left to the origin (counted
+    once: its usage keyed as the archived response, which the line of the thread owning the
+    message outranks; usage the emitter made up, such as zeros, is reported), a line the emitter added reported instead of archived, and the thread's
+    ``metadata.emittedFrom``. A line without a mark, or changed since it was written (its
+    digest differs), is the thread's own, as parsed.
+
+    ``held`` (kept in the parser's state): the message last claimed. An archived message the
+    target writes on several lines (a text and a tool call; a call and its result) is one
+    message: each further part yields it again with the parts so far (``revises``), so an
+    archive without the original holds it whole; beside the original, the original's wins."""
+    mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
+    if not isinstance(mark, dict):
+        yield from rows
+        return
+    if mark.get("h") != _digest({k: v for k, v in record.items() if k != EMIT_MARK}):
+        yield Report(WARNING, "emitted line changed", "the line differs from what emit wrote: archived as this thread's own")
+        yield from rows
+        return
+    origin, source, response = nonempty_str(mark.get("m")), nonempty_str(mark.get("t")), nonempty_str(mark.get("u"))
+    thread_id = None
+    for row in rows:
+        if isinstance(row, MessageRow):
+            thread_id = thread_id or row.message.thread_id
+            if origin is None:
+                yield Report(SKIPPED, "emitted filler", "a line emit added for the client (not in the archived thread)")
+                continue
+            msg, revises = dataclasses.replace(row.message, id=origin), row.revises
+            before = held.get("message") if held is not None else None
+            if isinstance(before, dict) and before.get("id") == origin and before.get("threadId") == msg.thread_id:
+                first = Message.from_dict(before)
+                msg, revises = dataclasses.replace(first, content=first.content + msg.content), True
+            if held is not None:
+                held["message"] = msg.to_dict()
+            yield MessageRow(msg, revises)
+        elif isinstance(row, UsageRow) and response is not None:
+            yield dataclasses.replace(row, key=response, message_id=origin or row.message_id)
+        elif isinstance(row, UsageRow):
+            yield Report(SKIPPED, "emitted usage", "usage the emitter wrote where the archived thread has no response")
+        else:
+            if isinstance(row, ThreadFact):
+                thread_id = thread_id or row.thread_id
+            yield row
+    if source is not None and thread_id is not None and thread_id != source:
+        yield ThreadFact(thread_id, {"metadata": {"emittedFrom": source}})

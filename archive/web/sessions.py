@@ -165,16 +165,18 @@ def _details(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
         t = threads[r["id"]]
         r.update(title=t["title"], provider=t["provider"], project=t["cwd"],
                  model=t["model"] or models.get(r["id"]), label=t["title"] or labels.get(r["id"]) or r["id"],
-                 fork_of=_forked_from(t["metadata"]))  # fmt: skip
+                 fork_of=_forked_from(t["metadata"]), handoff=_forked_from(t["metadata"], "emittedFrom"))  # fmt: skip
         r["children"] = [{"id": c["id"], "fork": _forked_from(c["metadata"]) is not None,
+                          "handoff": _forked_from(c["metadata"], "emittedFrom") is not None,
                           "label": c["title"] or labels.get(c["id"]) or (f"agent {c['agent_id']}" if c["agent_id"] else c["id"])}
                          for c in children.get(r["id"], [])]  # fmt: skip
 
 
-def _forked_from(metadata: str | None) -> str | None:
+def _forked_from(metadata: str | None, key: str = "forkedFrom") -> str | None:
+    """The thread a fork continues (``emittedFrom``: the thread ``emit`` wrote it from)."""
     try:
         meta = json.loads(metadata) if metadata else None
     except ValueError:
         return None
-    v = meta.get("forkedFrom") if isinstance(meta, dict) else None
+    v = meta.get(key) if isinstance(meta, dict) else None
     return v if isinstance(v, str) else None

@@ -39,6 +39,8 @@ from ..base import (
     EmitError,
     EmitResult,
     MessageStream,
+    emitted_response,
+    mark_record,
     stable_id,
 )
 from .parse import EDIT_TOOLS, NAME, SPAWN_TOOLS
@@ -122,6 +124,15 @@ class _ThreadWriter:
         self.agent_id = agent_id
         self.out = out
         self.lines: list[JsonObject] = []  # not yet written
+        # the canonical message each held line is written from (None: added by the emitter),
+        # written into the line as its emit mark (base.mark_record)
+        self.origins: list[str | None] = []
+        self.current: str | None = None  # the message being written
+        self.written = 0  # lines written to out
+        # the archived response a run's lines carry the usage of, for
+        # the emit mark: a run's message.id -> response key; a canonical message id -> its key
+        self.run_keys: dict[str, str | None] = {}
+        self.response_keys: dict[str, str | None] = {}
         self.n = 0  # lines added
         self.only_system = True  # every line so far is a system line (or there is none)
         self.last_uuid: str | None = None
@@ -143,7 +154,7 @@ class _ThreadWriter:
 
     # -- envelope
 
-    def _add(self, record: JsonObject, ts: str | None) -> str:
+    def _add(self, record: JsonObject, ts: str | None, filler: bool = False) -> str:
         uid = _emit_uuid(self.thread.id, self.n)
         env: JsonObject = {"parentUuid": self.last_uuid, "isSidechain": self.agent_id is not None}
         if self.agent_id is not None:
@@ -164,20 +175,21 @@ class _ThreadWriter:
             }
         )
         self.lines.append(env)
+        self.origins.append(None if filler else self.current)
         self.n += 1
         self.only_system = self.only_system and env["type"] == "system"
         self.last_uuid = uid
         self.last_ts = env["timestamp"]
         return uid
 
-    def _user(self, content: Any, ts: str | None, **fields: Any) -> str:
+    def _user(self, content: Any, ts: str | None, filler: bool = False, **fields: Any) -> str:
         self._close_run()
-        return self._add({"type": "user", "message": {"role": "user", "content": content}, **fields}, ts)
+        return self._add({"type": "user", "message": {"role": "user", "content": content}, **fields}, ts, filler)
 
     def _assistant(self, block: JsonObject, m: Message) -> None:
         if self.only_system:
             # the API wants a conversation to open with a user message
-            self._user("[conversation imported by sesh-archive]", m.ts, isMeta=True)
+            self._user("[conversation imported by sesh-archive]", m.ts, isMeta=True, filler=True)
             self.em.result.count("user line inserted before a leading assistant message")
         src = (m.provenance.extra or {}).get("messageId") if m.provenance else None
         if self.in_run and src and self.run_source and src != self.run_source:
@@ -198,6 +210,7 @@ class _ThreadWriter:
         lines_usage.append(usage)
         if m.usage is not None:
             responses[m.id] = m.usage  # once per message, however many lines it becomes
+            self.response_keys[m.id] = emitted_response(m)
         message = {
             "id": self.msg_id,
             "type": "message",
@@ -226,6 +239,7 @@ class _ThreadWriter:
                     "sourceToolAssistantUUID": auid,
                 },
                 ts,
+                filler=True,
             )
             self.answered.add(cid)
             self.em.result.count("tool_result: synthesized for a call without result")
@@ -355,13 +369,15 @@ class _ThreadWriter:
 
     def write(self) -> None:
         for m in self.messages:
+            self.current = m.id
             self._message(m)
+        self.current = None
         self._answer_pending(self.last_ts)
         self._settle()
 
     def _settle(self) -> None:
         """Fill in the usage of the runs so far and write every line held."""
-        for lines_usage, by_message in self.run_usage.values():
+        for run_id, (lines_usage, by_message) in self.run_usage.items():
             responses = list(by_message.values())
             # neutral buckets are Claude's own convention: input_tokens leave the cache out
             total = {
@@ -372,12 +388,22 @@ class _ThreadWriter:
             }
             for usage in lines_usage:
                 usage.update(total)
+            # responses joined into one: their sum under the first one's key (the archived
+            # thread's own rows outrank it where both are archived)
+            self.run_keys[run_id] = self.response_keys.get(next(iter(by_message))) if by_message else None
             if len(responses) > 1:
                 self.em.result.count("usage: responses written as one Claude response (summed)", len(responses) - 1)
         self.run_usage.clear()
-        for line in self.lines:
-            self.out.write(orjson.dumps(line) + b"\n")
+        for line, origin in zip(self.lines, self.origins):
+            first = self.thread.id if self.written == 0 else None
+            run = line["message"].get("id") if line.get("type") == "assistant" else None
+            key = self.run_keys.get(run) if isinstance(run, str) else None
+            self.out.write(orjson.dumps(mark_record(line, origin, first, key)) + b"\n")
+            self.written += 1
         self.lines.clear()
+        self.origins.clear()
+        self.run_keys.clear()
+        self.response_keys.clear()
 
     def _message(self, m: Message) -> None:
         role = m.role

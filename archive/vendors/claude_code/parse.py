@@ -77,7 +77,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import loads_line
+from ..base import claim_emitted, emitted_id, loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     BlobRow,
@@ -386,6 +386,7 @@ class ClaudeCodeParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.sid: str | None = s.get("sid")
         self.agent_file: bool = bool(s.get("agent"))
         self.turn: dict[str, str] = dict(s.get("turn") or {})
@@ -400,6 +401,7 @@ class ClaudeCodeParser:
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "sid": self.sid,
             "agent": self.agent_file,
             "turn": self.turn,
@@ -425,7 +427,7 @@ class ClaudeCodeParser:
                 yield Report(PARSE_ERROR, "not a JSON object", type(d).__name__)
                 continue
             # a raise here is a parser bug: ingest records it as adapter_error, never as bad input
-            yield from self._record(d, offset)
+            yield from claim_emitted(d, self._record(d, offset), self.emitted)
 
     def _record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         rtype = d.get("type")
@@ -739,7 +741,9 @@ class ClaudeCodeParser:
         tid = self._thread(d, out)
         self._facts(tid, d, out)
         self._links(d, tid, out)
-        uid = _str(d.get("uuid")) or stable_id(self.source.source_id, self.source.generation, offset)
+        # a line emit wrote: the message it was written from (claim_emitted), also for the
+        # subagents and results that name it
+        uid = emitted_id(d) or _str(d.get("uuid")) or stable_id(self.source.source_id, self.source.generation, offset)
         if d["type"] == "assistant":
             message, more = self._assistant(d, msg, tid, uid)
         else:

@@ -28,6 +28,7 @@ from ..base import (
     EmitOptions,
     command,
     EmitResult,
+    mark_record,
     stable_id,
 )
 from .parse import BLOB_RE, CONTENT_CAP, FORMAT_VERSION, ID_RE, MEDIA_EXT, NAME, ROLES, UNKNOWN_KEY_PREFIX, fnv1a64
@@ -53,9 +54,11 @@ def _created_seconds(created_at: str | None) -> int | None:
 
 
 def clm_id(thread: Thread) -> str:
-    """The thread id if clm accepts it, else ``YYYYMMDD-HHMMSS-xxxxxxxx`` from createdAt
-    (UTC, to stay deterministic) and a hash of the thread id."""
-    if ID_RE.match(thread.id):
+    """The thread id of a clm thread if clm accepts it, else ``YYYYMMDD-HHMMSS-xxxxxxxx``
+    from createdAt (UTC, to stay deterministic) and a hash of the thread id: a session handed
+    off from another vendor is a thread of its own (ingested again, it continues the thread
+    it came from instead of folding a clm file into a Claude Code thread of the same id)."""
+    if ID_RE.match(thread.id) and (thread.metadata or {}).get("provider") == NAME:
         return thread.id
     secs = _created_seconds(thread.created_at) or 0
     stamp = datetime.fromtimestamp(secs, tz=timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -85,9 +88,23 @@ class _Emitter:
         self.call_names: dict[str, str] = {}
         self.answered: set[str] = set()
         self.last_prompt: str | None = None
+        self.current: str | None = None  # the message being written (its lines' emit mark)
+        self.thread_id: str | None = None  # the thread emitted, named in the first line's mark
+        # a clm thread written again keeps its id, and its messages their ids (clm's are
+        # derived from the thread and the content): its lines are written as clm writes them
+        self.marks = True
 
     def _write(self, line: bytes) -> None:
         self.out.write(line + b"\n")
+
+    def _record(self, obj: JsonObject) -> None:
+        """One line, with the emit mark (clm appends on resume; a compaction rewrites the
+        log from its history, without the marks)."""
+        if not self.marks:
+            self._write(_dumps(obj))
+            return
+        first, self.thread_id = self.thread_id, None
+        self._write(_dumps(mark_record(obj, self.current, first)))
 
     def message(self, m: Message) -> None:
         r = self.result
@@ -157,7 +174,7 @@ class _Emitter:
             obj["attachments"] = extras.pop("attachments")
         for key, val in extras.items():
             obj.setdefault(key, val)
-        self._write(_dumps(obj))
+        self._record(obj)
 
     def prompt(self, text: str | None, calls: list[ToolCall], results: list[ToolResult], atts: list[JsonObject], extras: dict[str, Any]) -> None:
         if calls or results or atts or extras:
@@ -174,7 +191,7 @@ class _Emitter:
         if note not in self.result.notes:
             self.result.notes.append(note)
         data = text.encode("utf-8", "surrogatepass")
-        self._write(_dumps({"type": "prompt", "hash": fnv1a64(data), "content": text}))
+        self._record({"type": "prompt", "hash": fnv1a64(data), "content": text})
 
     def call(self, c: ToolCall) -> JsonObject:
         self.call_names[c.call_id] = c.name
@@ -208,7 +225,7 @@ class _Emitter:
         else:
             self.result.count("tool result without a tool name")
         obj["type"] = "msg"
-        self._write(_dumps(obj))
+        self._record(obj)
 
     def attachment(self, a: Attachment) -> JsonObject | None:
         extra = a.extra or {}
@@ -246,7 +263,7 @@ class _Emitter:
             self.result.count(f"content over {CONTENT_CAP} bytes (clm cuts it on load)")
 
 
-def _meta_line(thread: Thread, cid: str, result: EmitResult) -> bytes:
+def _meta_line(thread: Thread, cid: str, result: EmitResult) -> JsonObject:
     md = thread.metadata or {}
     created = _created_seconds(thread.created_at)
     if created is None:
@@ -263,7 +280,7 @@ def _meta_line(thread: Thread, cid: str, result: EmitResult) -> bytes:
     if isinstance(extra, dict):
         for key, val in extra.items():
             meta.setdefault(key, val)
-    return _dumps(meta)
+    return meta
 
 
 def resume_hint(session_id: str) -> str:
@@ -277,14 +294,19 @@ def emit_log(thread: Thread, messages: Iterable[Message], children: Sequence[tup
     cid = clm_id(thread)
     result = EmitResult(thread_id=cid)
     if cid != thread.id:
-        result.notes.append(f"thread id {thread.id!r} is not a valid clm session id; wrote {cid}")
+        why = "is not a valid clm session id" if not ID_RE.match(thread.id) else "is another vendor's thread"
+        result.notes.append(f"thread id {thread.id!r} {why}; wrote {cid}")
     if children:
         result.count("child thread", len(children))
     emitter = _Emitter(cid, options.blobs, result)
     emitter.out = result.files.open(f"{cid}.jsonl")
-    emitter._write(_meta_line(thread, cid, result))
+    emitter.thread_id = thread.id
+    emitter.marks = cid != thread.id
+    emitter._record(_meta_line(thread, cid, result))
     for m in messages:
+        emitter.current = m.id
         emitter.message(m)
+    emitter.current = None
     unanswered = [c for c in emitter.call_names if c not in emitter.answered]
     if unanswered:
         result.count("tool call without a result", len(unanswered))

@@ -74,6 +74,8 @@ from ...model import (
     Unknown,
 )
 from ..base import (
+    EMIT_MARK,
+    claim_emitted,
     INVALID,
     METADATA,
     PARSE_ERROR,
@@ -237,6 +239,7 @@ class ClmParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         st = state or {}
+        self.emitted: JsonObject = st.get("emitted", {})  # base.claim_emitted's held message
         self.thread: str | None = st.get("thread")
         self.session: str | None = st.get("session")  # the meta id; None without a meta line
         self.started: bool = bool(st.get("started", False))
@@ -250,6 +253,7 @@ class ClmParser:
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "thread": self.thread,
             "session": self.session,
             "started": self.started,
@@ -286,12 +290,14 @@ class ClmParser:
         self.started = True
         if rtype != "meta" and self.thread is None:
             rows.extend(self._no_meta())
+        # the emit mark is not a msg key of clm's (it would be kept as an unknown block)
+        mark = value.pop(EMIT_MARK, None)
         handler = RECORDS.get(rtype)
         if handler is None:
             rows.append(Report(UNKNOWN, rtype, "record type this version does not know; clm skips it"))
         else:
             rows.extend(handler(self, offset, value, first))
-        return rows
+        return rows if mark is None else list(claim_emitted({**value, EMIT_MARK: mark}, rows, self.emitted))
 
     # ------------------------------------------------------------ records
 

@@ -28,6 +28,8 @@ from ..base import (
     EmitOptions,
     command,
     EmitResult,
+    emitted_response,
+    mark_record,
 )
 from .parse import _PATCH_FILE_RE, _parse_ts
 
@@ -116,6 +118,7 @@ class _Emitter:
         self.open_calls: list[str] = []
         self.turns = 0
         self.cum = [0, 0, 0, 0, 0]  # input (cache included), cached, cache writes, output, reasoning
+        self.current: str | None = None  # the canonical message being written (its lines' emit mark)
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -123,11 +126,12 @@ class _Emitter:
     def _write(self, line: bytes) -> None:
         self.out.write(line + b"\n")
 
-    def line(self, kind: str, payload: JsonObject, ts: str | None = None) -> None:
+    def line(self, kind: str, payload: JsonObject, ts: str | None = None, response: str | None = None) -> None:
         when = _parse_ts(ts)
         # line times must not go backwards: resume sorts nothing, but readers assume it
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
-        self._write(orjson.dumps({"timestamp": _fmt_ts(self.clock), "type": kind, "payload": payload}))
+        record = {"timestamp": _fmt_ts(self.clock), "type": kind, "payload": payload}
+        self._write(orjson.dumps(mark_record(record, self.current, response=response)))
 
     def session_meta(self) -> None:
         meta = self.thread.metadata or {}
@@ -146,18 +150,21 @@ class _Emitter:
         if git:
             payload["git"] = git
         self.clock = self.created
-        self._write(orjson.dumps({"timestamp": _fmt_ts(self.created), "type": "session_meta", "payload": payload}))
+        record = {"timestamp": _fmt_ts(self.created), "type": "session_meta", "payload": payload}
+        self._write(orjson.dumps(mark_record(record, None, self.thread.id)))
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
 
     def close_calls(self, ts: str | None) -> None:
         # Codex needs every call_id answered exactly once; it writes "aborted" itself when a
         # turn is interrupted, so do the same for calls whose result the source lacks.
+        current, self.current = self.current, None  # added lines: no message of the thread
         for call_id in self.open_calls:
             kind = "custom_tool_call_output" if self.call_kinds.get(call_id) == "custom" else "function_call_output"
             self.line("response_item", {"type": kind, "call_id": call_id, "output": "aborted"}, ts)
             self.count("tool_call: no result, 'aborted' output added")
         self.open_calls = []
+        self.current = current
 
     def start_turn(self, m: Message) -> None:
         self.close_calls(m.ts)
@@ -181,7 +188,9 @@ class _Emitter:
         self.out = self.result.files.open(self.path())
         self.session_meta()
         for m in self.messages:
+            self.current = m.id
             self.emit_message(m)
+        self.current = None
         self.close_calls(None)
         self.result.thread_id = self.id
         self.result.resume_hint = resume_hint(self.id)
@@ -422,7 +431,7 @@ class _Emitter:
                     "output_tokens": v[3], "reasoning_output_tokens": v[4], "total_tokens": v[0] + v[3]}
 
         info = {"total_token_usage": usage(self.cum), "last_token_usage": usage(last), "model_context_window": None}
-        self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, m.ts)
+        self.line("event_msg", {"type": "token_count", "info": info, "rate_limits": None}, m.ts, emitted_response(m))
         self.count("usage: token_count written from message usage")
 
 

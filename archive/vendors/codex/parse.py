@@ -95,7 +95,7 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import loads_line
+from ..base import claim_emitted, loads_line
 from ..base import nonempty_str as _str
 from ..base import (
     DUPLICATE,
@@ -429,11 +429,13 @@ class CodexParser:
         self.pending_images: list[str] = s.get("pendingImages", [])
         # seg -> hashes of recent user items no event has matched yet (item-first order)
         self.user_items: dict[str, list[str]] = s.get("userItems", {})
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.held: JsonObject | None = s.get("held")  # a user_message event without its item yet
         self.ts: str | None = None  # timestamp of the line being fed
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "thread": self.thread,
             "seg": self.seg,
             "replayTs": self.replay_ts,
@@ -500,7 +502,7 @@ class CodexParser:
             if not isinstance(payload, dict):
                 yield Report(INVALID, f"{kind}: payload is not an object")
                 return
-            yield from handler(self, payload)
+            yield from claim_emitted(d, handler(self, payload), self.emitted)
             return
         self.ts = None
         if "record_type" in d:
@@ -756,7 +758,13 @@ def _token_usage_record(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
     if usage is None:
         yield Report(INVALID, "token_usage_record without usage")
         return
-    if total is not None:
+    prev, own = p.cum.get(seg), _cum(payload.get("usage"))
+    if prev is not None and own is not None and len(prev) == len(own):
+        # the running total after this response: the thread's total Codex restored from the
+        # file's last token_count (0.171.0 resuming a session it did not write, such as an
+        # emitted one, counts thread_token_usage from zero but token_count from that total)
+        p.cum[seg] = [a + b for a, b in zip(prev, own)]
+    elif total is not None:
         p.cum[seg] = total
     # without a response id or a running total, the record's own time tells responses apart
     # ("cum:0" for all of them kept only the last one)

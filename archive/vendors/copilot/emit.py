@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from ...model import JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command
+from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record
 from .parse import NAME
 
 EMIT_CLIENT_VERSION = "1.0.102"
@@ -101,6 +101,8 @@ class _Emitter:
         self.turn = 0
         self.open_calls: dict[str, str] = {}  # call id -> tool name
         self.title: str | None = thread.title
+        # the emit mark of the events being written (base.mark_record): message, response
+        self.current: tuple[str | None, str | None] = (None, None)
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -113,8 +115,9 @@ class _Emitter:
         eid = uuid4_from(f"{self.id}:event:{self.n}")
         when = _parse_ts(ts)
         self.clock = when if when is not None and when > self.clock else self.clock + timedelta(milliseconds=1)
-        self._write(orjson.dumps({"type": kind, "data": data, "id": eid, "timestamp": _fmt_ts(self.clock),
-                                        "parentId": self.parent}))
+        record = {"type": kind, "data": data, "id": eid, "timestamp": _fmt_ts(self.clock), "parentId": self.parent}
+        first = self.thread.id if self.n == 1 else None
+        self._write(orjson.dumps(mark_record(record, self.current[0], first, self.current[1])))
         self.parent = eid
         return eid
 
@@ -135,7 +138,9 @@ class _Emitter:
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
         for m in self.messages:
+            self.current = (m.id, emitted_response(m))
             self.emit_message(m)
+        self.current = (None, None)
         self.end_turn(None)
         self.result.files[f"session-state/{self.id}/workspace.yaml"] = self.workspace()
         self.result.thread_id = self.id

@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 
 from ...model import Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown, Usage
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
     DUPLICATE,
@@ -102,6 +103,7 @@ class CopilotParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.session: str | None = s.get("session")
         self.cwd: str | None = s.get("cwd")
         self.model: str | None = s.get("model")
@@ -111,7 +113,7 @@ class CopilotParser:
         self.agents: list[str] = s.get("agents", [])  # subagent ids announced as threads
 
     def state(self) -> JsonObject:
-        return {"session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
+        return {"emitted": self.emitted, "session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
                 "pending": self.pending, "facts": self.facts, "agents": self.agents}
 
     def _session(self) -> str:
@@ -131,7 +133,7 @@ class CopilotParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        return iter(list(self._dispatch(d)))
+        return iter(list(claim_emitted(d, self._dispatch(d), self.emitted)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command
+from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record
 from .parse import NAME, _parse_ts
 
 SESSION_VERSION = 3
@@ -129,6 +129,8 @@ class _Emitter:
         self.parent: str | None = None
         self.n = 0
         self.tool_names: dict[str, str] = {}
+        # the emit mark of the entries being written (base.mark_record): message, response
+        self.current: tuple[str | None, str | None] = (None, None)
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -145,8 +147,8 @@ class _Emitter:
         self.n += 1
         eid = hashlib.sha256(f"{self.id}:{self.n}".encode()).hexdigest()[:8]
         when = self._when(ts)
-        self._write(orjson.dumps({"type": kind, "id": eid, "parentId": self.parent, "timestamp": _fmt_ts(when),
-                                        **fields}))
+        record = {"type": kind, "id": eid, "parentId": self.parent, "timestamp": _fmt_ts(when), **fields}
+        self._write(orjson.dumps(mark_record(record, self.current[0], response=self.current[1])))
         self.parent = eid
 
     def message(self, ts: str | None, message: JsonObject) -> None:
@@ -158,13 +160,15 @@ class _Emitter:
         self.out = self.result.files.open(self.path())
         header: JsonObject = {"type": "session", "version": SESSION_VERSION, "id": self.id,
                               "timestamp": _fmt_ts(self.created), "cwd": self.cwd}
-        self._write(orjson.dumps(header))
+        self._write(orjson.dumps(mark_record(header, None, self.thread.id)))
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
         if self.model:
             self.entry("model_change", None, provider=self.provider or "unknown", modelId=self.model)
         for m in self.messages:
+            self.current = (m.id, emitted_response(m))
             self.emit_message(m)
+        self.current = (None, None)
         self.result.thread_id = self.id
         self.result.resume_hint = resume_hint(self.id, self.cwd)
         return self.result

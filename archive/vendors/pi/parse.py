@@ -63,6 +63,7 @@ from ...model import (
     Unknown,
     Usage,
 )
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
     INVALID,
@@ -182,6 +183,7 @@ class PiParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.session: str | None = s.get("session")  # the file's own thread (header id)
         self.header_ts: str | None = s.get("headerTs")
         self.parent: str | None = s.get("parent")  # parent session of a fork file
@@ -196,6 +198,7 @@ class PiParser:
 
     def state(self) -> JsonObject:
         return {
+            "emitted": self.emitted,
             "session": self.session, "headerTs": self.header_ts, "parent": self.parent, "cwd": self.cwd,
             "ownStarted": self.own_started, "threads": self.threads, "leaves": self.leaves,
             "known": self.known, "facts": self.facts,
@@ -243,7 +246,7 @@ class PiParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        return iter(list(self._dispatch(d)))
+        return iter(list(claim_emitted(d, self._dispatch(d), self.emitted)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")

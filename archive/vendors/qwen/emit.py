@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitError, EmitOptions, EmitResult, command
+from ..base import EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
 from ..gemini.emit import output_text, result_content
 
 EMIT_VERSION = "0.24.4"
@@ -67,6 +67,10 @@ class QwenWriter:
         self.parent: str | None = None
         self.open: JsonObject | None = None  # the assistant record being filled
         self.names: dict[str, str] = {}  # call id -> tool name
+        # record uuid -> (the last message it holds, the response whose usage it carries):
+        # the emit mark of its line (base.mark_record)
+        self.marks: dict[str, tuple[str, str | None]] = {}
+        self.first = True
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -79,6 +83,7 @@ class QwenWriter:
         }  # fmt: skip
         self.parent = rec["uuid"]
         self.records.append(rec)
+        self.marks[rec["uuid"]] = (m.id, emitted_response(m))
         return rec
 
     def user(self, m: Message) -> None:
@@ -106,6 +111,7 @@ class QwenWriter:
             rec = self.record(m, "assistant", "assistant_output", "model", [], m.id)
             self.open = rec
         parts = rec["message"]["parts"]
+        self.marks[rec["uuid"]] = (m.id, emitted_response(m) or self.marks[rec["uuid"]][1])
         for b in m.content:
             if isinstance(b, Text):
                 parts.append({"text": b.text})
@@ -175,6 +181,7 @@ class QwenWriter:
         }  # fmt: skip
         self.parent = rec["uuid"]
         self.records.append(rec)
+        self.marks[rec["uuid"]] = (m.id, emitted_response(m))
         self.count("helper call: usage written as ui_telemetry api_response")
 
     def flush(self, end: bool = False) -> None:
@@ -187,7 +194,9 @@ class QwenWriter:
             if r["type"] == "assistant" and not r["message"]["parts"]:
                 # only reasoning that was dropped: keep the record (its usage), with no parts
                 self.count("assistant response without representable content: written empty")
-            self.out.write(orjson.dumps(r) + b"\n")
+            mid, response = self.marks.pop(r["uuid"], (None, None))
+            self.out.write(orjson.dumps(mark_record(r, mid, self.thread.id if self.first else None, response)) + b"\n")
+            self.first = False
         del self.records[: len(done)]
 
     def emit(self) -> EmitResult:

@@ -67,6 +67,7 @@ from ..base import (
     UsageRow,
     stable_id,
 )
+from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..gemini.parse import fold_result_images, part_blocks
 
@@ -112,6 +113,7 @@ class QwenParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
         s = state or {}
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.thread: str | None = s.get("thread")
         self.turn: str | None = s.get("turn")
         self.facts: JsonObject = s.get("facts", {})  # metadata emitted so far
@@ -119,7 +121,8 @@ class QwenParser:
         self.ts: str | None = None
 
     def state(self) -> JsonObject:
-        return {"thread": self.thread, "turn": self.turn, "facts": self.facts, "pending": self.pending}
+        return {"thread": self.thread, "turn": self.turn, "facts": self.facts, "pending": self.pending,
+                "emitted": self.emitted}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         if not line.strip():
@@ -130,7 +133,7 @@ class QwenParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        rows = list(self._dispatch(d))
+        rows = list(claim_emitted(d, self._dispatch(d), self.emitted))
         return iter(rows or [Report(SKIPPED, "empty record")])
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
