@@ -426,7 +426,7 @@ def search_hits(hits: Iterable[dict[str, Any]], tz: str | None = None) -> Iterat
         )
         yield "    " + highlight(h["snippet"], h["matches"])
         if h.get("also_in"):
-            yield click.style("    also in the forks " + ", ".join(h["also_in"]), dim=True)
+            yield click.style("    also in (forks, hand-offs) " + ", ".join(h["also_in"]), dim=True)
 
 
 def human_count(n: int | None) -> str:
