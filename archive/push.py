@@ -24,6 +24,11 @@ Invariants:
 * Concurrent: machines write disjoint keyed rows; shared canonical rows are upserted in
   key order (no lock-order deadlock between two batches) and a deadlock or serialization
   failure retries the batch. Two pushes of one machine are serialised by an advisory lock.
+* A message copied into several threads (a fork's inherited history) belongs to the copy in
+  the thread created first, whoever pushed which copy first (``_rank``); its usage rows
+  follow it, and the threads holding its copies get their ``thread_lineage`` derived on
+  the server at the end of the push, laid over their rows (``_send_lineage``): a machine
+  sends its thread rows without what its own lineage added (it may lack the original).
 * A ``rebuild`` since the last push re-derives rows under unchanged keys: the machine's
   watermarks and line-keyed rows on the server are reset and everything is sent again.
   (Canonical rows that a rebuild no longer produces stay on the server.)
