@@ -24,6 +24,11 @@ Invariants:
 * Concurrent: machines write disjoint keyed rows; shared canonical rows are upserted in
   key order (no lock-order deadlock between two batches) and a deadlock or serialization
   failure retries the batch. Two pushes of one machine are serialised by an advisory lock.
+* A message copied into several threads (a fork's inherited history) belongs to the copy in
+  the thread created first, whoever pushed which copy first (``_rank``); its usage rows
+  follow it, and the threads holding its copies get their ``thread_lineage`` derived on
+  the server at the end of the push, laid over their rows (``_send_lineage``): a machine
+  sends its thread rows without what its own lineage added (it may lack the original).
 * A ``rebuild`` since the last push re-derives rows under unchanged keys: the machine's
   watermarks and line-keyed rows on the server are reset and everything is sent again.
   (Canonical rows that a rebuild no longer produces stay on the server.)
@@ -53,7 +58,7 @@ from sqlite_utils import Database
 
 from . import pg
 from .lines import Codec, LineReader
-from .projection import LINE_REF
+from .projection import LINE_REF, dumps
 
 # Line bytes covered by one server transaction: a batch's rows take ~3x that in Python
 # objects, and WORKERS + 1 batches are in memory at once (one being read, one per worker).
@@ -62,9 +67,10 @@ BLOB_BATCH_BYTES = 64_000_000
 RETRIES = 5
 # Server connections writing batches while this process reads the next one. The server's
 # time goes to the full-text vectors of block text (to_tsvector and its GIN index: 33 s of
-# the 46 s a 200 MB corpus's blocks took, against 2.6 s for the rows alone), one core per
-# statement; two writers keep two cores busy.
-WORKERS = 2
+# the 47 s of a 200 MiB first push, against 14 s without the column), one core per
+# statement. Four writers: 34-37 s against 47 s with two on this shared 2-core machine
+# (load 5-8), no better with six (docs/benchmarks.md); a server with more cores uses them.
+WORKERS = 4
 
 _MSG_COLS = ("id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model", "injected")
 _MSG_TAIL = ("provenance", "usage", "extra")
@@ -74,6 +80,35 @@ _USAGE_COLS = ("key", "thread_id", "message_id", "provider", "model", "ts", "inp
 _THREAD_COLS = ("id", "provider", "agent_id", "parent_thread_id", "origin_message_id", "title", "created_at",
                 "cwd", "model", "metadata", "extra")  # fmt: skip
 _KEY5 = ("machine_id", "source_uid", "generation", "offset", "sub")
+_ORDER = 'm.machine_id COLLATE "C", m.source_no, m.generation, m."offset", m.sub'  # a thread's messages
+
+
+def _rank(t: str) -> str:
+    """The ownership rank of the ``messages`` row ``t`` (the smaller owns): projection's
+    ``_before`` made machine-wide. The copy in the thread created first (no createdAt: last),
+    then the thread id, then the smallest line key by source uid, then the machine."""
+    return (f'({t}.thread_created_at IS NULL, coalesce({t}.thread_created_at, \'\') COLLATE "C", '
+            f'{t}.thread_id COLLATE "C", {t}.source_uid COLLATE "C", {t}.generation, {t}."offset", {t}.sub, '
+            f'{t}.machine_id COLLATE "C")')  # fmt: skip
+
+
+# A fork's lineage on the server, as projection.resolve_lineage derives it locally: walking
+# the thread's copies in order (machine, then its files' order), the owner of the last copy
+# before the first message the thread owns itself, and that message.
+_LINEAGE = """
+WITH occ AS (
+    SELECT o.thread_id, o.message_id, m.thread_id AS owner,
+           row_number() OVER (PARTITION BY o.thread_id ORDER BY o.machine_id COLLATE "C",
+               o.source_uid COLLATE "C", o.generation, o."offset", o.sub) AS n
+    FROM message_occurrences o JOIN messages m ON m.id = o.message_id
+    WHERE o.thread_id = ANY(%(threads)s)),
+stop AS (SELECT thread_id, min(n) AS n FROM occ WHERE owner = thread_id GROUP BY thread_id)
+INSERT INTO thread_lineage (thread_id, parent_thread_id, origin_message_id)
+SELECT DISTINCT ON (o.thread_id) o.thread_id, o.owner, o.message_id
+FROM occ o LEFT JOIN stop s ON s.thread_id = o.thread_id
+WHERE s.n IS NULL OR o.n < s.n
+ORDER BY o.thread_id, o.n DESC
+"""
 
 
 class PushError(pg.PostgresError):
@@ -216,6 +251,7 @@ class _Pusher:
         self.reader = LineReader(self.sq)
         self.codec = Codec()
         self.lock = threading.Lock()  # the summary, from the writer threads
+        self.lineage: set[str] = set()  # threads holding copies of a message shared between threads
         self.local = threading.local()  # per writer: whether this transaction replaces NULs
         if options.redact and options.with_sources:
             raise PushError("--redact cannot send the source layer (its lines go byte for byte): leave out --with-sources")
@@ -491,19 +527,22 @@ class _Pusher:
                 key = (it.source_id, it.generation, it.from_offset, it.upto)
                 where = "o.source_id = ? AND o.generation = ? AND o.offset >= ? AND o.offset < ?"
                 out["message_occurrences"] += [
-                    (mid, it.uid, g, off, sub, m)
-                    for g, off, sub, m in sq.execute(
-                        f"SELECT generation, offset, sub, message_id FROM message_occurrences o WHERE {where}", key
+                    (mid, it.uid, g, off, sub, m, t)
+                    for g, off, sub, m, t in sq.execute(
+                        f"SELECT generation, offset, sub, message_id, thread_id FROM message_occurrences o WHERE {where}",
+                        key,
                     )
                 ]
                 # the messages whose owner (smallest key) is one of these lines
                 owned = (f"FROM message_occurrences o JOIN messages m ON m.id = o.message_id AND m.source_id = o.source_id "
                          f"AND m.generation = o.generation AND m.offset = o.offset AND m.sub = o.sub WHERE {where}")  # fmt: skip
-                for r in sq.execute(f"SELECT {msg_cols} {owned}", key):
-                    extra = r[-1]
+                # with the createdAt of the owner's thread: the rank of this copy on the server
+                ranked = owned.replace("WHERE", "LEFT JOIN threads t ON t.id = m.thread_id WHERE", 1)
+                for r in sq.execute(f"SELECT {msg_cols}, t.created_at {ranked}", key):
+                    extra = r[15]
                     if extra is not None and LINE_REF in extra:
                         extra = self._expand_line_refs(extra, r[9], r[10], r[11])
-                    out["messages"].append((*r[:9], mid, it.uid, r[9], r[10], r[11], r[12], r[13], r[14], extra))
+                    out["messages"].append((*r[:9], mid, it.uid, r[9], r[10], r[11], r[12], r[13], r[14], extra, r[16]))
                 out["blocks"] += sq.execute(
                     f"SELECT {block_cols} {owned.replace('WHERE', 'JOIN blocks b ON b.message_id = m.id WHERE', 1)}", key
                 ).fetchall()
@@ -586,14 +625,17 @@ class _Pusher:
         """One batch in one server transaction, its watermarks with it."""
         mid = self.machine_id
         src_rows = rows["sources"]
+        touched: set[str] = set()  # threads whose fork lineage may have changed
 
         def work(cur: Any) -> None:
+            touched.clear()
             for uid in store_uids:  # sent whole: facts it rewrote must not linger
                 for table in ("thread_facts", "message_occurrences"):
                     cur.execute(f"DELETE FROM {table} WHERE machine_id = %s AND source_uid = %s", (mid, uid))
             self._upsert(cur, "sources", ("machine_id", "uid", "source_no", "provider", "kind", "current_generation",
                                           "first_path", "last_path"), ("machine_id", "uid"), src_rows)  # fmt: skip
-            self._upsert(cur, "message_occurrences", (*_KEY5, "message_id"), _KEY5, rows["message_occurrences"])
+            self._upsert(cur, "message_occurrences", (*_KEY5, "message_id", "thread_id"), _KEY5,
+                         rows["message_occurrences"])  # fmt: skip
             self._upsert(cur, "thread_facts", (*_KEY5, "thread_id", "fields"), _KEY5, rows["thread_facts"])
             k5 = ("machine_id", "source_uid", "generation", "offset", "seq")
             self._upsert(cur, "reports", (*k5, "kind", "reason", "detail"), k5, rows["reports"])
@@ -602,6 +644,7 @@ class _Pusher:
             self._upsert(cur, "usage", (*_USAGE_COLS, "machine_id", "source_uid", "source_no", "generation", "offset"),
                          ("key",), rows["usage"], where=f"WHERE {own} >= "
                          '(usage.machine_id COLLATE "C", usage.source_no, usage.generation, usage."offset")')  # fmt: skip
+            self._rehome(cur, rows, touched)
             k4 = ("machine_id", "source_uid", "generation", "offset")
             self._upsert(cur, "source_lines", (*k4, "length", "terminated", "data"), k4, rows["source_lines"])
             gcols = ("machine_id", "source_uid", "generation", "end_offset", "line_count", "last_line_offset",
@@ -616,6 +659,7 @@ class _Pusher:
 
         self._tx(work, conn)
         with self.lock:
+            self.lineage |= touched
             for table, r in rows.items():
                 self.summary.count(table, len(r))
             self.summary.generations += len(batch)
@@ -624,23 +668,21 @@ class _Pusher:
             self.summary.batches += 1
 
     def _write_messages(self, cur: Any, messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]]) -> None:
-        """Messages whose key is smaller than the stored owner's (or new) replace it, their
+        """Messages that rank before the stored owner (``_rank``), or new, replace it, their
         blocks with them; the others change nothing."""
-        if not messages:
-            return
-        cols = (*_MSG_COLS, "machine_id", "source_uid", "source_no", "generation", "offset", "sub", *_MSG_TAIL)
         cur.execute("CREATE TEMP TABLE IF NOT EXISTS _owned (id text, inserted boolean)")
         cur.execute("TRUNCATE _owned")
+        if not messages:
+            return
+        cols = (*_MSG_COLS, "machine_id", "source_uid", "source_no", "generation", "offset", "sub", *_MSG_TAIL,
+                "thread_created_at")  # fmt: skip
         self._stage(cur, "messages", cols, messages)
         quoted = ", ".join(f'"{c}"' for c in cols)
         sets = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c != "id")
         cur.execute(
             f"WITH up AS (INSERT INTO messages ({quoted}) SELECT {quoted} FROM _s_messages ORDER BY id "
             f"ON CONFLICT (id) DO UPDATE SET {sets} "
-            '  WHERE (excluded.machine_id COLLATE "C", excluded.source_no, excluded.generation, excluded."offset", '
-            "         excluded.sub) <= "
-            '        (messages.machine_id COLLATE "C", messages.source_no, messages.generation, messages."offset", '
-            "         messages.sub) "
+            f"  WHERE {_rank('excluded')} <= {_rank('messages')} "
             # xmax = 0: a new row, with no blocks to delete (1.2 s of a 200 MB first push)
             "RETURNING id, xmax = 0) INSERT INTO _owned SELECT * FROM up"
         )
@@ -652,6 +694,89 @@ class _Pusher:
             cur.execute(
                 f"INSERT INTO blocks ({quoted}) SELECT {', '.join('s.' + q for q in quoted.split(', '))} "
                 "FROM _s_blocks s JOIN _owned o ON o.id = s.message_id ORDER BY s.message_id, s.position"
+            )
+
+    def _rehome(self, cur: Any, rows: dict[str, list[tuple[Any, ...]]], touched: set[str]) -> None:
+        """After a batch's messages and usage: a message whose copies are in several threads
+        (a fork's inherited history) may have changed owner; its usage rows follow the
+        owner's thread (as locally) and the threads holding its copies go to ``touched``."""
+        found = []
+        if rows["message_occurrences"]:
+            found.append("SELECT s.message_id FROM _s_message_occurrences s JOIN messages m ON m.id = s.message_id "
+                         "WHERE m.thread_id IS DISTINCT FROM s.thread_id")  # fmt: skip
+        if rows["messages"]:
+            found.append("SELECT id FROM _owned WHERE NOT inserted")
+        if not found:
+            return
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS _shared (id text)")
+        cur.execute("TRUNCATE _shared")
+        cur.execute(f"INSERT INTO _shared {' UNION '.join(found)}")
+        cur.execute(
+            "UPDATE usage u SET thread_id = m.thread_id FROM _shared s JOIN messages m ON m.id = s.id "
+            "WHERE u.message_id = s.id AND u.thread_id IS DISTINCT FROM m.thread_id"
+        )
+        touched.update(r[0] for r in cur.execute(
+            "SELECT DISTINCT o.thread_id FROM message_occurrences o JOIN _shared s ON s.id = o.message_id "
+            "WHERE o.thread_id IS NOT NULL"
+        ))  # fmt: skip
+
+    def _send_lineage(self, cur: Any, sent: set[str]) -> None:
+        """``thread_lineage`` of the threads this push touched, laid over the rows of those
+        threads, of the threads sent (``sent``) and of their children whose fork point is
+        unknown, as ``projection.fold_thread`` does locally: a fold naming no parent takes its
+        lineage's; a fork point named by a byte offset (``forkedFromOffset``) or a spawning
+        call (``spawnCallId``) is looked up among every machine's messages."""
+        threads = sorted(self.lineage)
+        if not threads and not sent:
+            return
+        # one machine at a time, so the last push to finish sees every machine's copies
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sesh-archive:lineage:{self.options.schema}",))
+        if threads:
+            cur.execute("DELETE FROM thread_lineage WHERE thread_id = ANY(%s)", (threads,))
+            cur.execute(_LINEAGE, {"threads": threads})
+        sent_ids = sorted(sent)
+        changes = []
+        for tid, parent, origin, meta, derived, l_parent, l_origin in cur.execute(
+            "SELECT t.id, t.parent_thread_id, t.origin_message_id, t.metadata, t.derived, l.parent_thread_id, "
+            "l.origin_message_id FROM threads t LEFT JOIN thread_lineage l ON l.thread_id = t.id "
+            "WHERE t.id = ANY(%s) OR t.id = ANY(%s) OR (t.parent_thread_id = ANY(%s) AND t.origin_message_id IS NULL) "
+            "OR t.derived IS NOT NULL AND t.parent_thread_id = ANY(%s)",
+            (threads, sent_ids, sent_ids, sent_ids),
+        ).fetchall():
+            md = orjson.loads(meta) if meta else {}
+            p, o, how = parent, origin, None
+            if derived == "lineage":  # what the last overlay added goes first
+                p = o = None
+                md.pop("forkedFrom", None)
+            elif derived == "origin":
+                o = None
+            if p is None and l_parent is not None:
+                p, o, how = l_parent, l_origin, "lineage"
+                md["forkedFrom"] = l_parent
+            fork_end, spawn = md.get("forkedFromOffset"), md.get("spawnCallId")
+            if o is None and isinstance(fork_end, int) and md.get("forkedFrom") == p and p is not None:
+                found = cur.execute(
+                    'SELECT id FROM messages WHERE thread_id = %s AND "offset" < %s ORDER BY "offset" DESC, sub DESC '
+                    "LIMIT 1",
+                    (p, fork_end),
+                ).fetchone()
+                o, how = (found[0], how or "origin") if found else (o, how)
+            if o is None and isinstance(spawn, str):
+                found = cur.execute(
+                    "SELECT b.message_id FROM blocks b JOIN messages m ON m.id = b.message_id WHERE b.call_id = %s "
+                    "AND b.type = 'tool_call' AND (m.thread_id = %s OR %s::text IS NULL) "
+                    f"ORDER BY {_ORDER} LIMIT 1",
+                    (spawn, p, p),
+                ).fetchone()
+                o, how = (found[0], how or "origin") if found else (o, how)
+            new_meta = (dumps(md) if md else None) if (derived or how) else meta
+            if (p, o, how, new_meta) != (parent, origin, derived, meta):
+                changes.append((p, o, new_meta, how, tid))
+        if changes:
+            cur.executemany(
+                "UPDATE threads SET parent_thread_id = %s, origin_message_id = %s, metadata = %s, derived = %s "
+                "WHERE id = %s",
+                changes,
             )
 
     def _send_blobs(self, upto: int) -> None:
@@ -691,15 +816,18 @@ class _Pusher:
         remote = dict(self.pg.execute("SELECT thread_id, digest FROM machine_threads WHERE machine_id = %s", (mid,)))
         self.pg.commit()
         rows, digests = [], []
+        lineage = _local_lineage(self.sq)
         for r in self.sq.execute(f"SELECT {', '.join(_THREAD_COLS)} FROM threads"):
             d = hashlib.blake2b(orjson.dumps(list(r)), digest_size=16).hexdigest()
             if remote.get(r[0]) != d:
-                rows.append((*(self._masked(r) if self.redactor is not None else r), mid))
+                f = _without_lineage(r, lineage.get(r[0]))
+                rows.append((*(self._masked(f) if self.redactor is not None else f), mid, None))
                 digests.append((mid, r[0], d))
 
         def work(cur: Any) -> None:
-            self._upsert(cur, "threads", (*_THREAD_COLS, "machine_id"), ("id",), rows,
+            self._upsert(cur, "threads", (*_THREAD_COLS, "machine_id", "derived"), ("id",), rows,
                          where='WHERE excluded.machine_id COLLATE "C" <= threads.machine_id COLLATE "C"')  # fmt: skip
+            self._send_lineage(cur, {r[0] for r in rows})
             self._upsert(cur, "machine_threads", ("machine_id", "thread_id", "digest"), ("machine_id", "thread_id"),
                          digests)  # fmt: skip
             if self.summary.sent or rows:
@@ -708,6 +836,25 @@ class _Pusher:
         if rows or self.summary.sent:
             self._tx(work)
         self.summary.count("threads", len(rows))
+
+
+def _local_lineage(sq: Any) -> dict[str, tuple[str, str]]:
+    """The local archive's fork lineage (migration m010): thread -> (parent, fork point)."""
+    return {r[0]: (r[1], r[2]) for r in sq.execute(
+        "SELECT thread_id, parent_thread_id, origin_message_id FROM thread_lineage")}  # fmt: skip
+
+
+def _without_lineage(row: tuple[Any, ...], fork: tuple[str, str] | None) -> tuple[Any, ...]:
+    """A local ``threads`` row (_THREAD_COLS) as its facts alone fold it: without what
+    ``fold_thread`` took from the local lineage, which the server derives from every
+    machine's copies instead (a machine holding only the fork knows no lineage)."""
+    if fork is None or (row[3], row[4]) != fork:
+        return row
+    md = orjson.loads(row[9]) if row[9] else {}
+    if md.get("forkedFrom") != fork[0]:
+        return row
+    del md["forkedFrom"]
+    return (*row[:3], None, None, *row[5:9], dumps(md) if md else None, row[10])
 
 
 def push(db: Database, url: str, options: PushOptions | None = None) -> PushSummary:

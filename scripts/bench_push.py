@@ -46,9 +46,14 @@ def use_home(home: Path) -> None:
     os.environ["HOME"] = str(home)
 
 
+LOADS: list[float] = []
+
+
 def timed(fn: Any) -> tuple[float, Any]:
+    """(seconds, result); the 1-minute load average after the step goes to LOADS (the machine is shared)."""
     t = time.perf_counter()
     out = fn()
+    LOADS.append(round(os.getloadavg()[0], 1))
     return time.perf_counter() - t, out
 
 
@@ -66,8 +71,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     use_home(home)
     db_path = work / "archive.db"
     out: dict[str, Any] = {"corpus_bytes": size}
+    load0 = os.getloadavg()[0]
     t, s = timed(lambda: ingest_paths(open_db(db_path), None, IngestOptions()))
-    out["ingest"] = {"seconds": round(t, 2), "mb_per_s": round(size / MB / t, 2), "messages": s.messages_added}
+    out["ingest"] = {"seconds": round(t, 2), "mb_per_s": round(size / MB / t, 2), "messages": s.messages_added,
+                     "load_before": round(load0, 1), "load_after": LOADS[-1]}  # fmt: skip
     server = PgServer(fsync=True).start()
     try:
         url = server.new_database()
@@ -75,7 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = sum(s.rows.values())
         out["push"] = {"seconds": round(t, 2), "mb_per_s": round(size / MB / t, 2), "rows": rows,
                        "rows_per_s": round(rows / t), "batches": s.batches, "rows_by_table": s.rows,
-                       "vs_ingest": round(out["ingest"]["seconds"] / t, 2)}  # fmt: skip
+                       "vs_ingest": round(out["ingest"]["seconds"] / t, 2), "load_after": LOADS[-1]}  # fmt: skip
         t, s = timed(lambda: push(open_db(db_path), url))
         out["noop_push"] = {"seconds": round(t, 3), "rows": sum(s.rows.values())}
         subprocess.run([sys.executable, str(REPO / "scripts" / "gen_corpus.py"), str(home), "--append-mb", "1",
@@ -111,10 +118,11 @@ def main() -> None:
         print(json.dumps(r, indent=2))
         return
     print(f"corpus            {r['corpus_bytes'] / MB:,.1f} MB")
-    print(f"local ingest      {r['ingest']['seconds']:.1f} s  {r['ingest']['mb_per_s']:.2f} MB/s  {r['ingest']['messages']:,} messages")
+    print(f"local ingest      {r['ingest']['seconds']:.1f} s  {r['ingest']['mb_per_s']:.2f} MB/s  {r['ingest']['messages']:,} messages"
+          f"  (load {r['ingest']['load_before']} -> {r['ingest']['load_after']})")
     p = r["push"]
     print(f"first push        {p['seconds']:.1f} s  {p['mb_per_s']:.2f} MB/s  {p['rows']:,} rows ({p['rows_per_s']:,}/s), "
-          f"{p['batches']} batches; {p['vs_ingest']:.2f}x the ingest's speed")
+          f"{p['batches']} batches; {p['vs_ingest']:.2f}x the ingest's speed (load after {p['load_after']})")
     print(f"no-op push        {r['noop_push']['seconds']:.3f} s  ({r['noop_push']['rows']} rows)")
     a = r["append_1mib"]
     print(f"append ~1 MiB     ingest {a['ingest_seconds']:.2f} s, push {a['push_seconds']:.2f} s ({a['rows']:,} rows)")

@@ -238,3 +238,105 @@ def test_created_at_comes_no_later_than_a_threads_first_message(adapter, path: P
             created.setdefault(row.thread_id, offset)
     late = {t: (created[t], first_message[t]) for t in first_message if t in created and created[t] > first_message[t]}
     assert late == {}, late
+
+
+def _named_machine(db_path: Path, machine_id: str) -> None:
+    """Give the archive its push identity now, to choose which machine id sorts first."""
+    db = open_db(db_path)
+    db.execute("INSERT INTO push_machine (id, name, created_at) VALUES (?, ?, '2026-11-30T00:00:00+00:00')",
+               (machine_id, machine_id))  # fmt: skip
+    db.conn.commit()
+    db.conn.close()
+
+
+def _team_forks(url: str) -> dict:
+    """What ownership and lineage decide on the team database, machine ids left out."""
+    from archive.pg import connect
+
+    with connect(url) as conn:
+        q = lambda sql: sorted(tuple(r) for r in conn.execute(sql).fetchall())  # noqa: E731
+        return {
+            "owners": q('SELECT id, thread_id, source_uid, generation, "offset", sub FROM messages'),
+            "occurrences": q('SELECT DISTINCT source_uid, generation, "offset", sub, message_id, thread_id '
+                             "FROM message_occurrences"),  # fmt: skip
+            "lineage": q("SELECT * FROM thread_lineage"),
+            "threads": q("SELECT id, parent_thread_id, origin_message_id, metadata::text FROM threads"),
+            "usage": q("SELECT key, thread_id FROM usage"),
+        }
+
+
+def _local_forks(db) -> dict:
+    uid = dict(db.execute("SELECT id, uid FROM sources").fetchall())
+    q = lambda sql: sorted(tuple(r) for r in db.execute(sql).fetchall())  # noqa: E731
+    return {
+        "owners": sorted((i, t, uid[s], g, o, sub) for i, t, s, g, o, sub in db.execute(
+            "SELECT id, thread_id, source_id, generation, offset, sub FROM messages").fetchall()),  # fmt: skip
+        "occurrences": sorted((uid[s], g, o, sub, m, t) for s, g, o, sub, m, t in db.execute(
+            "SELECT source_id, generation, offset, sub, message_id, thread_id FROM message_occurrences").fetchall()),  # fmt: skip
+        "lineage": q("SELECT * FROM thread_lineage"),
+        "threads": q("SELECT id, parent_thread_id, origin_message_id, metadata FROM threads"),
+        "usage": q("SELECT key, thread_id FROM usage"),
+    }
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+def test_the_team_copy_of_a_shared_message_is_the_originals_whatever_the_push_order(
+    folder: Path, tmp_path: Path, pg_server
+) -> None:
+    """Issue 17's rule on the team database: a message copied into a fork belongs to the
+    thread created first, as in one archive holding both files. Machine F has only the
+    fork's file, machine B both; they push in both orders, and F's id sorts first or last
+    (the thread row comes from the smallest machine id); then one machine that ingests and
+    pushes the fork before its original. Every time the team database ends with the owners,
+    lineage, thread rows and usage threads of the archive that holds both."""
+    import shutil
+
+    from archive.push import push
+    from archive.store import PostgresMessageStore
+    from tests.test_push import pg_dump
+
+    sc = scenario(folder)
+    original, fork = sc["sessions"]
+    files = session_files(folder)
+    fork_file = [f for f in files if fork in f.name]
+    assert len(fork_file) == 1
+    reference = ingest_in_order(tmp_path / "both.db", files)
+    expected = _local_forks(reference)
+    if folder.parent.name.startswith("claude"):  # the history is copied: shared messages
+        assert any(t != original for _i, t, *_k in expected["owners"]) and expected["lineage"]
+    ingest_in_order(tmp_path / "fork.db", fork_file).conn.close()
+    local = SqliteMessageStore(tmp_path / "both.db")
+
+    dumps = {}
+    for fork_id, both_id in (("0" * 32, "f" * 32), ("f" * 32, "0" * 32)):
+        for order in ("fork-first", "both-first"):
+            paths = {}
+            for name, mid in (("fork", fork_id), ("both", both_id)):
+                paths[name] = tmp_path / f"{name}-{fork_id[0]}-{order}.db"
+                shutil.copy(tmp_path / f"{name}.db", paths[name])
+                _named_machine(paths[name], mid)
+            url = pg_server.new_database()
+            for name in (("fork", "both") if order == "fork-first" else ("both", "fork")):
+                push(open_db(paths[name]), url)
+            got = _team_forks(url)
+            assert got == expected, (fork_id[0], order)
+            team = PostgresMessageStore(url)
+            for tid in sc["sessions"]:
+                assert [m.id for m in team.get_messages(tid)] == [m.id for m in local.get_messages(tid)], (tid, order)
+            team.close()
+            dumps[(fork_id, order)] = pg_dump(url)
+        # the same machines give the same tables whatever order they pushed in
+        assert dumps[(fork_id, "fork-first")] == dumps[(fork_id, "both-first")]
+
+    # one machine: the fork ingested and pushed, then its original
+    one = tmp_path / "one.db"
+    url = pg_server.new_database()
+    db = ingest_in_order(one, fork_file)
+    push(db, url)
+    db = ingest_in_order(one, files)
+    push(db, url)
+    assert _team_forks(url) == expected
+    clean = pg_server.new_database()  # as one clean push of that archive
+    push(open_db(one), clean)
+    assert pg_dump(url) == pg_dump(clean)

@@ -10,11 +10,15 @@ Invariants:
   source_uid, generation, offset[, sub])``; canonical rows (``threads``, ``messages``,
   ``blocks``, ``usage``, ``blobs``) on their canonical ids, stored once whatever the number
   of machines that have them.
-* Ownership is the local rule made machine-wide: a message belongs to its smallest key
-  ``(machine_id, source_no, generation, offset, sub)`` (``source_no``: the source's local id,
-  so one machine's order is its archive's order), a usage row to its largest key, a thread
-  row to the smallest machine id that has it. Whatever order machines push in, the tables
-  end the same.
+* Ownership is the local rule made machine-wide: a message belongs to the copy in the
+  thread created first (``messages.thread_created_at``, then the thread id), then to the
+  smallest ``(source_uid, generation, offset, sub, machine_id)`` (p020; before it, the
+  smallest ``(machine_id, source_no, ...)``, which let a fork pushed before its original
+  keep the team copy); a usage row to its largest key, with the thread of its message's
+  owner; a thread row to the smallest machine id that has it, its fork lineage derived on
+  the server (``thread_lineage``). Whatever order machines push in, the tables end the
+  same. A thread's messages are still ordered by their owner's ``(machine_id, source_no,
+  generation, offset, sub)``.
 * JSON columns are ``json`` (the text as the local archive holds it, key order kept), not
   ``jsonb``; PostgreSQL text cannot hold NUL characters, so a NUL in a text column arrives
   as U+FFFD; a block's seed field keeps its exact value in ``blocks.extra``, which the
@@ -384,10 +388,35 @@ SELECT t.id, t.title, t.provider, t.cwd, t.model, t.parent_thread_id, t.origin_m
 FROM threads t;
 """
 
+# Ownership of a shared message follows the local rule (issue 25 after issue 17): the copy in
+# the thread created first, then the thread id, then the smallest (source uid, generation,
+# offset, sub), then machine id. A fork pushed before its original, or from another
+# machine, so gives the team copy to the original's thread. Each occurrence records its
+# thread (local m010); ``thread_lineage`` is derived on the server from the occurrences and
+# their owners, and overlaid on a thread row whose fold names no parent; a fork point a
+# machine could not resolve (its parent's messages were on another machine) is resolved on
+# the server as ``projection.fold_thread`` does (``threads.derived`` says what was laid over). Occurrences pushed before this migration know no thread: every
+# machine's watermarks are cleared, so its next push sends its rows again (upserts: nothing
+# is doubled) and they get their thread and rank.
+P020_25_SHARED_MESSAGE_OWNER = """
+ALTER TABLE message_occurrences ADD COLUMN thread_id text;   -- the thread of this copy (its line's)
+ALTER TABLE messages ADD COLUMN thread_created_at text;      -- the owner thread's createdAt (rank)
+ALTER TABLE threads ADD COLUMN derived text;   -- what the server laid over the fold: 'lineage' or 'origin'
+CREATE INDEX message_occurrences_thread ON message_occurrences(thread_id);
+CREATE TABLE thread_lineage (
+    thread_id text PRIMARY KEY,          -- a fork: its first messages are owned by another thread
+    parent_thread_id text NOT NULL,      -- the thread owning the last inherited message
+    origin_message_id text NOT NULL      -- the fork point: the last inherited message
+);
+DELETE FROM generations;
+DELETE FROM machine_threads;
+"""
+
 # (name, SQL): append only, never edit a released one
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p001_initial", P001_INITIAL),
     ("p010_17_thread_summary_forks", P010_17_THREAD_SUMMARY_FORKS),
+    ("p020_25_shared_message_owner", P020_25_SHARED_MESSAGE_OWNER),
 )
 
 

@@ -70,9 +70,9 @@ class PostgresMessageStore:
                 nul_safe_row("messages", cols, tuple(c[k] for k in cols)),
             )
             cur.execute(
-                'INSERT INTO message_occurrences (machine_id, source_uid, generation, "offset", sub, message_id) '
-                "VALUES (%s, %s, 1, %s, 0, %s)",
-                (self.machine, STORE_UID, offset, nul_free(msg.id)),
+                'INSERT INTO message_occurrences (machine_id, source_uid, generation, "offset", sub, message_id, '
+                "thread_id) VALUES (%s, %s, 1, %s, 0, %s, %s)",
+                (self.machine, STORE_UID, offset, nul_free(msg.id), nul_free(msg.thread_id)),
             )
             rows = []
             for position, block in enumerate(msg.content):
