@@ -86,11 +86,19 @@ _ORDER = 'm.machine_id COLLATE "C", m.source_no, m.generation, m."offset", m.sub
 def _rank(t: str) -> str:
     """The ownership rank of the ``messages`` row ``t`` (the smaller owns): projection's
     ``_before`` made machine-wide. The copy in the thread created first (no createdAt: last),
-    then the thread id, then the smallest line key by source uid, then the machine."""
+    then the thread id, then the smallest line key by source uid, then the machine (a
+    session ``emit`` wrote ranks after the thread it came from: ``_CREATED_RANK``)."""
     return (f'({t}.thread_created_at IS NULL, coalesce({t}.thread_created_at, \'\') COLLATE "C", '
             f'{t}.thread_id COLLATE "C", {t}.source_uid COLLATE "C", {t}.generation, {t}."offset", {t}.sub, '
             f'{t}.machine_id COLLATE "C")')  # fmt: skip
 
+
+# The createdAt a copy ranks by on the server (``messages.thread_created_at``): a session
+# ``emit`` wrote repeats the times of the thread it came from, and ranks after it locally
+# (projection ``_before``), so its createdAt gets a '~', which sorts after the same time and
+# before any later one.
+_CREATED_RANK = ("CASE WHEN json_extract(t.metadata, '$.emittedFrom') IS NOT NULL AND t.created_at IS NOT NULL "
+                 "THEN t.created_at || '~' ELSE t.created_at END")
 
 # A fork's lineage on the server, as projection.resolve_lineage derives it locally: walking
 # the thread's copies in order (machine, then its files' order), the owner of the last copy
@@ -538,7 +546,7 @@ class _Pusher:
                          f"AND m.generation = o.generation AND m.offset = o.offset AND m.sub = o.sub WHERE {where}")  # fmt: skip
                 # with the createdAt of the owner's thread: the rank of this copy on the server
                 ranked = owned.replace("WHERE", "LEFT JOIN threads t ON t.id = m.thread_id WHERE", 1)
-                for r in sq.execute(f"SELECT {msg_cols}, t.created_at {ranked}", key):
+                for r in sq.execute(f"SELECT {msg_cols}, {_CREATED_RANK} {ranked}", key):
                     extra = r[15]
                     if extra is not None and LINE_REF in extra:
                         extra = self._expand_line_refs(extra, r[9], r[10], r[11])

@@ -273,7 +273,8 @@ def _local_forks(db) -> dict:
             "SELECT id, thread_id, source_id, generation, offset, sub FROM messages").fetchall()),  # fmt: skip
         "occurrences": sorted((uid[s], g, o, sub, m, t) for s, g, o, sub, m, t in db.execute(
             "SELECT source_id, generation, offset, sub, message_id, thread_id FROM message_occurrences").fetchall()),  # fmt: skip
-        "lineage": q("SELECT * FROM thread_lineage"),
+        # the server keeps no kind (fork or hand-off): its store reads it from the thread's metadata
+        "lineage": q("SELECT thread_id, parent_thread_id, origin_message_id FROM thread_lineage"),
         "threads": q("SELECT id, parent_thread_id, origin_message_id, metadata FROM threads"),
         "usage": q("SELECT key, thread_id FROM usage"),
     }

@@ -273,3 +273,43 @@ def test_a_handoff_resumed_by_its_client_is_ingested_as_one_conversation(target:
     texts = [b.text for m in got[len(view):] for b in m.content if hasattr(b, "text")]
     assert RESUME_PROMPT in texts and "OK." in texts, texts
     assert store.conn.execute("SELECT kind FROM thread_lineage WHERE thread_id = ?", (new.id,)).fetchone() == ("handoff",)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("rec,target", [pytest.param(CLAUDE_BASH, "codex", id="claude-code->codex"),
+                                        pytest.param(CODEX_EXEC, "claude-code", id="codex->claude-code")])
+def test_the_team_copy_of_a_handed_off_message_is_the_originals(rec: Path, target: str, tmp_path: Path, pg_server) -> None:
+    """On the team database too, a message an installed emit repeats belongs to the thread it
+    was written from, as in one archive holding both (the hand-off repeats its origin's
+    times, so the creation time alone does not decide): a machine that has only the
+    hand-off's file and one that has both push, in both orders, either machine id first."""
+    from archive.pg import connect as pg_connect
+    from archive.pg import queries as pg_queries
+    from archive.push import push
+    from test_forks import _local_forks, _named_machine, _team_forks
+
+    db, _ = archive_of(rec, tmp_path)
+    original = session_id(rec)
+    home = tmp_path / "home"
+    report = install(db, original, target, home, "--cwd", str(tmp_path / "work"))
+    log = _installed_log(report)
+    run("--db", db, "ingest", "-q", str(home))
+    expected = _local_forks(open_db(db).conn)
+    assert {t for _i, t, *_k in expected["owners"]} == {original}
+    only = str(tmp_path / "only.db")
+    run("--db", only, "ingest", "-q", str(log))
+    for first, second in (("0" * 32, "f" * 32), ("f" * 32, "0" * 32)):
+        for order in ("handoff-first", "both-first"):
+            paths = {}
+            for name, src, mid in (("handoff", only, first), ("both", db, second)):
+                paths[name] = tmp_path / f"{name}-{first[0]}-{order}.db"
+                shutil.copy(src, paths[name])
+                _named_machine(paths[name], mid)
+            url = pg_server.new_database()
+            for name in (("handoff", "both") if order == "handoff-first" else ("both", "handoff")):
+                push(open_db(paths[name]), url)
+            got = _team_forks(url)
+            assert got["owners"] == expected["owners"], (first[0], order)
+            assert got["lineage"] == expected["lineage"], (first[0], order)
+            # the server's lineage has no kind column: the team store reads it from emittedFrom
+            assert [r["lineage"] for r in pg_queries.threads(pg_connect(url), ids=[report["target_id"]])] == ["handoff"]
