@@ -546,6 +546,16 @@ def response_row(msg: Message) -> UsageRow | None:
 
 
 
+def image_url(media: str | None, data: str | None, uri: str | None) -> str | None:
+    """An image as a URL a target writes: base64 data as a ``data:`` URL, else a ``data:``
+    or http(s) URI; None when there is neither."""
+    if data:
+        return f"data:{media or 'image/png'};base64,{data}"
+    if uri and uri.startswith(("data:", "https://", "http://")):
+        return uri
+    return None
+
+
 def nonempty_str(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else None (vendor fields of any shape)."""
     return value if isinstance(value, str) and value else None

@@ -27,6 +27,7 @@ from ..base import (
     MessageStream,
     EmitOptions,
     command,
+    image_url,
     EmitResult,
     emitted_response,
     mark_record,
@@ -90,15 +91,6 @@ def _has_image(output: Any) -> bool:
         isinstance(i, dict) and (i.get("type") in ("input_image", "image") or isinstance(i.get("attachment"), int))
         for i in output
     )
-
-
-def _image_url(media: str | None, data: str | None, uri: str | None) -> str | None:
-    """An image as the ``image_url`` of an ``input_image``: base64 data as a data: URL."""
-    if data:
-        return f"data:{media or 'image/png'};base64,{data}"
-    if uri and uri.startswith(("data:", "https://", "http://")):
-        return uri
-    return None
 
 
 class _Emitter:
@@ -395,13 +387,13 @@ class _Emitter:
                     items.append({"type": "input_text", "text": f"[attachment {att.media_type or ''}]".replace(" ]", "]")})
                     self.count("tool_result: non-image attachment written as text")
                     continue
-                url = _image_url(att.media_type, att.data, att.uri)
+                url = image_url(att.media_type, att.data, att.uri)
             elif t == "input_image" and isinstance(item.get("image_url"), str):
                 items.append(dict(item))
                 continue
             elif t == "image":
                 src = item.get("source") if isinstance(item.get("source"), dict) else {}
-                url = _image_url(src.get("media_type"), src.get("data") if src.get("type") == "base64" else None, src.get("url"))
+                url = image_url(src.get("media_type"), src.get("data") if src.get("type") == "base64" else None, src.get("url"))
             elif t in ("text", "input_text", "output_text") and isinstance(item.get("text"), str):
                 items.append({"type": "input_text", "text": item["text"]})
                 continue

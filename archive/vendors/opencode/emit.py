@@ -38,7 +38,7 @@ from ...model import (
     ToolResult,
     Usage,
 )
-from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command
+from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command, image_url
 from .parse import NAME
 
 CLIENT_VERSION = "1.18.33"
@@ -257,14 +257,6 @@ def _result_files(msg: Message, b: ToolResult) -> list[Attachment]:
     return [a for a in msg.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id]
 
 
-def _data_url(media: str | None, data: str | None, uri: str | None) -> str | None:
-    if data:
-        return f"data:{media or 'image/png'};base64,{data}"
-    if uri and uri.startswith(("data:", "https://", "http://")):
-        return uri
-    return None
-
-
 def _image_output(output: Any, atts: list[Attachment], result: EmitResult) -> tuple[str, list[dict[str, Any]]] | None:
     """A tool output list that holds images, as OpenCode keeps one: the text items joined as
     ``state.output``, each image a ``file`` part (a data: URL) in ``state.attachments``,
@@ -286,14 +278,14 @@ def _image_output(output: Any, atts: list[Attachment], result: EmitResult) -> tu
             if att is None:
                 result.count("tool result: image placeholder without its attachment dropped")
                 continue
-            mime, url = att.media_type or "image/png", _data_url(att.media_type, att.data, att.uri)
+            mime, url = att.media_type or "image/png", image_url(att.media_type, att.data, att.uri)
         elif t == "input_image" and isinstance(item.get("image_url"), str):  # Codex
             url = item["image_url"]
             mime = url[5:].split(";", 1)[0] if url.startswith("data:") else "image/png"
         elif t == "image" and isinstance(item.get("source"), dict):  # a Claude image block kept inline
             src = item["source"]
             mime = src.get("media_type") or "image/png"
-            url = _data_url(mime, src.get("data"), src.get("url"))
+            url = image_url(mime, src.get("data"), src.get("url"))
         elif isinstance(item.get("text"), str):
             texts.append(item["text"])
             continue
