@@ -93,7 +93,9 @@ def test_forget_writes_a_new_generation_that_a_later_ingest_continues_without_th
             "content": [{"type": "text", "text": f"again: {aws_line} and {gh}"}]}  # fmt: skip
     with f.open("ab") as fh:
         fh.write(orjson.dumps(more) + b"\n")
-    run("--db", str(db_path), "ingest", "-q", str(home))
+    out, _err = run("--db", str(db_path), "ingest", "--json", str(home))
+    # said, not silent: the line's stored bytes differ from the file's
+    assert [w for w in json.loads(out)["warnings"] if "masked" in w] == [f"{f}: 1 line(s) stored with a value `forget` removed masked"]
     db = open_db(db_path)
     assert _generations(db) == [(sid, new_gen)]  # continued, not read again from 0
     text = db.execute("SELECT b.text FROM blocks b WHERE b.message_id = "
