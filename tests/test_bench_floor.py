@@ -1,0 +1,87 @@
+"""Smoke test of scripts/bench_floor.py on a 2 MB corpus: the floor copy holds every row the
+ingest wrote (checked here from the files, not only by the script), the producer reads the
+corpus's line files, and the report has its rows."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], check=True, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def counts(db: Path) -> dict[str, int]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    names = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'blocks_fts%'"
+    )]  # fmt: skip
+    out = {n: conn.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
+    out["fts rows"] = conn.execute("SELECT count(*) FROM blocks_fts_docsize").fetchone()[0]
+    conn.close()
+    return out
+
+
+def test_floor_copy_and_report(tmp_path):
+    corpus = tmp_path / "corpus"
+    run(str(SCRIPTS / "gen_corpus.py"), str(corpus), "--size", "2MB")
+    # the floor child on an ingest of the corpus: same rows in every table, every block indexed
+    db = tmp_path / "ingest.db"
+    run(str(SCRIPTS / "bench.py"), "--_ingest", str(db), str(corpus))
+    ingested = counts(db)
+    assert ingested["blocks"] > 100 and ingested["messages"] > 100 and ingested["source_lines"] > 100
+    floor = json.loads(run(str(SCRIPTS / "bench_floor.py"), "--_floor", str(db), str(tmp_path / "floor.db")).stdout)
+    copied = counts(tmp_path / "floor.db")
+    assert copied == ingested
+    assert copied["fts rows"] == copied["blocks"]
+    assert floor["seconds"] > 0 and "blocks_fts (rebuilt)" in floor["phases"]
+    # the whole bench, without the peer (it would install from PyPI)
+    out = run(str(SCRIPTS / "bench_floor.py"), "--corpus", str(corpus), "--rounds", "1", "--no-peers", "--json")
+    report, _, rounds_json = out.stdout.partition("\n[")
+    (r,) = json.loads("[" + rounds_json)
+    lines_bytes = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".log"))
+    assert 0 < r["producer"]["bytes"] <= sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
+    assert r["producer"]["bytes"] >= 0.5 * lines_bytes
+    assert r["producer"]["pickled_bytes"] > 0
+    assert set(r["producer"]["phases"]) == {"adapters", "rows", "zstd", "secret scan", "pickle"}
+    assert r["ingest"]["process_seconds"] > 0 and r["floor"]["seconds"] > 0
+    assert not r["agentsview"]["ok"]
+    for row in ("first ingest", "SQLite floor", "producer"):
+        assert f"| {row}" in report
+    assert "agentsview sync" not in report  # no peer, no ratio to it
+
+
+def test_verify_copy_refuses_a_short_copy(tmp_path):
+    """The floor's own check can fail: a table copied short, or a block left out of the index."""
+    import importlib.util
+
+    import pytest
+
+    spec = importlib.util.spec_from_file_location("bench_floor", SCRIPTS / "bench_floor.py")
+    assert spec is not None and spec.loader is not None
+    bench_floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_floor)
+    src = sqlite3.connect(tmp_path / "src.db")
+    src.execute("CREATE TABLE blocks (id INTEGER PRIMARY KEY, text TEXT)")
+    src.executemany("INSERT INTO blocks (text) VALUES (?)", [("a",), ("b",), ("c",)])
+    src.commit()
+    src.close()
+    conn = sqlite3.connect(tmp_path / "dst.db", isolation_level=None)
+    conn.execute("CREATE TABLE blocks (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.execute("CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='blocks', content_rowid='id')")
+    conn.execute("ATTACH ? AS o", (str(tmp_path / "src.db"),))
+    conn.execute("INSERT INTO main.blocks SELECT * FROM o.blocks WHERE id < 3")
+    with pytest.raises(SystemExit, match="floor copy of blocks: 2 rows, the ingest wrote 3"):
+        bench_floor.verify_copy(conn, ["blocks"], ["blocks_fts"])
+    conn.execute("INSERT INTO main.blocks SELECT * FROM o.blocks WHERE id = 3")
+    with pytest.raises(SystemExit, match="blocks_fts indexes 0 rows of 3 blocks"):
+        bench_floor.verify_copy(conn, ["blocks"], ["blocks_fts"])
+    conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('rebuild')")
+    bench_floor.verify_copy(conn, ["blocks"], ["blocks_fts"])  # whole: no error
