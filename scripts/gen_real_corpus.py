@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A corpus of replicated real session files, for benchmarks (issue 24).
+
+The real files are the test fixtures laid out as each vendor lays them out
+(tests/vendor_home.py: Claude Code, Codex, clm, and the sessions recorded from Gemini CLI,
+Qwen Code, pi, Copilot CLI). Copy ``k`` of each file has every UUID in its bytes and its
+path replaced by another UUID derived from (UUID, k), the same length, so each copy is a
+session of its own (its own source, thread and message ids: nothing is deduplicated
+across copies) and every line still parses exactly as the original did. Copies are added
+until the corpus reaches ``--size``. OpenCode's database is left out (one database per
+home: its sessions are not files to copy).
+
+    python scripts/gen_real_corpus.py /tmp/corpus-real-300m --size 300MB
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+from vendor_home import build_home  # noqa: E402
+
+UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _variant(u: bytes, k: int) -> bytes:
+    h = hashlib.sha256(u.lower() + b"/%d" % k).hexdigest().encode()
+    out, i = bytearray(), 0
+    for c in u:  # same shape: dashes where they were, hex elsewhere, case kept
+        if c == 0x2D:
+            out.append(c)
+        else:
+            d = h[i]
+            out.append(d - 32 if 0x41 <= c <= 0x46 and d >= 0x61 else d)
+            i += 1
+    return bytes(out)
+
+
+def replicate(data: bytes, k: int) -> bytes:
+    return data if k == 0 else UUID.sub(lambda m: _variant(m.group(0), k), data)
+
+
+def parse_size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(float(t[:-1] if mult > 1 else t) * mult)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--size", default="300MB")
+    args = ap.parse_args()
+    target = parse_size(args.size)
+    if args.out_dir.exists():
+        raise SystemExit(f"{args.out_dir} exists")
+    with tempfile.TemporaryDirectory() as d:
+        base = Path(d) / "home"
+        build_home(base)
+        files = sorted(p for p in base.rglob("*") if p.is_file() and "opencode" not in p.parts)
+        originals = [(p.relative_to(base), p.read_bytes()) for p in files]
+    total, k = 0, 0
+    while total < target:
+        for rel, data in originals:
+            path = args.out_dir / replicate(str(rel).encode(), k).decode()
+            if k and path.exists():  # a name without a UUID: copy k beside it, named so that
+                # the vendor's own pattern (rollout-*.jsonl, session-*.json, agent-*.jsonl) still finds it
+                stem, dot, ext = path.name.partition(".")
+                path = path.with_name(f"{stem}-r{k}{dot}{ext}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(replicate(data, k))
+            total += len(data)
+        k += 1
+    print(f"wrote {total / 1e6:.1f} MB: {k} copies of {len(originals)} real files", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
