@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,27 +214,23 @@ def _strings(line: bytes) -> list[str]:
     return out
 
 
-def incoming_masker(conn: sqlite3.Connection, source_id: int | None) -> Callable[[bytes], bytes] | None:
-    """For a source something was forgotten from: a function giving a line read from its
-    file with every forgotten value masked as ``forget`` masked it (same length), found by
-    the scan and recognised by its sha256; None for every other source (no cost)."""
-    if source_id is None:
-        return None
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forgotten_values'").fetchone():
-        return None
-    hashes = dict(conn.execute(
-        "SELECT value_sha256, rule FROM forgotten_values WHERE source_id = ?", (source_id,)
-    ).fetchall())  # fmt: skip
-    if not hashes:
-        return None
+class IncomingMasker:
+    """A line read from a source's file with every value forgotten from that source masked
+    as ``forget`` masked it (same length), found by the scan and recognised by its sha256;
+    ``lines_masked`` counts the lines it changed (the run says so: their stored bytes differ
+    from the file's)."""
 
-    def mask(line: bytes) -> bytes:
+    def __init__(self, hashes: dict[str, str]) -> None:
+        self.hashes = hashes
+        self.lines_masked = 0
+
+    def __call__(self, line: bytes) -> bytes:
         texts = _strings(line)
         values: dict[str, str] = {}
         for text, hits in zip(texts, secrets.find_many(texts)):
             for h in hits:
                 v = text[h.start : h.end]
-                rule = hashes.get(secrets.sha(v))
+                rule = self.hashes.get(secrets.sha(v))
                 if rule is not None:
                     values[v] = rule
         if not values:
@@ -243,9 +238,20 @@ def incoming_masker(conn: sqlite3.Connection, source_id: int | None) -> Callable
         forms = _forms(values)
         masked = _pattern(forms).sub(lambda m: forms[m.group(0)], line)
         assert len(masked) == len(line)
+        self.lines_masked += 1
         return masked
 
-    return mask
+
+def incoming_masker(conn: sqlite3.Connection, source_id: int | None) -> IncomingMasker | None:
+    """The masker of a source something was forgotten from; None for every other source (no cost)."""
+    if source_id is None:
+        return None
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forgotten_values'").fetchone():
+        return None
+    hashes = dict(conn.execute(
+        "SELECT value_sha256, rule FROM forgotten_values WHERE source_id = ?", (source_id,)
+    ).fetchall())  # fmt: skip
+    return IncomingMasker(hashes) if hashes else None
 
 
 def _left_in_projection(conn: sqlite3.Connection, values: dict[str, str]) -> list[str]:

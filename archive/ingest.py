@@ -1007,7 +1007,6 @@ class Engine:
         changed = self._terminate_idle_tail(gen, path)
         mask = forget.incoming_masker(self.conn, gen.source_id)  # values forgotten from this source stay out
         self._masking = gen if mask is not None else None
-        n_masked = 0  # lines stored with a forgotten value masked: said in the run's warnings
         with _open_stream(path) as f:
             _seek(f, gen.end_offset)
             reader = _LineReader(f, gen.end_offset, path, self.max_line)
@@ -1020,13 +1019,9 @@ class Engine:
                     changed = True
                     continue
                 assert type(line) is bytes
-                if mask is None:
-                    batch.append((offset, line, 1, feed(parser, offset, line)))
-                else:
-                    masked = mask(line)
-                    n_masked += masked is not line
-                    line = masked
-                    batch.append((offset, line, 1, feed(parser, offset, line)))
+                if mask is not None:
+                    line = mask(line)
+                batch.append((offset, line, 1, feed(parser, offset, line)))
                 batch_bytes += len(line) + 1
                 if len(batch) >= self.options.batch_lines or batch_bytes >= self.options.batch_bytes:
                     self._write(gen, parser, batch, path, st, final=False)
@@ -1047,15 +1042,11 @@ class Engine:
             assert type(tail) is bytes
             pending = len(tail)
             if tail and idle and _parses(tail):
-                if mask is None:
-                    batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
-                else:
-                    masked = mask(tail)
-                    n_masked += masked is not tail
-                    batch.append((reader.offset, masked, 0, self._feed(parser, reader.offset, masked)))
+                tail = tail if mask is None else mask(tail)
+                batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
                 pending = 0
-        if n_masked:  # the stored bytes differ from the file's there: never silently
-            self.summary.warnings.append(f"{path}: {n_masked} line(s) stored with a value `forget` removed masked")
+        if mask is not None and mask.lines_masked:  # the stored bytes differ from the file's: never silently
+            self.summary.warnings.append(f"{path}: {mask.lines_masked} line(s) stored with a value `forget` removed masked")
         if batch or gen.source_id is None or changed:
             self._write(gen, parser, batch, path, st, final=True, pending=pending)
             changed = True
