@@ -1046,7 +1046,7 @@ class Engine:
                 batch.append((reader.offset, tail, 0, self._feed(parser, reader.offset, tail)))
                 pending = 0
         if mask is not None and mask.lines_masked:  # the stored bytes differ from the file's: never silently
-            self.summary.warnings.append(f"{path}: {mask.lines_masked} line(s) stored with a value `forget` removed masked")
+            self.summary.warnings.append(f"{path}: {mask.lines_masked} line(s) held a value `forget` removed: stored masked, so they differ from the file")
         if batch or gen.source_id is None or changed:
             self._write(gen, parser, batch, path, st, final=True, pending=pending)
             changed = True

@@ -95,7 +95,7 @@ def test_forget_writes_a_new_generation_that_a_later_ingest_continues_without_th
         fh.write(orjson.dumps(more) + b"\n")
     out, _err = run("--db", str(db_path), "ingest", "--json", str(home))
     # said, not silent: the line's stored bytes differ from the file's
-    assert [w for w in json.loads(out)["warnings"] if "masked" in w] == [f"{f}: 1 line(s) stored with a value `forget` removed masked"]
+    assert [w for w in json.loads(out)["warnings"] if "masked" in w] == [f"{f}: 1 line(s) held a value `forget` removed: stored masked, so they differ from the file"]
     db = open_db(db_path)
     assert _generations(db) == [(sid, new_gen)]  # continued, not read again from 0
     text = db.execute("SELECT b.text FROM blocks b WHERE b.message_id = "
