@@ -25,10 +25,15 @@ Invariants:
   key order (no lock-order deadlock between two batches) and a deadlock or serialization
   failure retries the batch. Two pushes of one machine are serialised by an advisory lock.
 * A message copied into several threads (a fork's inherited history) belongs to the copy in
-  the thread created first, whoever pushed which copy first (``_rank``); its usage rows
-  follow it, and the threads holding its copies get their ``thread_lineage`` derived on
-  the server at the end of the push, laid over their rows (``_send_lineage``): a machine
-  sends its thread rows without what its own lineage added (it may lack the original).
+  the thread created first, whoever pushed which copy first (``_rank``). Each batch records
+  the threads it wrote in ``unsettled_threads``; at the end of the push, under one
+  server-wide lock, when every batch of it has committed (``_settle``), the usage rows of
+  such messages follow their owner and the threads holding their copies get their
+  ``thread_lineage`` derived, laid over their rows (``_send_lineage``). A batch cannot do
+  it: the copies and the message may come in two batches of one push, written at once, or
+  from two machines. A push killed before its end leaves its threads unsettled for the
+  next. A machine sends its thread rows without what its own lineage added (it may lack
+  the original).
 * A ``rebuild`` since the last push re-derives rows under unchanged keys: the machine's
   watermarks and line-keyed rows on the server are reset and everything is sent again.
   (Canonical rows that a rebuild no longer produces stay on the server.)
@@ -259,7 +264,6 @@ class _Pusher:
         self.reader = LineReader(self.sq)
         self.codec = Codec()
         self.lock = threading.Lock()  # the summary, from the writer threads
-        self.lineage: set[str] = set()  # threads holding copies of a message shared between threads
         self.local = threading.local()  # per writer: whether this transaction replaces NULs
         if options.redact and options.with_sources:
             raise PushError("--redact cannot send the source layer (its lines go byte for byte): leave out --with-sources")
@@ -633,13 +637,19 @@ class _Pusher:
         """One batch in one server transaction, its watermarks with it."""
         mid = self.machine_id
         src_rows = rows["sources"]
-        touched: set[str] = set()  # threads whose fork lineage may have changed
+        threads = {r[1] for r in rows["messages"]} | {r[6] for r in rows["message_occurrences"]}
 
         def work(cur: Any) -> None:
-            touched.clear()
+            unsettled = set(threads)
             for uid in store_uids:  # sent whole: facts it rewrote must not linger
-                for table in ("thread_facts", "message_occurrences"):
-                    cur.execute(f"DELETE FROM {table} WHERE machine_id = %s AND source_uid = %s", (mid, uid))
+                cur.execute("DELETE FROM thread_facts WHERE machine_id = %s AND source_uid = %s", (mid, uid))
+                unsettled.update(r[0] for r in cur.execute(
+                    "DELETE FROM message_occurrences WHERE machine_id = %s AND source_uid = %s RETURNING thread_id",
+                    (mid, uid)))  # fmt: skip
+            unsettled.discard(None)
+            if unsettled:  # in key order, as every shared row (no lock-order deadlock)
+                cur.executemany("INSERT INTO unsettled_threads VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                                [(mid, t) for t in sorted(unsettled)])  # fmt: skip
             self._upsert(cur, "sources", ("machine_id", "uid", "source_no", "provider", "kind", "current_generation",
                                           "first_path", "last_path"), ("machine_id", "uid"), src_rows)  # fmt: skip
             self._upsert(cur, "message_occurrences", (*_KEY5, "message_id", "thread_id"), _KEY5,
@@ -652,7 +662,6 @@ class _Pusher:
             self._upsert(cur, "usage", (*_USAGE_COLS, "machine_id", "source_uid", "source_no", "generation", "offset"),
                          ("key",), rows["usage"], where=f"WHERE {own} >= "
                          '(usage.machine_id COLLATE "C", usage.source_no, usage.generation, usage."offset")')  # fmt: skip
-            self._rehome(cur, rows, touched)
             k4 = ("machine_id", "source_uid", "generation", "offset")
             self._upsert(cur, "source_lines", (*k4, "length", "terminated", "data"), k4, rows["source_lines"])
             gcols = ("machine_id", "source_uid", "generation", "end_offset", "line_count", "last_line_offset",
@@ -667,7 +676,6 @@ class _Pusher:
 
         self._tx(work, conn)
         with self.lock:
-            self.lineage |= touched
             for table, r in rows.items():
                 self.summary.count(table, len(r))
             self.summary.generations += len(batch)
@@ -704,29 +712,36 @@ class _Pusher:
                 "FROM _s_blocks s JOIN _owned o ON o.id = s.message_id ORDER BY s.message_id, s.position"
             )
 
-    def _rehome(self, cur: Any, rows: dict[str, list[tuple[Any, ...]]], touched: set[str]) -> None:
-        """After a batch's messages and usage: a message whose copies are in several threads
-        (a fork's inherited history) may have changed owner; its usage rows follow the
-        owner's thread (as locally) and the threads holding its copies go to ``touched``."""
-        found = []
-        if rows["message_occurrences"]:
-            found.append("SELECT s.message_id FROM _s_message_occurrences s JOIN messages m ON m.id = s.message_id "
-                         "WHERE m.thread_id IS DISTINCT FROM s.thread_id")  # fmt: skip
-        if rows["messages"]:
-            found.append("SELECT id FROM _owned WHERE NOT inserted")
-        if not found:
-            return
+    def _settle(self, cur: Any) -> list[str]:
+        """The threads whose lineage this machine's pushes may have changed (its
+        ``unsettled_threads``, taken), with the usage rows of their shared messages moved
+        to the messages' owners (as locally). Run once every batch has committed, under the
+        lineage lock, so it sees the rows of every batch and of every machine that finished
+        before it; a machine finishing later settles what its own rows changed."""
+        sent = sorted(r[0] for r in cur.execute(
+            "DELETE FROM unsettled_threads WHERE machine_id = %s RETURNING thread_id", (self.machine_id,)))  # fmt: skip
+        if not sent:
+            return []
+        # messages copied into a thread they do not belong to, on either side of this push's threads
         cur.execute("CREATE TEMP TABLE IF NOT EXISTS _shared (id text)")
         cur.execute("TRUNCATE _shared")
-        cur.execute(f"INSERT INTO _shared {' UNION '.join(found)}")
+        cur.execute(
+            "INSERT INTO _shared SELECT o.message_id FROM message_occurrences o JOIN messages m ON m.id = o.message_id "
+            "WHERE o.thread_id = ANY(%(t)s) AND o.thread_id IS DISTINCT FROM m.thread_id "
+            "UNION SELECT m.id FROM messages m JOIN message_occurrences o ON o.message_id = m.id "
+            "WHERE m.thread_id = ANY(%(t)s) AND o.thread_id IS DISTINCT FROM m.thread_id",
+            {"t": sent},
+        )
         cur.execute(
             "UPDATE usage u SET thread_id = m.thread_id FROM _shared s JOIN messages m ON m.id = s.id "
             "WHERE u.message_id = s.id AND u.thread_id IS DISTINCT FROM m.thread_id"
         )
-        touched.update(r[0] for r in cur.execute(
-            "SELECT DISTINCT o.thread_id FROM message_occurrences o JOIN _shared s ON s.id = o.message_id "
-            "WHERE o.thread_id IS NOT NULL"
-        ))  # fmt: skip
+        # every thread holding a copy, and those of this push that had a lineage (it may be gone)
+        return sorted({r[0] for r in cur.execute(
+            "SELECT o.thread_id FROM message_occurrences o JOIN _shared s ON s.id = o.message_id "
+            "WHERE o.thread_id IS NOT NULL UNION SELECT thread_id FROM thread_lineage WHERE thread_id = ANY(%s)",
+            (sent,),
+        )})  # fmt: skip
 
     def _send_lineage(self, cur: Any, sent: set[str]) -> None:
         """``thread_lineage`` of the threads this push touched, laid over the rows of those
@@ -734,11 +749,11 @@ class _Pusher:
         unknown, as ``projection.fold_thread`` does locally: a fold naming no parent takes its
         lineage's; a fork point named by a byte offset (``forkedFromOffset``) or a spawning
         call (``spawnCallId``) is looked up among every machine's messages."""
-        threads = sorted(self.lineage)
-        if not threads and not sent:
-            return
         # one machine at a time, so the last push to finish sees every machine's copies
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sesh-archive:lineage:{self.options.schema}",))
+        threads = self._settle(cur)
+        if not threads and not sent:
+            return
         if threads:
             cur.execute("DELETE FROM thread_lineage WHERE thread_id = ANY(%s)", (threads,))
             cur.execute(_LINEAGE, {"threads": threads})
@@ -822,6 +837,9 @@ class _Pusher:
         server is the smallest machine id's fold of it."""
         mid = self.machine_id
         remote = dict(self.pg.execute("SELECT thread_id, digest FROM machine_threads WHERE machine_id = %s", (mid,)))
+        # threads a push killed before its end wrote and did not settle
+        unsettled = self.pg.execute("SELECT EXISTS (SELECT 1 FROM unsettled_threads WHERE machine_id = %s)",
+                                    (mid,)).fetchone()[0]  # fmt: skip
         self.pg.commit()
         rows, digests = [], []
         lineage = _local_lineage(self.sq)
@@ -841,7 +859,7 @@ class _Pusher:
             if self.summary.sent or rows:
                 cur.execute("UPDATE machines SET last_push_at = now() WHERE id = %s", (mid,))
 
-        if rows or self.summary.sent:
+        if rows or self.summary.sent or unsettled:
             self._tx(work)
         self.summary.count("threads", len(rows))
 

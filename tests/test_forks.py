@@ -341,3 +341,39 @@ def test_the_team_copy_of_a_shared_message_is_the_originals_whatever_the_push_or
     clean = pg_server.new_database()  # as one clean push of that archive
     push(open_db(one), clean)
     assert pg_dump(url) == pg_dump(clean)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("folder", FORKS, ids=lambda f: f.parent.name)
+def test_a_fork_and_its_original_in_batches_written_at_once(folder: Path, tmp_path: Path, pg_server, monkeypatch) -> None:
+    """One push, a batch per file, the batches written at once by several connections: the
+    copies of a message may commit before the message or beside it, so no batch sees both.
+    The team database still ends with the owners, lineage and usage threads of the archive,
+    and so does a push killed once every batch had committed, then run again."""
+    import archive.push as push_module
+    from archive.push import push
+    from tests.test_push import pg_dump
+
+    db = ingest_in_order(tmp_path / "both.db", session_files(folder))
+    expected = _local_forks(db)
+    one_batch = pg_server.new_database()
+    push(db, one_batch)
+    monkeypatch.setattr(push_module, "BATCH_BYTES", 4000)  # a batch per 4 kB of a file
+    for _ in range(3):  # which batch commits first varies from run to run
+        url = pg_server.new_database()
+        push(db, url)
+        assert _team_forks(url) == expected
+        assert pg_dump(url) == pg_dump(one_batch)
+
+    def killed(self) -> None:
+        raise KeyboardInterrupt  # as a SIGKILL after the last batch committed
+
+    url = pg_server.new_database()
+    with monkeypatch.context() as m:
+        m.setattr(push_module._Pusher, "_send_threads", killed)
+        with pytest.raises(KeyboardInterrupt):
+            push(db, url)
+    again = push(db, url)  # every batch had landed: the rerun sends the thread rows and settles
+    assert again.generations == 0 and set(again.rows) == {"threads"}
+    assert _team_forks(url) == expected
+    assert pg_dump(url) == pg_dump(one_batch)

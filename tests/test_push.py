@@ -333,6 +333,9 @@ def test_concurrent_pushes_of_two_machines(tmp_path, monkeypatch, pg_url, pg_ser
     push(open_db(b), one_by_one)
     push(open_db(a), one_by_one)
     assert pg_dump(pg_url) == pg_dump(one_by_one)
+    # and both hold the forks' lineage of A (B has none), whichever batch landed first
+    local = sorted(open_db(a).execute("SELECT thread_id, parent_thread_id, origin_message_id FROM thread_lineage"))
+    assert local and sorted(pg_dump(pg_url)["thread_lineage"]) == local
 
 
 def test_cli_push_then_threads_show_stats_search_on_the_team_database(tmp_path, monkeypatch, pg_url):

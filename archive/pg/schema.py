@@ -412,11 +412,25 @@ DELETE FROM generations;
 DELETE FROM machine_threads;
 """
 
+# The threads a push wrote messages or copies of, recorded with each batch and settled at
+# the push's end, when the usage rows of their shared messages follow the owner and their
+# lineage is derived. A batch cannot do it: the message and its copies may be written at
+# once by two batches or two machines, neither seeing the other's rows. A push killed
+# before its end leaves them here for its next push to settle.
+P030_UNSETTLED_THREADS = """
+CREATE TABLE unsettled_threads (
+    machine_id text NOT NULL,
+    thread_id text NOT NULL,
+    PRIMARY KEY (machine_id, thread_id)
+);
+"""
+
 # (name, SQL): append only, never edit a released one
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p001_initial", P001_INITIAL),
     ("p010_17_thread_summary_forks", P010_17_THREAD_SUMMARY_FORKS),
     ("p020_25_shared_message_owner", P020_25_SHARED_MESSAGE_OWNER),
+    ("p030_unsettled_threads", P030_UNSETTLED_THREADS),
 )
 
 
