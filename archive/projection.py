@@ -29,6 +29,7 @@ import base64
 import binascii
 import dataclasses
 import hashlib
+import re
 import sqlite3
 from typing import Any
 
@@ -361,6 +362,19 @@ def block_from_row(row: sqlite3.Row | dict[str, Any], blob_data: bytes | None) -
     return block_from_dict(d)
 
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _blob_named(block: Block) -> str | None:
+    """The blob an attachment without bytes names by ``extra.blobSha256``: bytes a vendor
+    stores once on a line of their own (Copilot's ``session.binary_asset``), which may be
+    read before or after the attachment's line. Reading the block gives it the bytes."""
+    if not isinstance(block, Attachment) or block.data is not None or not block.extra:
+        return None
+    sha = block.extra.get("blobSha256")
+    return sha if isinstance(sha, str) and _SHA256_HEX.fullmatch(sha) else None
+
+
 def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
     if not isinstance(block, Attachment) or block.data is None:
         return None
@@ -634,7 +648,7 @@ class Projector:
             out = blocks[msg.id] = []
             for position, block in enumerate(msg.content):
                 blob = _blob_of(block)
-                sha = self.put_blob(*blob) if blob else None
+                sha = self.put_blob(*blob) if blob else _blob_named(block)
                 r = block_row(msg.id, position, block, sha)
                 out.append(tuple(r[c] for c in _BLOCK_COL_NAMES))
         self._owned |= set(rows)

@@ -75,7 +75,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     assert missing == set()
 
 
-@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "canonical"])
+@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "canonical"])
 def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_path, target):
     from archive.emit import load_thread
 

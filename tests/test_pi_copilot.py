@@ -189,3 +189,64 @@ def test_copilot_subagent_events_go_to_a_child_thread() -> None:
     facts = [r for r in rows if isinstance(r, ThreadFact)]
     assert [(f.thread_id, f.fields["parentThreadId"], f.fields["agentId"]) for f in facts] == [(f"{sid}/agent-a1", sid, "a1")]
     assert [r.message.thread_id for r in rows if isinstance(r, MessageRow)] == [f"{sid}/agent-a1"] * 2 + [sid]
+
+
+def _events(files) -> list[dict]:
+    (rel,) = [r for r in files if r.endswith("events.jsonl")]
+    return [json.loads(line) for line in files[rel].decode().splitlines()]
+
+
+def test_copilot_view_of_a_png_keeps_the_image_and_emits_it_back(tmp_path: Path) -> None:
+    """1.0.102 writes a tool's image once, base64, in a session.binary_asset event, and the
+    tool.execution_complete after it names it in binaryResultsForLlm: the archive stores the
+    bytes as a blob, gives the result its image (Claude Code's shape), and an emit to Copilot
+    writes them back the same way, from Copilot's session or from Claude Code's."""
+    import base64
+
+    from archive.emit import emit_thread
+    from archive.model import Attachment, ToolResult
+    from tests.clients.scenarios import PNG_B64
+
+    png = base64.b64decode(PNG_B64)
+    sha = hashlib.sha256(png).hexdigest()
+    home = tmp_path / "copilot"
+    copy_tree(COPILOT / "image", home)
+    db, summary = ingest_env(tmp_path, {"COPILOT_HOME": str(home)})
+    assert not summary.reports.get("unknown") and not summary.reports.get("invalid")
+    assert db.execute("SELECT sha256, media_type, data FROM blobs").fetchall() == [(sha, "image/png", png)]
+    (thread,) = load_threads(db.conn, "provider = 'copilot'")
+    (viewed,) = [m for m in load_messages(db.conn, "m.thread_id = ?", (thread.id,))
+                 if any(isinstance(b, Attachment) for b in m.content)]  # fmt: skip
+    result, image = viewed.content
+    assert isinstance(result, ToolResult) and isinstance(image, Attachment)
+    assert result.output == [{"type": "text", "text": "Viewed image file successfully."}, {"type": "image", "attachment": 0}]
+    assert (image.media_type, image.data, image.extra["callId"]) == ("image/png", PNG_B64, result.call_id)
+
+    def asset_and_result(events: list[dict]) -> tuple[dict, dict]:
+        (i,) = [k for k, e in enumerate(events) if e["type"] == "session.binary_asset"]
+        assert events[i + 1]["type"] == "tool.execution_complete"  # the asset just before its result
+        return events[i]["data"], events[i + 1]["data"]["result"]
+
+    # back to Copilot, built from the model: the asset and its reference as Copilot wrote them
+    asset, res = asset_and_result(_events(emit_thread(db, thread.id, "copilot", exact=False).files))
+    assert asset == {"assetId": f"sha256:{sha}", "type": "image", "mimeType": "image/png", "byteLength": len(png),
+                     "data": PNG_B64, "description": image.extra["description"]}  # fmt: skip
+    assert res["content"] == "Viewed image file successfully."
+    assert res["binaryResultsForLlm"] == [{"type": "image", "assetId": f"sha256:{sha}", "mimeType": "image/png",
+                                           "byteLength": len(png), "description": image.extra["description"]}]  # fmt: skip
+    # to Claude Code: an image block inside the tool_result
+    claude = emit_thread(db, thread.id, "claude-code", exact=False).files
+    (rel,) = [r for r in claude if r.endswith(".jsonl")]
+    sent = [c for line in claude[rel].decode().splitlines() for b in (json.loads(line).get("message") or {}).get("content") or []
+            if isinstance(b, dict) and b.get("type") == "tool_result" for c in (b.get("content") or [])
+            if isinstance(c, dict) and c.get("type") == "image"]  # fmt: skip
+    assert [c["source"]["data"] for c in sent] == [PNG_B64]
+    # Claude Code's image Read, emitted to Copilot: the bytes as an asset, no text
+    claude_home = tmp_path / "claude"
+    copy_tree(RECORDED / "claude-code-2.1.197" / "image", claude_home)
+    ingest_paths(db, [claude_home], IngestOptions(idle_seconds=10**9))
+    (cc,) = load_threads(db.conn, "provider = 'claude-code'")
+    out = emit_thread(db, cc.id, "copilot", exact=False)
+    asset, res = asset_and_result(_events(out.files))
+    assert asset["data"] == PNG_B64 and asset["assetId"] == f"sha256:{sha}" and res["content"] == ""
+    assert out.counts["tool_result: image written as session.binary_asset (Copilot sends a BYOK model the text only)"] == 1

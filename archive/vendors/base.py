@@ -61,7 +61,7 @@ from typing import IO, Any, Protocol, Union
 
 import orjson
 
-from ..model import JsonObject, Message, Usage
+from ..model import Attachment, JsonObject, Message, Usage
 
 # Report kinds. Reasons are free text within a kind (usually the vendor record type).
 METADATA = "metadata"  # folded into thread metadata; no message
@@ -553,6 +553,32 @@ def image_url(media: str | None, data: str | None, uri: str | None) -> str | Non
         return f"data:{media or 'image/png'};base64,{data}"
     if uri and uri.startswith(("data:", "https://", "http://")):
         return uri
+    return None
+
+
+def output_image(item: Any, attachments: Sequence[Attachment]) -> JsonObject | None:
+    """A canonical tool output item that is an image with its bytes, as
+    ``{"type": "image", "data": base64, "mimeType"}`` (pi's image part): pi's own, Claude's
+    base64 ``image`` source, the ``{"type": "image", "attachment": k}`` placeholder for the
+    k-th of ``attachments`` (the tool result's Attachment blocks), or a Codex
+    ``input_image`` data URL. None for anything else, or an image without bytes."""
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("attachment"), int):
+        k = item["attachment"]
+        att = attachments[k] if 0 <= k < len(attachments) else None
+        if att is not None and att.data and (att.media_type or "").startswith("image/"):
+            return {"type": "image", "data": att.data, "mimeType": att.media_type}
+        return None
+    kind = item.get("type")
+    if kind == "image" and isinstance(item.get("data"), str):
+        return {"type": "image", "data": item["data"], "mimeType": item.get("mimeType") or "image/png"}
+    if kind == "image" and isinstance(item.get("source"), dict) and item["source"].get("type") == "base64":
+        return {"type": "image", "data": item["source"].get("data"), "mimeType": item["source"].get("media_type")}
+    url = item.get("image_url")
+    if kind == "input_image" and isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+        header, _, data = url.partition(",")
+        return {"type": "image", "data": data, "mimeType": header[5:].split(";")[0] or "image/png"}
     return None
 
 

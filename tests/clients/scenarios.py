@@ -229,6 +229,7 @@ def pi_scenarios(cwd: Path) -> list[Scenario]:
 
 
 def copilot_scenarios(cwd: Path) -> list[Scenario]:
+    dot = str(cwd / "dot.png")
     return [
         Scenario("text", "copilot", ["[text] Say hello.", "[text-2] Say it again."], _with_resume_check({
             "[text]": [[Thinking("The user wants a greeting."), Text("Hello from the mock model.")]],
@@ -241,6 +242,13 @@ def copilot_scenarios(cwd: Path) -> list[Scenario]:
                 [Text("The second command failed as expected.")],
             ],
         }), "bash toolRequests and tool.execution_complete, one succeeding and one failing"),
+        Scenario("image", "copilot", ["[image] Look at dot.png."], _with_resume_check({
+            "[image]": [
+                [Tool("bash", {"command": f"echo {PNG_B64} | base64 -d > dot.png", "description": "Write a PNG"})],
+                [Tool("view", {"path": dot})],
+                [Text("It is a 1x1 red pixel.")],
+            ],
+        }), "view of a PNG: session.binary_asset (the bytes), binaryResultsForLlm in tool.execution_complete naming it"),
     ]
 
 

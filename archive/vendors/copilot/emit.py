@@ -11,8 +11,14 @@ or changed is counted in ``EmitResult.counts`` under its reason:
 
 * system messages have no place (Copilot writes its own ``system.message``);
 * Copilot never sends reasoning back to a model: reasoning is kept as ``reasoningText``;
-* tool outputs that are not text are serialised to text (images included: 1.0.102 keeps
-  tool images in ``result.contents``, not tried yet); an error result is written with
+* a tool output's images (Claude Code's attachments, Codex's ``input_image`` data URLs,
+  Copilot's own) are written as Copilot writes a view of a PNG: the bytes once per session
+  in a ``session.binary_asset`` event (``assetId`` ``sha256:<hex>``) just before the
+  ``tool.execution_complete``, whose ``result.binaryResultsForLlm`` names them, and
+  ``result.content`` holds the output's text parts. Copilot 1.0.102 with a BYOK model
+  sends the model that text only (its own view of a PNG: "Viewed image file
+  successfully."), so the image is in the session but not in what a resumed session sends;
+  other output items are serialised to text; an error result is written with
   ``success: false`` and its output as ``error.message``;
 * usage is written in Copilot's convention (``inputTokens`` include cache reads and
   writes); a usage record from Copilot itself keeps its other fields.
@@ -20,6 +26,8 @@ or changed is counted in ``EmitResult.counts`` under its reason:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
@@ -27,8 +35,8 @@ from typing import Any
 
 import orjson
 
-from ...model import JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record
+from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
+from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
 from .parse import NAME
 
 EMIT_CLIENT_VERSION = "1.0.102"
@@ -66,6 +74,28 @@ def _yaml_str(value: str) -> str:
     return "'" + value.replace("'", "''").replace("\n", " ") + "'"
 
 
+def _split_output(output: Any, attachments: Sequence[Attachment]) -> tuple[Any, list[tuple[JsonObject, int | None]]]:
+    """A list output's images (with their bytes), each with the index of its attachment
+    when it is a placeholder, and the output without them (text parts joined)."""
+    if not isinstance(output, list):
+        return output, []
+    images: list[tuple[JsonObject, int | None]] = []
+    rest = []
+    for item in output:
+        image = output_image(item, attachments)
+        if image is None:
+            rest.append(item)
+        else:
+            k = item.get("attachment") if isinstance(item, dict) else None
+            images.append((image, k if isinstance(k, int) else None))
+    if not images:
+        return output, []
+    if all(isinstance(p, dict) and p.get("type") in ("text", "input_text") and isinstance(p.get("text"), str)
+           for p in rest):  # fmt: skip
+        return "\n".join(p["text"] for p in rest), images
+    return rest, images
+
+
 def _output_text(output: Any) -> tuple[str, bool]:
     if isinstance(output, str):
         return output, False
@@ -100,6 +130,7 @@ class _Emitter:
         self.interaction: str | None = None
         self.turn = 0
         self.open_calls: dict[str, str] = {}  # call id -> tool name
+        self.assets: set[str] = set()  # asset ids written (a session holds each once)
         self.title: str | None = thread.title
         # the emit mark of the events being written (base.mark_record): message, response
         self.current: tuple[str | None, str | None] = (None, None)
@@ -168,10 +199,13 @@ class _Emitter:
         if m.role == "system":
             self.count("message: system message dropped (Copilot writes its own system prompt)")
             return
-        for b in m.content:
-            if isinstance(b, ToolResult):
-                self.tool_result(b, m)
-        rest = [b for b in m.content if not isinstance(b, ToolResult)]
+        results = [b for b in m.content if isinstance(b, ToolResult)]
+        for b in results:
+            self.tool_result(b, m)
+        # a result's images (Claude Code's attachments) go with it
+        ids = {b.call_id for b in results}
+        rest = [b for b in m.content if not isinstance(b, ToolResult)
+                and not (isinstance(b, Attachment) and (b.extra or {}).get("callId") in ids)]  # fmt: skip
         if not rest:
             return
         if m.role == "assistant":
@@ -263,7 +297,10 @@ class _Emitter:
             self.count("tool_result: no matching tool call, dropped")
             return
         self.open_calls.pop(b.call_id)
-        output, changed = _output_text(b.output)
+        attachments = [a for a in m.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id]
+        text_output, images = _split_output(b.output, attachments)
+        binary = [self.binary_asset(image, attachments[k] if k is not None else None, m.ts) for image, k in images]
+        output, changed = _output_text(text_output)
         if changed:
             self.count("tool_result: output serialised to text")
         data: JsonObject = {"toolCallId": b.call_id, "model": self.model, "interactionId": self.interaction,
@@ -273,10 +310,38 @@ class _Emitter:
             data["error"] = {"message": output}
         else:
             data["result"] = {"content": output}
+            if binary:
+                data["result"]["binaryResultsForLlm"] = binary
+        if binary and b.is_error:
+            self.count("tool_result: images of a failed call dropped (Copilot keeps them on a result)", len(binary))
         exit_code = (b.extra or {}).get("exitCode")
         if isinstance(exit_code, int):
             data["shellExecution"] = {"exitCode": exit_code}
         self.event("tool.execution_complete", data, m.ts)
+
+    def binary_asset(self, image: JsonObject, att: Attachment | None, ts: str | None) -> JsonObject:
+        """A tool output's image: its ``session.binary_asset`` event (once per session), and
+        the reference ``binaryResultsForLlm`` holds."""
+        data = image["data"]
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raw = data.encode()
+        asset = "sha256:" + hashlib.sha256(raw).hexdigest()
+        ref: JsonObject = {"type": "image", "assetId": asset, "mimeType": image.get("mimeType") or "image/png",
+                           "byteLength": len(raw)}
+        x = (att.extra or {}) if att is not None else {}
+        for k in ("description", "metadata"):  # Copilot's own, read back
+            if x.get(k) is not None:
+                ref[k] = x[k]
+        if asset not in self.assets:
+            self.assets.add(asset)
+            self.event("session.binary_asset", {"assetId": asset, "type": "image", "mimeType": ref["mimeType"],
+                                                "byteLength": len(raw), "data": data,
+                                                **({"description": ref["description"]} if "description" in ref else {})},
+                       ts)  # fmt: skip
+            self.count("tool_result: image written as session.binary_asset (Copilot sends a BYOK model the text only)")
+        return ref
 
 
 def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[Any], options: EmitOptions) -> EmitResult:

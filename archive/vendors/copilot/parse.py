@@ -19,8 +19,18 @@ Invariants of this module (each is tested on real recordings):
   ``tool.execution_complete`` becomes a ``tool`` message with the result: ``result.content``
   (the text the model gets; for a failed call ``error.message``), ``isError`` = not
   ``success``, the shell's exit code, ``error`` and ``result.detailedContent`` in the block's
-  extra. ``tool.execution_start`` repeats the
+  extra. A result with ``binaryResultsForLlm`` (images) is given Claude Code's shape: the
+  output is a list, the text then ``{"type": "image", "attachment": k}`` per item, and one
+  ``Attachment`` block per item follows the result (``callId`` in its extra).
+  ``tool.execution_start`` repeats the
   request (``DUPLICATE``).
+* **Images and other binary results** (1.0.102, the view tool on a PNG): the bytes come once,
+  base64, in a ``session.binary_asset`` event (``assetId`` ``sha256:<hex of the bytes>``),
+  just before the ``tool.execution_complete`` whose ``binaryResultsForLlm`` names the asset.
+  The asset yields a ``BlobRow``; the result's ``Attachment`` names the blob by
+  ``extra.blobSha256`` (the archive gives it the bytes when read), so no parser state holds
+  an image. An item with inline ``data`` keeps it; one whose bytes were left out
+  (``omittedReason``) is an attachment without bytes.
 * **The system prompt** (``system.message``) is metadata: its role, length and sha256 go in
   ``metadata.systemPrompt``; the text stays in the stored line.
 * **Usage.** ``session.usage_record`` comes just before the ``assistant.message`` of the
@@ -43,13 +53,28 @@ Invariants of this module (each is tested on real recordings):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
-from ...model import Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown, Usage
+from ...model import (
+    Attachment,
+    Block,
+    JsonObject,
+    Message,
+    Provenance,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    Unknown,
+    Usage,
+)
 from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
@@ -59,6 +84,8 @@ from ..base import (
     PARSE_ERROR,
     SKIPPED,
     UNKNOWN,
+    WARNING,
+    BlobRow,
     MessageRow,
     Report,
     Row,
@@ -71,6 +98,7 @@ from ..base import (
 NAME = "copilot"
 PENDING_CAP = 32  # usage records waiting for their assistant.message
 AGENTS_CAP = 64  # subagent ids remembered (an older one is announced again: the same fact)
+ASSET_ID = re.compile(r"sha256:([0-9a-f]{64})")
 
 
 def _snippet(value: Any) -> str:
@@ -332,11 +360,61 @@ def _tool_complete(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterato
     if error is not None:
         x["error"] = error
     success = data.get("success")
-    block = ToolResult(str(data.get("toolCallId") or ""), output, (not success) if isinstance(success, bool) else None,
-                       extra=x or None)
+    call_id = str(data.get("toolCallId") or "")
+    binary = result.get("binaryResultsForLlm")
+    after = [_binary_result(item, call_id) for item in binary] if isinstance(binary, list) else []
+    if binary is not None and not isinstance(binary, list):
+        x["binaryResultsForLlm"] = binary
+    if after:  # as Claude Code's images in a result: text, then a placeholder per attachment
+        kinds = [item.get("type") if isinstance(item, dict) and isinstance(item.get("type"), str) else "binary"
+                 for item in binary]  # fmt: skip
+        output = [*([{"type": "text", "text": output}] if isinstance(output, str) else [] if output is None else [output]),
+                  *({"type": k, "attachment": i} for i, k in enumerate(kinds))]  # fmt: skip
+    block = ToolResult(call_id, output, (not success) if isinstance(success, bool) else None, extra=x or None)
     extra = {k: v for k, v in data.items() if k not in ("toolCallId", "result", "success", "error", "shellExecution",
                                                          "toolTelemetry")}
-    yield p.message(d, "tool", [block], extra)
+    yield p.message(d, "tool", [block, *after], extra)
+
+
+def _binary_result(item: Any, call_id: str) -> Block:
+    """A ``binaryResultsForLlm`` item: a reference to a ``session.binary_asset`` (the blob of
+    that sha256), inline base64 ``data``, or a marker whose bytes were left out."""
+    if not isinstance(item, dict):
+        return Unknown(source_type="copilot:binaryResult", raw=item)
+    x: JsonObject = {k: v for k, v in item.items() if k not in ("type", "mimeType", "data", "assetId")}
+    if item.get("type") != "image":
+        x["kind"] = item.get("type")
+    asset = item.get("assetId")
+    m = ASSET_ID.fullmatch(asset) if isinstance(asset, str) else None
+    if m:
+        x["blobSha256"] = m.group(1)
+    elif asset is not None:
+        x["assetId"] = asset
+    x["callId"] = call_id
+    data = item.get("data") if isinstance(item.get("data"), str) else None
+    if data is None and "data" in item:
+        x["data"] = item["data"]
+    return Attachment(media_type=_str(item.get("mimeType")), data=data, extra=x)
+
+
+def _binary_asset(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
+    """The bytes of an image (or other binary) a tool gave the model, stored once by
+    sha256; the ``tool.execution_complete`` after it names them."""
+    b64 = data.get("data")
+    try:
+        raw = base64.b64decode(b64, validate=True) if isinstance(b64, str) else None
+    except (binascii.Error, ValueError):
+        raw = None
+    if raw is None:
+        yield Report(INVALID, "session.binary_asset without base64 data", _snippet({k: v for k, v in data.items()
+                                                                                  if k != "data"}))  # fmt: skip
+        return
+    yield BlobRow(raw, _str(data.get("mimeType")))
+    asset = data.get("assetId")
+    m = ASSET_ID.fullmatch(asset) if isinstance(asset, str) else None
+    actual = hashlib.sha256(raw).hexdigest()
+    if m is None or m.group(1) != actual:
+        yield Report(WARNING, "session.binary_asset", f"sha256 of the bytes is {actual}, not the asset id {asset!r}")
 
 
 Handler = Callable[[CopilotParser, JsonObject, JsonObject], Iterator[Row]]
@@ -350,6 +428,7 @@ HANDLERS: dict[str, Handler] = {
     "assistant.message": _assistant_message,
     "session.usage_record": _usage_record,
     "tool.execution_complete": _tool_complete,
+    "session.binary_asset": _binary_asset,
     "tool.execution_start": lambda p, d, data: iter([Report(DUPLICATE, "tool.execution_start",
                                                             "the call is the assistant message's toolRequests item")]),
     "assistant.reasoning": lambda p, d, data: iter([Report(DUPLICATE, "assistant.reasoning",

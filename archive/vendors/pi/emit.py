@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record
+from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
 from .parse import NAME, _parse_ts
 
 SESSION_VERSION = 3
@@ -58,30 +58,6 @@ def resume_hint(session_id: str, cwd: str | None) -> str:
     return command("cd", cwd or ".") + " && " + command("pi", "--session", session_id)
 
 
-def _image_part(item: Any, attachments: list[Attachment]) -> JsonObject | None:
-    """A tool output item that is an image, as pi's image part: pi's own, Claude's base64
-    ``image`` source, Claude's placeholder for an Attachment block of the message, or a
-    Codex ``input_image`` data URL."""
-    if not isinstance(item, dict):
-        return None
-    if isinstance(item.get("attachment"), int):
-        k = item["attachment"]
-        att = attachments[k] if 0 <= k < len(attachments) else None
-        if att is not None and att.data and (att.media_type or "").startswith("image/"):
-            return {"type": "image", "data": att.data, "mimeType": att.media_type}
-        return None
-    kind = item.get("type")
-    if kind == "image" and isinstance(item.get("data"), str):
-        return {"type": "image", "data": item["data"], "mimeType": item.get("mimeType") or "image/png"}
-    if kind == "image" and isinstance(item.get("source"), dict) and item["source"].get("type") == "base64":
-        return {"type": "image", "data": item["source"].get("data"), "mimeType": item["source"].get("media_type")}
-    url = item.get("image_url")
-    if kind == "input_image" and isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-        header, _, data = url.partition(",")
-        return {"type": "image", "data": data, "mimeType": header[5:].split(";")[0] or "image/png"}
-    return None
-
-
 def _content_output(output: Any, attachments: list[Attachment]) -> tuple[list[JsonObject], bool]:
     """A canonical tool output as pi content parts (text and image parts), and whether
     something had to be serialised to text."""
@@ -94,7 +70,7 @@ def _content_output(output: Any, attachments: list[Attachment]) -> tuple[list[Js
     parts: list[JsonObject] = []
     changed = False
     for item in output:
-        image = _image_part(item, attachments)
+        image = output_image(item, attachments)
         if image is not None:
             parts.append(image)
         elif isinstance(item, dict) and isinstance(item.get("text"), str):
