@@ -152,3 +152,27 @@ def test_archive_updates_a_rewritten_message_row(tmp_path: Path) -> None:
         dumps.append(portable_dump(db))
         db.conn.close()
     assert dumps[0] == dumps[1]
+
+
+def test_an_emitted_gemini_session_names_its_project(tmp_path: Path) -> None:
+    """Gemini CLI's own sessions name their folder only in the context text it writes (left
+    out by an emit); the emitted header's ``directories`` names it, so the archive reading
+    the session back knows its project. Images of a Copilot tool result go as inlineData,
+    and their Attachment blocks are not reported dropped."""
+    from ingest_helpers import ingest
+
+    from archive.emit import emit_thread, write_files
+    from archive.projection import load_threads
+    from archive.vendors.base import EmitOptions
+
+    db, _ = ingest(tmp_path / "a.db", [FIXTURES / "recorded" / "copilot-1.0.102" / "image" / "session-state"])
+    (thread,) = load_threads(db.conn, "provider = 'copilot'")
+    out = emit_thread(db, thread.id, "gemini", exact=False, options=EmitOptions(cwd="/home/u/proj"))
+    assert not [k for k in out.counts if "dropped" in k], out.counts
+    assert out.counts["tool result: images as inlineData parts after the functionResponse"] == 1
+    (rel,) = out.files
+    assert orjson.loads(out.files[rel].split(b"\n", 1)[0])["directories"] == ["/home/u/proj"]
+    write_files(out, tmp_path / "out")
+    again, _ = ingest(tmp_path / "b.db", [tmp_path / "out"])
+    (back,) = load_threads(again.conn, "provider = 'gemini'")
+    assert back.metadata["cwd"] == "/home/u/proj"

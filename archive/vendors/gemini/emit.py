@@ -6,7 +6,7 @@ case, ``[^a-z0-9]`` as ``-``). ``projects.json`` and the ``.project_root`` marke
 written: Gemini CLI claims the slug for the folder on first use (a folder already mapped
 to another slug does not see the session; the emit notes it).
 
-Lines: a header, then one final upsert per message (no ``$set`` replays): ``user`` records
+Lines: a header (with ``directories`` = the cwd), then one final upsert per message (no ``$set`` replays): ``user`` records
 with Gemini parts, ``gemini`` records with ``content``, ``thoughts``, ``tokens``, ``model``
 and ``toolCalls`` whose ``result`` holds the ``functionResponse`` (what the client turns
 back into a model turn and a function-response turn when it resumes). Consecutive
@@ -264,17 +264,24 @@ class GeminiWriter:
             if m.role == "assistant":
                 self.assistant(m)
             elif m.role == "tool":
+                result_ids = {b.call_id for b in m.content if isinstance(b, ToolResult)}
                 for b in m.content:
                     if isinstance(b, ToolResult):
                         self.tool_result(b, m)
+                    elif isinstance(b, Attachment) and b.data and (b.extra or {}).get("callId") in result_ids:
+                        continue  # an image of a tool result (Copilot's): written with it
                     else:
                         self.count(f"{type(b).__name__} in a tool message: dropped")
             else:
                 self.user(m)
         self.flush(end=True)
         last = self.last if self.last is not None else start
+        # directories: the workspace folders, as Gemini CLI records them after `/directory
+        # add` (a resume adds them to its workspace: the cwd is there already); the only
+        # field of its own that names the project (its session text does, in the context
+        # the emit leaves out), so an archive reading the emitted file knows the project
         header: JsonObject = {"sessionId": session_id, "projectHash": hashlib.sha256(cwd.encode()).hexdigest(),
-                              "startTime": start, "lastUpdated": last, "kind": "main"}
+                              "startTime": start, "lastUpdated": last, "kind": "main", "directories": [cwd]}
         if self.thread.title:
             header["summary"] = self.thread.title
         self.result.files.prepend(path, orjson.dumps(header) + b"\n")

@@ -213,9 +213,12 @@ class QwenWriter:
             if m.role == "assistant":
                 self.assistant(m)
             elif m.role == "tool":
+                result_ids = {b.call_id for b in m.content if isinstance(b, ToolResult)}
                 for b in m.content:
                     if isinstance(b, ToolResult):
                         self.tool_result(b, m)
+                    elif isinstance(b, Attachment) and b.data and (b.extra or {}).get("callId") in result_ids:
+                        continue  # an image of a tool result (Copilot's): written with it
                     else:
                         self.count(f"{type(b).__name__} in a tool message: dropped")
             else:
