@@ -241,6 +241,11 @@ def test_copilot_view_of_a_png_keeps_the_image_and_emits_it_back(tmp_path: Path)
             if isinstance(b, dict) and b.get("type") == "tool_result" for c in (b.get("content") or [])
             if isinstance(c, dict) and c.get("type") == "image"]  # fmt: skip
     assert [c["source"]["data"] for c in sent] == [PNG_B64]
+    # to clm: a user record with the attachment after the result, the bytes in its blobs folder
+    clm = emit_thread(db, thread.id, "clm", exact=False)
+    assert not [k for k in clm.counts if "outside" in k], clm.counts
+    (blob,) = [r for r in clm.files if ".blobs/" in r]
+    assert blob.endswith(f"{sha}.png") and clm.files[blob] == png
     # Claude Code's image Read, emitted to Copilot: the bytes as an asset, no text
     claude_home = tmp_path / "claude"
     copy_tree(RECORDED / "claude-code-2.1.197" / "image", claude_home)

@@ -147,8 +147,10 @@ class _Emitter:
         for res in results:
             self.tool(res)
         if m.role == "tool":
-            if text is not None or calls or atts:
+            if text is not None or calls:
                 r.count("tool message content outside a tool_result")
+            if atts:  # a tool's images (Copilot's): after the results, as Claude Code's come
+                self._record({"role": "user", "type": "msg", "attachments": atts})
             return
         if text is None and not calls and not atts and not extras:
             if not results:
