@@ -255,3 +255,36 @@ def test_copilot_view_of_a_png_keeps_the_image_and_emits_it_back(tmp_path: Path)
     asset, res = asset_and_result(_events(out.files))
     assert asset["data"] == PNG_B64 and asset["assetId"] == f"sha256:{sha}" and res["content"] == ""
     assert out.counts["tool_result: image written as session.binary_asset (Copilot sends a BYOK model the text only)"] == 1
+
+
+def test_copilot_pasted_image_is_an_attachment_of_the_prompt(tmp_path: Path) -> None:
+    """A user.message ``blob`` attachment (the schema's AttachmentBlob: persisted with an
+    ``assetId`` in place of its data) is the prompt's image, read from the asset's blob;
+    other attachments stay Unknown blocks. No recording has one: the image recording's
+    prompt is given one, naming the asset its view wrote."""
+    import base64
+
+    from archive.model import Attachment, Text, Unknown
+    from tests.clients.scenarios import PNG_B64
+
+    sha = hashlib.sha256(base64.b64decode(PNG_B64)).hexdigest()
+    (events,) = (COPILOT / "image").rglob("events.jsonl")
+    lines = []
+    for line in events.read_text().splitlines():
+        d = json.loads(line)
+        if d["type"] == "user.message":
+            d["data"]["attachments"] = [
+                {"type": "blob", "mimeType": "image/png", "displayName": "dot.png", "assetId": f"sha256:{sha}",
+                 "byteLength": 69},
+                {"type": "file", "path": "/w/dot.png", "displayName": "dot.png"},
+            ]  # fmt: skip
+        lines.append(json.dumps(d))
+    folder = tmp_path / "home" / ".copilot" / "session-state" / events.parent.name
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
+    db, _ = ingest_env(tmp_path, {})
+    prompt = load_messages(db.conn, "m.role = 'user'", ())[0]
+    text, image, file = prompt.content
+    assert isinstance(text, Text) and isinstance(file, Unknown) and isinstance(image, Attachment)
+    assert (image.media_type, image.data, image.extra) == (
+        "image/png", PNG_B64, {"displayName": "dot.png", "byteLength": 69, "blobSha256": sha})

@@ -27,6 +27,9 @@ Invariants of this module (each is tested on real recordings):
 * **Images and other binary results** (1.0.102, the view tool on a PNG): the bytes come once,
   base64, in a ``session.binary_asset`` event (``assetId`` ``sha256:<hex of the bytes>``),
   just before the ``tool.execution_complete`` whose ``binaryResultsForLlm`` names the asset.
+  A user message's ``blob`` attachment (a pasted image) names its asset the same way (by
+  the schema; no recording has one yet); its other attachments (files, selections, GitHub
+  references) are ``Unknown`` blocks.
   The asset yields a ``BlobRow``; the result's ``Attachment`` names the blob by
   ``extra.blobSha256`` (the archive gives it the bytes when read), so no parser state holds
   an image. An item with inline ``data`` keeps it; one whose bytes were left out
@@ -291,7 +294,10 @@ def _user_message(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator
     content = data.get("content")
     blocks: list[Block] = [Text(content)] if isinstance(content, str) else [Unknown(source_type="content", raw=content)]
     for att in data.get("attachments") or []:
-        blocks.append(Unknown(source_type="copilot:attachment", raw=att))
+        if isinstance(att, dict) and att.get("type") == "blob":  # a pasted image: bytes, or a binary asset
+            blocks.append(_binary_result(att, None))
+        else:  # files, folders, selections, GitHub references: what the prompt pointed at
+            blocks.append(Unknown(source_type="copilot:attachment", raw=att))
     p.turn = _str(data.get("interactionId")) or _str(d.get("id"))
     extra = {k: v for k, v in data.items() if k not in ("content", "transformedContent", "attachments")}
     yield p.message(d, "user", blocks, extra)
@@ -376,13 +382,14 @@ def _tool_complete(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterato
     yield p.message(d, "tool", [block, *after], extra)
 
 
-def _binary_result(item: Any, call_id: str) -> Block:
-    """A ``binaryResultsForLlm`` item: a reference to a ``session.binary_asset`` (the blob of
-    that sha256), inline base64 ``data``, or a marker whose bytes were left out."""
+def _binary_result(item: Any, call_id: str | None) -> Block:
+    """A ``binaryResultsForLlm`` item, or a user message's ``blob`` attachment (a pasted
+    image; ``call_id`` None): a reference to a ``session.binary_asset`` (the blob of that
+    sha256), inline base64 ``data``, or a marker whose bytes were left out."""
     if not isinstance(item, dict):
         return Unknown(source_type="copilot:binaryResult", raw=item)
     x: JsonObject = {k: v for k, v in item.items() if k not in ("type", "mimeType", "data", "assetId")}
-    if item.get("type") != "image":
+    if item.get("type") not in ("image", "blob" if call_id is None else "image"):
         x["kind"] = item.get("type")
     asset = item.get("assetId")
     m = ASSET_ID.fullmatch(asset) if isinstance(asset, str) else None
@@ -390,7 +397,8 @@ def _binary_result(item: Any, call_id: str) -> Block:
         x["blobSha256"] = m.group(1)
     elif asset is not None:
         x["assetId"] = asset
-    x["callId"] = call_id
+    if call_id is not None:
+        x["callId"] = call_id
     data = item.get("data") if isinstance(item.get("data"), str) else None
     if data is None and "data" in item:
         x["data"] = item["data"]
