@@ -288,3 +288,31 @@ def test_copilot_pasted_image_is_an_attachment_of_the_prompt(tmp_path: Path) -> 
     assert isinstance(text, Text) and isinstance(file, Unknown) and isinstance(image, Attachment)
     assert (image.media_type, image.data, image.extra) == (
         "image/png", PNG_B64, {"displayName": "dot.png", "byteLength": 69, "blobSha256": sha})
+
+
+def test_an_image_whose_asset_never_came_shows_without_a_link(tmp_path: Path) -> None:
+    """A binaryResultsForLlm reference whose session.binary_asset line is not in the file (a
+    truncated log): the page says no bytes are stored instead of an image that cannot load;
+    once a file holding the asset arrives, the image shows."""
+    from archive.pricing import load_prices
+    from archive.web.conversation import bubbles, load_page
+
+    (events,) = (COPILOT / "image").rglob("events.jsonl")
+    folder = tmp_path / "home" / ".copilot" / "session-state" / events.parent.name
+    folder.mkdir(parents=True)
+    kept = [ln for ln in events.read_text().splitlines(keepends=True) if '"session.binary_asset"' not in ln]
+    (folder / "events.jsonl").write_text("".join(kept))
+    db, _ = ingest_env(tmp_path, {})
+
+    def page_html() -> str:
+        page = load_page(db.conn, events.parent.name, 1, load_prices(), {})
+        assert page is not None
+        return "".join(str(i) for b in bubbles(page, lambda sha: f"/blob/{sha}") for i in b["items"])
+
+    assert "<img" not in page_html() and "attachment image/png (no bytes stored)" in page_html()
+    other = tmp_path / "home" / ".copilot" / "session-state" / "4aac106a-d54f-40e8-8e9c-d181f3e4e87a"
+    other.mkdir()
+    (other / "events.jsonl").write_text("".join(ln for ln in events.read_text().splitlines(keepends=True)
+                                                if '"session.binary_asset"' in ln))  # fmt: skip
+    ingest_env(tmp_path, {})
+    assert '<img src="/blob/' in page_html()

@@ -90,7 +90,9 @@ _BLOCK_SQL = f"""SELECT id, message_id, position, type, substr(text, 1, {MAX_BLO
     length(text) AS text_len, call_id, tool_name, CASE WHEN length(input) <= {MAX_BLOCK_CHARS * 4} THEN input END AS input,
     length(input) AS input_len, substr(output, 1, {MAX_BLOCK_CHARS}) AS output, length(output) AS output_len,
     is_error, path, substr(patch, 1, {MAX_BLOCK_CHARS}) AS patch, length(patch) AS patch_len, media_type, uri,
-    blob_sha256, redacted, CASE WHEN length(extra) <= {MAX_BLOCK_CHARS} THEN extra END AS extra
+    CASE WHEN blob_sha256 IS NOT NULL AND EXISTS (SELECT 1 FROM blobs bl WHERE bl.sha256 = blocks.blob_sha256)
+        THEN blob_sha256 END AS blob_sha256,  -- a blob named by a line whose bytes never came: no link
+    redacted, CASE WHEN length(extra) <= {MAX_BLOCK_CHARS} THEN extra END AS extra
     FROM blocks"""
 ORDER = "source_id, generation, offset, sub"
 
