@@ -316,3 +316,34 @@ def test_an_image_whose_asset_never_came_shows_without_a_link(tmp_path: Path) ->
                                                 if '"session.binary_asset"' in ln))  # fmt: skip
     ingest_env(tmp_path, {})
     assert '<img src="/blob/' in page_html()
+
+
+def test_copilot_task_subagent_is_a_child_thread_of_its_call(tmp_path: Path) -> None:
+    """The task tool's subagent (recorded): its events carry an agentId and go to a child
+    thread titled by the task's description, whose origin is the message holding the task
+    call; its system prompt and model are its own (the session's stay the session's); the
+    usage of both agents equals Copilot's own shutdown accounting."""
+    from archive.model import ToolCall
+
+    home = tmp_path / "copilot"
+    copy_tree(COPILOT / "agent", home)
+    db, _ = ingest_env(tmp_path, {"COPILOT_HOME": str(home)})
+    (events,) = home.rglob("events.jsonl")
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    prompts = {r.get("agentId"): len(r["data"]["content"]) for r in records if r["type"] == "system.message"}
+    (main,) = load_threads(db.conn, "provider = 'copilot' AND parent_thread_id IS NULL")
+    (child,) = load_threads(db.conn, "parent_thread_id = ?", (main.id,))
+    (agent,) = [k for k in prompts if k]
+    assert child.id == f"{main.id}/agent-{agent}" and child.agent_id == agent and child.title == "Count to three"
+    assert main.metadata["systemPrompt"]["chars"] == prompts[None] != prompts[agent] == child.metadata["systemPrompt"]["chars"]
+    spawn = child.metadata["spawnCallId"]
+    origin = load_messages(db.conn, "m.id = ?", (child.origin_message_id,))[0]
+    assert origin.thread_id == main.id and [b.name for b in origin.content if isinstance(b, ToolCall) and b.call_id == spawn] == ["task"]
+    texts = [b.text for m in load_messages(db.conn, "m.thread_id = ?", (child.id,)) for b in m.content if hasattr(b, "text")]
+    assert texts[0] == "[subagent] Count to three with echo." and texts[-1] == "1 2 3"
+    shutdown = [r for r in records if r["type"] == "session.shutdown"][-1]
+    (metrics,) = shutdown["data"]["accountingSnapshot"]["modelMetrics"].values()
+    inp, cache_read, cache_write, out, responses = usage_totals(db, "copilot")
+    assert (inp + cache_read + cache_write, out, responses) == (
+        metrics["usage"]["inputTokens"], metrics["usage"]["outputTokens"], metrics["requests"]["count"])
+    assert db.execute("SELECT count(DISTINCT thread_id) FROM usage").fetchone()[0] == 2

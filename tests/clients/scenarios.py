@@ -249,6 +249,17 @@ def copilot_scenarios(cwd: Path) -> list[Scenario]:
                 [Text("It is a 1x1 red pixel.")],
             ],
         }), "view of a PNG: session.binary_asset (the bytes), binaryResultsForLlm in tool.execution_complete naming it"),
+        Scenario("agent", "copilot", ["[agent] Ask a helper to count."], _with_resume_check({
+            "[agent]": [
+                [Tool("task", {"name": "counter", "description": "Count to three", "agent_type": "task",
+                               "prompt": "[subagent] Count to three with echo.", "mode": "sync"})],
+                [Text("The helper counted to three.")],
+            ],
+            "[subagent]": [
+                [Tool("bash", {"command": "echo 1 2 3", "description": "Count"})],
+                [Text("1 2 3")],
+            ],
+        }), "task tool (a sync subagent): the subagent's events with agentId, subagent.started/completed"),
     ]
 
 

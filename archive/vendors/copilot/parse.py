@@ -45,10 +45,12 @@ Invariants of this module (each is tested on real recordings):
   ``outputTokens`` include reasoning. The vendor record stays in ``usage.extra["vendor"]``;
   ``extra["planCovered"]`` is true when the request went through a Copilot plan (not
   ``isByok``), whose price is the plan's, not the token price.
-* **Subagents.** An event with a top-level ``agentId`` (the schema's sub-agent instance id;
-  absent for the main agent) belongs to the child thread ``<session>/agent-<agentId>``
-  (``parentThreadId`` the session). No recording has one yet: 1.0.102 wrote none in the
-  scenarios recorded so far.
+* **Subagents** (the ``task`` tool; recorded in copilot-1.0.102/agent). An event with a
+  top-level ``agentId`` (absent for the main agent) belongs to the child thread
+  ``<session>/agent-<agentId>`` (``parentThreadId`` the session): its prompt, system
+  prompt, model, messages and usage. ``subagent.started`` gives the child its title (the
+  task's description) and ``metadata.spawnCallId`` (the ``task`` call, resolved to the
+  child's origin message); ``subagent.completed`` is metadata.
 * **Bookkeeping** events (turn boundaries, shutdown accounting, tool progress, hooks,
   permissions...) are ``SKIPPED`` or ``METADATA``; an event type this version does not
   know is an ``UNKNOWN`` report. Resumable, deterministic, never raises on input.
@@ -189,11 +191,18 @@ class CopilotParser:
 
     # -- rows
 
-    def fact(self, key: str, value: Any) -> Iterator[Row]:
-        if value is None or self.facts.get(key) == value:
+    def fact(self, key: str, value: Any, thread: str | None = None) -> Iterator[Row]:
+        """``metadata.<key>`` of the session, or of a subagent's ``thread``, once per value."""
+        tid = thread or self._session()
+        seen = key if tid == self._session() else f"{tid} {key}"
+        if value is None or self.facts.get(seen) == value:
             return
-        self.facts[key] = value
-        yield ThreadFact(self._session(), {"metadata": {key: value}})
+        self.facts[seen] = value
+        if seen != key:  # a subagent's facts, a bounded few (the main session's stay)
+            agents = [k for k in self.facts if " " in k]
+            for old in agents[: max(len(agents) - 4 * AGENTS_CAP, 0)]:
+                del self.facts[old]
+        yield ThreadFact(tid, {"metadata": {key: value}})
 
     def thread_of(self, d: JsonObject) -> tuple[str, list[Row]]:
         """The thread of an event: the session's, or a subagent's for events that carry an
@@ -268,7 +277,10 @@ def _session_resume(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterat
 
 def _model_change(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
     model = _str(data.get("newModel")) or _str(data.get("model"))
-    if model:
+    tid = p.thread_of(d)[0]
+    if model and tid != p._session():  # a subagent's model: its thread's, not the session's
+        yield from p.fact("model", model, tid)
+    elif model:
         p.model = model
         yield from p.fact("model", model)
     yield Report(METADATA, "session.model_change", _snippet(data)[:500])
@@ -286,7 +298,7 @@ def _system_message(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterat
     text = content if isinstance(content, str) else _snippet(content)
     info = {"role": data.get("role"), "chars": len(text),
             "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
-    yield from p.fact("systemPrompt", info)
+    yield from p.fact("systemPrompt", info, p.thread_of(d)[0])  # a subagent has its own
     yield Report(METADATA, "system.message", _snippet(info))
 
 
@@ -382,6 +394,27 @@ def _tool_complete(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterato
     yield p.message(d, "tool", [block, *after], extra)
 
 
+def _subagent_started(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
+    """The subagent thread's title (the task's description) and the call that spawned it
+    (``spawnCallId``, which ingest resolves to the thread's origin message)."""
+    tid = p.thread_of(d)[0]
+    if tid == p._session():
+        yield Report(METADATA, "subagent.started", _snippet(data)[:500])  # no agentId: nothing to name
+        return
+    fields: JsonObject = {}
+    title = _str(data.get("agentDescription")) or _str(data.get("agentDisplayName"))
+    if title:
+        fields["title"] = title
+    meta = {k: data[k] for k in ("agentName", "agentDisplayName", "agentType", "executionMode") if _str(data.get(k))}
+    if _str(data.get("toolCallId")):
+        meta["spawnCallId"] = data["toolCallId"]
+    if _str(data.get("model")):
+        meta["model"] = data["model"]
+    if meta:
+        fields["metadata"] = meta
+    yield ThreadFact(tid, fields)
+
+
 def _binary_result(item: Any, call_id: str | None) -> Block:
     """A ``binaryResultsForLlm`` item, or a user message's ``blob`` attachment (a pasted
     image; ``call_id`` None): a reference to a ``session.binary_asset`` (the blob of that
@@ -437,6 +470,7 @@ HANDLERS: dict[str, Handler] = {
     "session.usage_record": _usage_record,
     "tool.execution_complete": _tool_complete,
     "session.binary_asset": _binary_asset,
+    "subagent.started": _subagent_started,
     "tool.execution_start": lambda p, d, data: iter([Report(DUPLICATE, "tool.execution_start",
                                                             "the call is the assistant message's toolRequests item")]),
     "assistant.reasoning": lambda p, d, data: iter([Report(DUPLICATE, "assistant.reasoning",
@@ -461,7 +495,7 @@ METADATA_EVENTS = {
     "session.compaction_complete", "session.truncation", "session.context_changed", "session.mode_changed",
     "session.plan_changed", "session.snapshot_rewind", "session.handoff", "session.task_complete",
     "session.permissions_changed", "session.session_limits_changed", "model.call_failure", "abort",
-    "agent.interrupted", "subagent.started", "subagent.completed", "subagent.failed", "subagent.selected",
+    "agent.interrupted", "subagent.completed", "subagent.failed", "subagent.selected",
     "subagent.deselected", "subagent.configured", "skill.invoked", "instruction_discovered", "checkpoint",
 }
 
