@@ -299,6 +299,9 @@ class _Emitter:
         self.open_calls.pop(b.call_id)
         attachments = [a for a in m.content if isinstance(a, Attachment) and (a.extra or {}).get("callId") == b.call_id]
         text_output, images = _split_output(b.output, attachments)
+        if images and b.is_error:
+            self.count("tool_result: images of a failed call dropped (Copilot keeps them on a result)", len(images))
+            images = []
         binary = [self.binary_asset(image, attachments[k] if k is not None else None, m.ts) for image, k in images]
         output, changed = _output_text(text_output)
         if changed:
@@ -312,8 +315,6 @@ class _Emitter:
             data["result"] = {"content": output}
             if binary:
                 data["result"]["binaryResultsForLlm"] = binary
-        if binary and b.is_error:
-            self.count("tool_result: images of a failed call dropped (Copilot keeps them on a result)", len(binary))
         exit_code = (b.extra or {}).get("exitCode")
         if isinstance(exit_code, int):
             data["shellExecution"] = {"exitCode": exit_code}
