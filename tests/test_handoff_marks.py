@@ -42,6 +42,9 @@ CASES = [
     pytest.param(CLAUDE_BASH, "pi", "failed as expected", id="claude-code->pi"),
     pytest.param(CLAUDE_BASH, "copilot", "failed as expected", id="claude-code->copilot"),
     pytest.param(CODEX_EXEC, "pi", "Run two commands", id="codex->pi"),
+    pytest.param(CLAUDE_BASH, "gemini", "failed as expected", id="claude-code->gemini"),
+    pytest.param(CODEX_EXEC, "gemini", "Run two commands", id="codex->gemini"),
+    pytest.param(CLAUDE_AGENT, "gemini", "Ask a helper to count", id="claude-code-agent->gemini"),
 ]
 
 
@@ -151,8 +154,9 @@ def test_a_turn_added_after_the_resume_is_the_new_threads_own(tmp_path: Path) ->
     assert [b.text for m in view[len(trunk):] for b in m.content] == ["[resumed] one more", "Done again."]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("rec,target", [(CLAUDE_BASH, "codex"), (CODEX_EXEC, "claude-code"), (CLAUDE_BASH, "clm")],
-                         ids=["claude-code->codex", "codex->claude-code", "claude-code->clm"])
+@pytest.mark.parametrize("rec,target", [(CLAUDE_BASH, "codex"), (CODEX_EXEC, "claude-code"), (CLAUDE_BASH, "clm"),
+                                        (CLAUDE_BASH, "gemini")],
+                         ids=["claude-code->codex", "codex->claude-code", "claude-code->clm", "claude-code->gemini"])
 def test_ingest_order_changes_no_table(rec: Path, target: str, tmp_path: Path) -> None:
     """The original and its installed hand-off, one file per run, in both orders (and the
     hand-off alone first, as on a machine that never had the original): the same tables."""
@@ -218,7 +222,7 @@ def test_a_byte_exact_copy_installed_and_ingested_again_is_the_same_source(tmp_p
 
 # which targets' clients keep the marks of the lines they resume (checked below with the
 # real client: it appends the resumed turn to the emitted file, or rewrites it keeping them)
-CLIENT_TARGETS = ["claude-code", "codex", "qwen", "pi", "copilot"]
+CLIENT_TARGETS = ["claude-code", "codex", "gemini", "qwen", "pi", "copilot"]
 
 
 @pytest.mark.clients
@@ -277,7 +281,8 @@ def test_a_handoff_resumed_by_its_client_is_ingested_as_one_conversation(target:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("rec,target", [pytest.param(CLAUDE_BASH, "codex", id="claude-code->codex"),
-                                        pytest.param(CODEX_EXEC, "claude-code", id="codex->claude-code")])
+                                        pytest.param(CODEX_EXEC, "claude-code", id="codex->claude-code"),
+                                        pytest.param(CLAUDE_BASH, "gemini", id="claude-code->gemini")])
 def test_the_team_copy_of_a_handed_off_message_is_the_originals(rec: Path, target: str, tmp_path: Path, pg_server) -> None:
     """On the team database too, a message an installed emit repeats belongs to the thread it
     was written from, as in one archive holding both (the hand-off repeats its origin's

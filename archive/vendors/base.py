@@ -61,7 +61,7 @@ from typing import IO, Any, Protocol, Union
 
 import orjson
 
-from ..model import Attachment, JsonObject, Message, Usage
+from ..model import Attachment, JsonObject, Message, ToolResult, Usage
 
 # Report kinds. Reasons are free text within a kind (usually the vendor record type).
 METADATA = "metadata"  # folded into thread metadata; no message
@@ -643,7 +643,9 @@ def loads_line(line: bytes) -> tuple[Any, Report | None]:
 #: and keep when they resume the file (they append after it; tests/test_clients.py):
 #: ``{"m": canonical message id (None: a line the emitter added), "t": the thread id (first
 #: line only), "u": the key of the response whose usage the line carries, "h": digest of the
-#: line without the mark}``
+#: line without the mark, "r": for a line holding tool results written from other messages
+#: than the line's own (a Gemini CLI record keeps its calls' results), each result's call id ->
+#: the canonical message it was written from}``
 EMIT_MARK = "seshArchive"
 
 
@@ -652,17 +654,20 @@ def _digest(record: Mapping[str, Any]) -> str:
 
 
 def mark_record(record: JsonObject, message_id: str | None, thread_id: str | None = None,
-                response: str | None = None) -> JsonObject:
+                response: str | None = None, results: Mapping[str, str] | None = None) -> JsonObject:
     """``record`` with the emit mark as its last key: the canonical message it was written
     from (None for a line the emitter added: a synthesized tool result, an opening prompt),
     the thread it was emitted from (on the session's first line), the response key of the
-    usage it carries (``emitted_response``) and a digest of the record
+    usage it carries (``emitted_response``), the messages its tool results were written from
+    (``results``: call id -> message id) and a digest of the record
     as written, so that a line edited afterwards is not taken for the archived message."""
     mark: JsonObject = {"m": message_id}
     if thread_id is not None:
         mark["t"] = thread_id
     if response is not None:
         mark["u"] = response
+    if results:
+        mark["r"] = dict(results)
     mark["h"] = _digest(record)
     return {**record, EMIT_MARK: mark}
 
@@ -708,16 +713,22 @@ def claim_emitted(record: Any, rows: Iterable[Row], held: MutableMapping[str, An
         yield from rows
         return
     origin, source, response = nonempty_str(mark.get("m")), nonempty_str(mark.get("t")), nonempty_str(mark.get("u"))
+    r = mark.get("r")
+    results: dict[str, Any] = r if isinstance(r, dict) else {}
     thread_id = None
     for row in rows:
         if isinstance(row, MessageRow):
             thread_id = thread_id or row.message.thread_id
-            if origin is None:
+            own = origin
+            calls = {b.call_id for b in row.message.content if isinstance(b, ToolResult)}
+            if calls and calls <= results.keys() and len({results[c] for c in calls}) == 1:
+                own = nonempty_str(results[next(iter(calls))])  # a result the line keeps for another message
+            if own is None:
                 yield Report(SKIPPED, "emitted filler", "a line emit added for the client (not in the archived thread)")
                 continue
-            msg, revises = dataclasses.replace(row.message, id=origin), row.revises
+            msg, revises = dataclasses.replace(row.message, id=own), row.revises
             before = held.get("message") if held is not None else None
-            if isinstance(before, dict) and before.get("id") == origin and before.get("threadId") == msg.thread_id:
+            if isinstance(before, dict) and before.get("id") == own and before.get("threadId") == msg.thread_id:
                 first = Message.from_dict(before)
                 msg, revises = dataclasses.replace(first, content=first.content + msg.content), True
             if held is not None:

@@ -13,6 +13,11 @@ back into a model turn and a function-response turn when it resumes). Consecutiv
 assistant messages of one response become one record; tool results, wherever the source
 kept them, go into the call they answer. Injected context and system messages are left out
 (the client writes its own), every transformation is counted.
+
+Every line carries the emit mark (``base.mark_record``; the client keeps it when it resumes
+and appends): the header names the thread, a record the last message it was written from
+(a response's messages share one record), the usage's response and, for the results its
+calls hold, the message each came from.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitError, EmitOptions, EmitResult, command
+from ..base import EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
 
 DEFAULT_MODEL = "gemini-2.5-pro"
 
@@ -132,6 +137,7 @@ class GeminiWriter:
         self.last: str | None = None  # the timestamp of the last record written
         self.current: JsonObject | None = None  # the open gemini record
         self.calls: dict[str, JsonObject] = {}  # call id -> its toolCalls entry
+        self.call_records: dict[str, JsonObject] = {}  # call id -> the record holding its entry
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
@@ -161,7 +167,8 @@ class GeminiWriter:
                 self.count(f"{type(b).__name__} in a user message: dropped")
         if parts:
             self.close()
-            self.records.append({"id": m.id, "timestamp": m.ts or self.thread.created_at, "type": "user", "content": parts})
+            self.records.append({"id": m.id, "timestamp": m.ts or self.thread.created_at, "type": "user", "content": parts,
+                                 "_m": m.id})
 
     def assistant(self, m: Message) -> None:
         rec = self.current
@@ -169,6 +176,11 @@ class GeminiWriter:
             rec = {"id": m.id, "timestamp": m.ts or self.thread.created_at, "type": "gemini", "content": "", "thoughts": []}
             self.records.append(rec)
             self.current = rec
+        # the emit mark (base.mark_record): the record's messages are one response; it is read
+        # back as the last of them (a hand-off's history is its origin's up to that message)
+        rec["_m"] = m.id
+        if m.usage is not None:
+            rec["_u"] = emitted_response(m)
         texts: list[str] = [] if not rec["content"] else [rec["content"]]
         for b in m.content:
             if isinstance(b, Text):
@@ -188,6 +200,7 @@ class GeminiWriter:
                     self.count("tool call: non-object input wrapped as {input: ...}")
                 rec.setdefault("toolCalls", []).append(entry)
                 self.calls[b.call_id] = entry
+                self.call_records[b.call_id] = rec
             else:
                 self.count(f"{type(b).__name__}: not representable in Gemini CLI, dropped")
         rec["content"] = "\n\n".join(t for t in texts if t)
@@ -224,6 +237,7 @@ class GeminiWriter:
         if b.is_error:
             entry["status"] = "error"
         entry["timestamp"] = m.ts or entry["timestamp"]
+        self.call_records[b.call_id].setdefault("_r", {})[b.call_id] = m.id
         if self.current is not None:
             self.current["_closed"] = True  # the next assistant message is the next response
 
@@ -241,10 +255,12 @@ class GeminiWriter:
             n += 1
         for rec in self.records[:n]:
             rec.pop("_closed", None)
+            mark = rec.pop("_m"), rec.pop("_u", None), rec.pop("_r", None)
             for entry in rec.get("toolCalls", ()):
                 if self.calls.get(entry["id"]) is entry:
                     self.calls[entry["id"]] = {"_written": True}
-            self.out.write(orjson.dumps(rec) + b"\n")
+                    self.call_records.pop(entry["id"], None)
+            self.out.write(orjson.dumps(mark_record(rec, mark[0], None, mark[1], mark[2])) + b"\n")
             self.last = rec["timestamp"]
         del self.records[:n]
 
@@ -284,7 +300,7 @@ class GeminiWriter:
                               "startTime": start, "lastUpdated": last, "kind": "main", "directories": [cwd]}
         if self.thread.title:
             header["summary"] = self.thread.title
-        self.result.files.prepend(path, orjson.dumps(header) + b"\n")
+        self.result.files.prepend(path, orjson.dumps(mark_record(header, None, self.thread.id)) + b"\n")
         self.result.thread_id = session_id
         self.result.resume_hint = resume_hint(session_id, cwd)
         self.result.notes.append(f"filed under tmp/{slugify(PurePath(cwd).name)}: Gemini CLI finds it there unless "

@@ -90,6 +90,7 @@ from ..base import (
     SourceInfo,
     ThreadFact,
     UsageRow,
+    claim_emitted,
     stable_id,
 )
 from ..base import nonempty_str as _str
@@ -220,12 +221,13 @@ class GeminiParser:
         self.cwd: str | None = s.get("cwd")
         self.done: set[str] = set(s.get("done", []))  # digests of what was emitted
         self.bodies: dict[str, str] = dict(s.get("bodies", {}))  # vendor id -> digest of its last version
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.ts: str | None = None
         self.in_snapshot = False
 
     def state(self) -> JsonObject:
         return {"thread": self.thread, "turn": self.turn, "cwd": self.cwd, "done": sorted(self.done),
-                "bodies": self.bodies}
+                "bodies": self.bodies, "emitted": self.emitted}
 
     def _thread(self) -> str:
         if self.thread is None:  # content before any header: a stable stand-in
@@ -252,7 +254,7 @@ class GeminiParser:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
-        rows = list(self._dispatch(d))
+        rows = list(claim_emitted(d, self._dispatch(d), self.emitted))
         return iter(rows or [Report(SKIPPED, "empty record")])
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:
