@@ -45,6 +45,8 @@ CASES = [
     pytest.param(CLAUDE_BASH, "gemini", "failed as expected", id="claude-code->gemini"),
     pytest.param(CODEX_EXEC, "gemini", "Run two commands", id="codex->gemini"),
     pytest.param(CLAUDE_AGENT, "gemini", "Ask a helper to count", id="claude-code-agent->gemini"),
+    pytest.param(CLAUDE_BASH, "opencode", "failed as expected", id="claude-code->opencode"),
+    pytest.param(CODEX_EXEC, "opencode", "Run two commands", id="codex->opencode"),
 ]
 
 
@@ -127,7 +129,8 @@ def test_an_installed_emit_ingested_again_is_one_conversation(rec: Path, target:
 
 
 def _installed_log(report: dict) -> Path:
-    (path,) = [Path(p) for p in report["written"] if p.endswith(".jsonl") and "/subagents/" not in p]
+    (path,) = [Path(p) for p in report["written"]
+               if (p.endswith(".jsonl") and "/subagents/" not in p) or "/opencode-import/" in p]
     return path
 
 
@@ -155,8 +158,9 @@ def test_a_turn_added_after_the_resume_is_the_new_threads_own(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("rec,target", [(CLAUDE_BASH, "codex"), (CODEX_EXEC, "claude-code"), (CLAUDE_BASH, "clm"),
-                                        (CLAUDE_BASH, "gemini")],
-                         ids=["claude-code->codex", "codex->claude-code", "claude-code->clm", "claude-code->gemini"])
+                                        (CLAUDE_BASH, "gemini"), (CLAUDE_BASH, "opencode")],
+                         ids=["claude-code->codex", "codex->claude-code", "claude-code->clm", "claude-code->gemini",
+                              "claude-code->opencode"])
 def test_ingest_order_changes_no_table(rec: Path, target: str, tmp_path: Path) -> None:
     """The original and its installed hand-off, one file per run, in both orders (and the
     hand-off alone first, as on a machine that never had the original): the same tables."""
@@ -222,7 +226,7 @@ def test_a_byte_exact_copy_installed_and_ingested_again_is_the_same_source(tmp_p
 
 # which targets' clients keep the marks of the lines they resume (checked below with the
 # real client: it appends the resumed turn to the emitted file, or rewrites it keeping them)
-CLIENT_TARGETS = ["claude-code", "codex", "gemini", "qwen", "pi", "copilot"]
+CLIENT_TARGETS = ["claude-code", "codex", "gemini", "qwen", "pi", "copilot", "opencode"]
 
 
 @pytest.mark.clients
@@ -282,7 +286,8 @@ def test_a_handoff_resumed_by_its_client_is_ingested_as_one_conversation(target:
 @pytest.mark.postgres
 @pytest.mark.parametrize("rec,target", [pytest.param(CLAUDE_BASH, "codex", id="claude-code->codex"),
                                         pytest.param(CODEX_EXEC, "claude-code", id="codex->claude-code"),
-                                        pytest.param(CLAUDE_BASH, "gemini", id="claude-code->gemini")])
+                                        pytest.param(CLAUDE_BASH, "gemini", id="claude-code->gemini"),
+                                        pytest.param(CLAUDE_BASH, "opencode", id="claude-code->opencode")])
 def test_the_team_copy_of_a_handed_off_message_is_the_originals(rec: Path, target: str, tmp_path: Path, pg_server) -> None:
     """On the team database too, a message an installed emit repeats belongs to the thread it
     was written from, as in one archive holding both (the hand-off repeats its origin's

@@ -682,13 +682,19 @@ def emitted_response(msg: Message) -> str | None:
     return key if isinstance(key, str) and key else message_response_key(msg.id)
 
 
-def emitted_id(record: Any) -> str | None:
-    """The canonical message id an intact emit mark names (for a parser that links other
-    records to the message, as a subagent to the message spawning it), else None."""
+def intact_mark(record: Any) -> JsonObject | None:
+    """The emit mark of ``record`` when the record is as emit wrote it (its digest holds), else None."""
     mark = record.get(EMIT_MARK) if isinstance(record, dict) else None
     if not isinstance(mark, dict) or mark.get("h") != _digest({k: v for k, v in record.items() if k != EMIT_MARK}):
         return None
-    return nonempty_str(mark.get("m"))
+    return mark
+
+
+def emitted_id(record: Any) -> str | None:
+    """The canonical message id an intact emit mark names (for a parser that links other
+    records to the message, as a subagent to the message spawning it), else None."""
+    mark = intact_mark(record)
+    return None if mark is None else nonempty_str(mark.get("m"))
 
 
 def claim_emitted(record: Any, rows: Iterable[Row], held: MutableMapping[str, Any] | None = None) -> Iterator[Row]:

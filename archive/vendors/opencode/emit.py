@@ -16,6 +16,10 @@ usage -> the assistant message's ``tokens`` and a ``step-finish`` part (OpenCode
 (counted). The file goes to ``opencode-import/<session id>.json``; the resume hint imports
 it, then resumes the session; ``emit --install`` puts it under OpenCode's data folder
 (``opencode-import/``), where ingest reads it back as a snapshot of the same session.
+
+Each text, reasoning and tool part carries the emit mark in its ``metadata`` (``_Writer._mark``),
+the only place ``opencode import`` keeps a field of ours: read back, from this file or from
+OpenCode's rows after the import, the history is the archived messages and usage, stored once.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from ...model import (
     ToolResult,
     Usage,
 )
-from ..base import RESPONSE_KEY, EmitOptions, EmitResult, command, image_url
-from .parse import NAME
+from ..base import EMIT_MARK, RESPONSE_KEY, EmitOptions, EmitResult, command, emitted_response, image_url, mark_record
+from .parse import NAME, digest_form
 
 CLIENT_VERSION = "1.18.33"
 FOLDER = "opencode-import"
@@ -101,7 +105,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     if not own and not options.model_provider:
         result.count("model provider: none given, 'mock' written (emit --model-provider, or your opencode.json)")
     path = f"{FOLDER}/{session_id}.json"
-    out = _Writer(result, path)  # the messages, written once nothing can change them
+    out = _Writer(result, path, thread.id)  # the messages, written once nothing can change them
     calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part, until written
     current: dict[str, Any] | None = None  # the open assistant message
     last_user: str | None = None
@@ -120,7 +124,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
                 if isinstance(b, Text):
                     parts.append({"type": "text", "text": b.text})
                 elif isinstance(b, ToolResult):  # Claude Code's results come in user messages
-                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids)
+                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids, msg.id)
                     need_new = True
                 elif isinstance(b, Attachment) and (b.extra or {}).get("callId") in result_ids:
                     continue  # an image of a tool result: written with it
@@ -137,14 +141,14 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
                 out.append(target, calls)
             mid = target["info"]["id"]
             target["parts"] += [dict(p, id=ids.make("prt", msg.id if own and msg.id.startswith("prt_") else None, ms),
-                                     sessionID=session_id, messageID=mid) for p in parts]
+                                     sessionID=session_id, messageID=mid, _m=msg.id) for p in parts]
             last_user, current, need_new = mid, None, False
             continue
         if msg.role == "tool":
             result_ids = {b.call_id for b in msg.content if isinstance(b, ToolResult)}
             for b in msg.content:
                 if isinstance(b, ToolResult):
-                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids)
+                    _attach_result(b, calls, result, out.written_calls, _result_files(msg, b), ids, msg.id)
                 elif isinstance(b, Attachment) and (b.extra or {}).get("callId") in result_ids:
                     continue  # an image of a tool result: written with it
                 else:
@@ -167,7 +171,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
         current["info"]["time"]["completed"] = ms
         pid_own = msg.id if own and msg.id.startswith("prt_") else None
         for b in msg.content:
-            base = {"id": ids.make("prt", pid_own, ms), "sessionID": session_id, "messageID": mid}
+            base = {"id": ids.make("prt", pid_own, ms), "sessionID": session_id, "messageID": mid, "_m": msg.id}
             pid_own = None
             if isinstance(b, Text):
                 current["parts"].append({"type": "text", "text": b.text, "time": {"start": ms, "end": ms}, **base})
@@ -188,7 +192,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             else:
                 current["parts"].append({"type": "text", "text": _as_text(b, result), "time": {"start": ms, "end": ms}, **base})
         if msg.usage is not None:
-            _usage(current, msg.usage, ids, session_id, own, ms)
+            _usage(current, msg.usage, ids, session_id, own, ms, emitted_response(msg), msg.id)
     _close(current, ids)
     out.flush(calls, everything=True)
     title = thread.title or "Imported session"
@@ -211,8 +215,9 @@ class _Writer:
 
     HOLD = 64
 
-    def __init__(self, result: EmitResult, path: str) -> None:
+    def __init__(self, result: EmitResult, path: str, thread_id: str) -> None:
         self.result = result
+        self.thread_id: str | None = thread_id  # named by the first mark, then None
         self.f = result.files.open(path)
         self.f.write(b'{\n  "messages": [')
         self.pending: deque[dict[str, Any]] = deque()
@@ -242,9 +247,35 @@ class _Writer:
                     self.result.count("tool call without a result: written with an empty output")
                 calls.pop(p["callID"], None)
                 self.written_calls.add(p["callID"])
+            self._mark(m)
             data = orjson.dumps(m, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
             self.f.write((b"\n    " if self.first else b",\n    ") + data)
             self.first = False
+
+    def _mark(self, m: dict[str, Any]) -> None:
+        """The emit mark (``base.mark_record``) of each text, reasoning and tool part, in its
+        ``metadata``: the canonical message it was written from, the thread (first mark), the
+        messages its tool result came from (``r``), and on the last marked part before a
+        step-finish that step's part id (``s``) with the archived response whose usage it
+        repeats (``u``; none: usage the emitter made up). The digest is of the part's sorted
+        keys, as read back from OpenCode's rows (``parse.digest_form``)."""
+        last: dict[str, Any] | None = None
+        for p in m["parts"]:
+            origin, results = p.pop("_m", None), p.pop("_r", None)
+            if p["type"] == "step-finish":
+                response, carrier = p.pop("_u", None), p.pop("_carrier", None)
+                if last is not None:
+                    last["s"] = p["id"]
+                    if response is not None:
+                        last["u"] = response
+                        if carrier is not None and carrier != last["m"]:
+                            last["c"] = carrier
+                continue
+            if origin is None:
+                continue
+            last = mark_record(digest_form(p), origin, self.thread_id, None, results)[EMIT_MARK]
+            self.thread_id = None
+            p["metadata"] = {**(p.get("metadata") or {}), EMIT_MARK: last}
 
     def close(self, info: dict[str, Any]) -> None:
         data = orjson.dumps(info, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
@@ -303,8 +334,10 @@ def _image_output(output: Any, atts: list[Attachment], result: EmitResult) -> tu
 
 
 def _attach_result(b: ToolResult, calls: dict[str, dict[str, Any]], result: EmitResult, written: set[str],
-                   atts: Sequence[Attachment] = (), ids: _Ids | None = None) -> None:
+                   atts: Sequence[Attachment] = (), ids: _Ids | None = None, origin: str | None = None) -> None:
     part = calls.get(b.call_id)
+    if part is not None and origin is not None:
+        part.setdefault("_r", {})[b.call_id] = origin  # the message the result came from (emit mark)
     if part is None:
         result.count("tool result: its call was written long before it, dropped" if b.call_id in written
                      else "tool result without its call: dropped")
@@ -348,7 +381,8 @@ def _as_text(b: Any, result: EmitResult) -> str:
     return orjson.dumps(b.to_dict() if hasattr(b, "to_dict") else str(b)).decode()
 
 
-def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: bool, ms: int) -> None:
+def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: bool, ms: int,
+           response: str | None = None, carrier: str | None = None) -> None:
     vendor = ((u.extra or {}).get("vendor") or {}) if own else {}
     reasoning = u.reasoning_tokens or 0
     tokens = {"total": (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0),
@@ -362,7 +396,8 @@ def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: b
     key = (u.extra or {}).get(RESPONSE_KEY) if own else None
     own_id = key.split(":", 1)[1] if isinstance(key, str) and key.startswith(f"{NAME}:prt_") else None
     current["parts"].append({"type": "step-finish", "reason": info["finish"], "tokens": tokens, "cost": cost,
-                             "id": ids.make("prt", own_id, ms), "sessionID": session_id, "messageID": info["id"]})
+                             "id": ids.make("prt", own_id, ms), "sessionID": session_id, "messageID": info["id"],
+                             "_u": response, "_carrier": carrier})
 
 
 def _close(current: dict[str, Any] | None, ids: _Ids) -> None:

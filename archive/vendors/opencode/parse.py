@@ -55,6 +55,11 @@ An ``opencode export`` document (what ``opencode import`` reads, and what ``emit
 opencode`` writes: ``opencode-import/<session>.json``) is read as a SNAPSHOT source, its
 session, messages and parts through the same handlers as the events that wrote them.
 
+A part ``emit`` wrote carries the emit mark in ``metadata.seshArchive`` (``marked_part``;
+digest over the part's sorted keys, since OpenCode's rows hand them back in another order):
+its rows are read as the archived message (``base.claim_emitted``), and the step-finish the
+mark names (``s``) as the archived response (``u``), or as usage the emitter made up.
+
 Threads: thread id = the session id; a session whose ``parentID`` names another is its
 subagent (``parentThreadId``). Bounded state: the role and model of the last
 ``KNOWN_CAP`` messages and the last canonical message of each; a part of a message
@@ -85,6 +90,7 @@ from ...model import (
     Usage,
 )
 from ..base import (
+    EMIT_MARK,
     INVALID,
     METADATA,
     PARSE_ERROR,
@@ -98,6 +104,8 @@ from ..base import (
     SourceInfo,
     ThreadFact,
     UsageRow,
+    claim_emitted,
+    intact_mark,
     loads_line,
 )
 
@@ -146,6 +154,30 @@ def opencode_usage(tokens: dict[str, Any], cost: Any) -> Usage:
     )
 
 
+def digest_form(part: dict[str, Any]) -> dict[str, Any]:
+    """A part as the emit mark's digest reads it: keys sorted at every level (OpenCode keeps
+    an imported part's ids in columns and the rest as data, so read back from its rows the
+    keys come in another order)."""
+    return orjson.loads(orjson.dumps(part, option=orjson.OPT_SORT_KEYS))  # type: ignore[no-any-return]
+
+
+def marked_part(part: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A part without the emit mark ``emit --to opencode`` puts in its ``metadata`` (the one
+    field of a text or tool part that ``opencode import`` keeps as it is given), and the
+    record ``claim_emitted`` reads (the part's digest form, the mark beside it); None when
+    the part has no mark."""
+    meta = part.get("metadata")
+    if not isinstance(meta, dict) or EMIT_MARK not in meta:
+        return part, None
+    clean = dict(part)
+    rest = {k: v for k, v in meta.items() if k != EMIT_MARK}
+    if rest:
+        clean["metadata"] = rest
+    else:
+        del clean["metadata"]
+    return clean, {**digest_form(clean), EMIT_MARK: meta[EMIT_MARK]}
+
+
 class OpenCodeParser:
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
@@ -153,9 +185,20 @@ class OpenCodeParser:
         # message id -> [role, model, provider, agent, created ms, last canonical message id]
         self.msgs: dict[str, list[Any]] = {k: list(v) for k, v in (s.get("msgs") or {}).items()}
         self.row_session: str | None = s.get("session")  # the session of a document of rows
+        self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
+        # step-finish part id -> [archived response key or None, message id], from the emit
+        # marks of the parts before it (a step-finish keeps no field of ours)
+        self.steps: dict[str, list[Any]] = {k: list(v) for k, v in (s.get("steps") or {}).items()}
 
     def state(self) -> JsonObject:
-        return {"msgs": self.msgs, "session": self.row_session} if self.row_session else {"msgs": self.msgs}
+        out: JsonObject = {"msgs": self.msgs}
+        if self.row_session:
+            out["session"] = self.row_session
+        if self.emitted:
+            out["emitted"] = self.emitted
+        if self.steps:
+            out["steps"] = self.steps
+        return out
 
     def _remember(self, mid: str, info: list[Any]) -> None:
         self.msgs.pop(mid, None)
@@ -300,11 +343,22 @@ class OpenCodeParser:
         if pid is None or mid is None or kind is None:
             yield Report(INVALID, "part without id, messageID or type", None)
             return
+        part, record = marked_part(part)
         handler = PARTS.get(kind)
         if handler is None:
-            yield from self._unknown_part(session, part, pid, mid, kind)
+            rows: Iterator[Row] = self._unknown_part(session, part, pid, mid, kind)
+        else:
+            rows = handler(self, session, part, pid, mid)
+        if record is None:
+            yield from rows
             return
-        yield from handler(self, session, part, pid, mid)
+        mark = intact_mark(record)
+        if mark is not None and _str(mark.get("s")):
+            self.steps.pop(mark["s"], None)
+            self.steps[mark["s"]] = [_str(mark.get("u")), _str(mark.get("c")) or _str(mark.get("m"))]
+            while len(self.steps) > KNOWN_CAP:
+                self.steps.pop(next(iter(self.steps)))
+        yield from claim_emitted(record, rows, self.emitted)
 
     def _msg(self, session: str, part: dict[str, Any], pid: str, mid: str, role: str | None, blocks: list[Block],
              extra: dict[str, Any] | None = None, suffix: str = "") -> Iterator[Row]:
@@ -370,6 +424,13 @@ class OpenCodeParser:
         carrier = info[5] if info else None
         model = info[1] if info else None
         ts = iso_ms(_dict(part.get("time")).get("end")) or (iso_ms(info[4]) if info else None)
+        step = self.steps.get(pid)
+        if step is not None:  # a step-finish emit wrote: the archived response's usage, or none
+            if step[0] is None:
+                yield Report(SKIPPED, "emitted usage", "usage the emitter wrote where the archived thread has no response")
+            else:
+                yield UsageRow(step[0], session, opencode_usage(tokens, part.get("cost")), step[1], model, ts)
+            return
         yield UsageRow(f"{NAME}:{pid}", session, opencode_usage(tokens, part.get("cost")), carrier, model, ts)
         if carrier is None:
             yield Report(WARNING, "step-finish before any part", "usage kept without a message")
