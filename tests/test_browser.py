@@ -236,7 +236,11 @@ def test_canonical_conversation_escapes_and_shows_images(page: Any, server: str)
     assert "<strong>zanzibarquux</strong>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown as text, never run
     img = page.locator(".sesh-attachment img")
-    assert img.count() == 1 and img.evaluate("i => i.complete && i.naturalWidth") == 160
+    assert img.count() == 1
+    # loading="lazy": the load event does not wait for it (a loaded machine failed CI here)
+    img.scroll_into_view_if_needed()
+    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+    assert img.evaluate("i => i.naturalWidth") == 160
     assert page.locator(f'a[href="/-/sesh/thread/{CANON_CHILD}"]').count() >= 1
     code = page.locator("pre.highlight code.language-css .nc").first
     assert code.inner_text() == "btn" and code.evaluate("e => getComputedStyle(e).color") != "rgb(0, 0, 0)"
