@@ -225,6 +225,26 @@ def test_emit_from_another_vendor_splits_steps_at_tool_results() -> None:
     assert [m["info"]["id"] for m in doc["messages"]] == sorted(m["info"]["id"] for m in doc["messages"])
     assert first == sorted(first, key=lambda p: p["id"]) and len(set(ids)) == len(ids)
     assert out.counts.get("tool output: text blocks joined into one string") == 1
+    assert doc["info"]["title"] == "go"  # an untitled thread is listed by its first prompt
+
+
+def test_emit_titles_an_untitled_thread_by_its_first_prompt_not_injected_context() -> None:
+    from archive.model import Message, Text, Thread
+    from archive.vendors.base import EmitOptions
+
+    t = Thread(id="claude-thread", created_at="2026-01-01T00:00:00Z", metadata={"cwd": "/w"})
+    msgs = [
+        Message(id="c", thread_id=t.id, role="user", ts="2026-01-01T00:00:00Z", content=(Text("<context>x</context>"),),
+                extra={"injected": True}),
+        Message(id="u", thread_id=t.id, role="user", ts="2026-01-01T00:00:01Z",
+                content=(Text("Fix the   flaky\ntest " + "in the browser suite " * 6),)),
+    ]
+    doc = orjson.loads(next(iter(ADAPTER.emit(t, msgs, (), EmitOptions(model="m", model_provider="mock")).files.values())))
+    title = doc["info"]["title"]
+    assert title.startswith("Fix the flaky test in the browser suite") and title.endswith("…") and len(title) == 80
+    untitled = Thread(id="empty", created_at="2026-01-01T00:00:00Z", metadata={"cwd": "/w"})
+    doc = orjson.loads(next(iter(ADAPTER.emit(untitled, [], (), EmitOptions(model="m", model_provider="mock")).files.values())))
+    assert doc["info"]["title"] == "Imported session"
 
 
 def test_restore_gives_the_session_as_opencode_imports_it(tmp_path: Path) -> None:

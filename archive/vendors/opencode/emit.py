@@ -109,6 +109,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part, until written
     current: dict[str, Any] | None = None  # the open assistant message
     last_user: str | None = None
+    first_prompt: str | None = None  # the title of a thread without one, as OpenCode lists it
     need_new = False
     last_ms = created
     for msg in messages:
@@ -132,6 +133,8 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
                     result.count(f"user: {type(b).__name__} block not representable, dropped")
             if not parts:
                 continue
+            if first_prompt is None and not (msg.extra or {}).get("injected"):
+                first_prompt = " ".join(" ".join(p["text"] for p in parts).split()) or None
             if own and out.last is not None and msg.turn_id and out.last["info"]["id"] == msg.turn_id:
                 target = out.last  # another part of the same OpenCode message
             else:
@@ -195,7 +198,8 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             _usage(current, msg.usage, ids, session_id, own, ms, emitted_response(msg), msg.id)
     _close(current, ids)
     out.flush(calls, everything=True)
-    title = thread.title or "Imported session"
+    short = first_prompt if first_prompt is None or len(first_prompt) <= 80 else first_prompt[:79].rstrip() + "…"
+    title = thread.title or short or "Imported session"
     info = {"id": session_id, "slug": "imported", "projectID": "global", "directory": cwd, "title": title,
             "version": options.client_version or CLIENT_VERSION,
             "time": {"created": created, "updated": last_ms}}
