@@ -323,3 +323,31 @@ def test_the_team_copy_of_a_handed_off_message_is_the_originals(rec: Path, targe
             assert got["lineage"] == expected["lineage"], (first[0], order)
             # the server's lineage has no kind column: the team store reads it from emittedFrom
             assert [r["lineage"] for r in pg_queries.threads(pg_connect(url), ids=[report["target_id"]])] == ["handoff"]
+
+
+@pytest.mark.parametrize("rec,target", [(CLAUDE_BASH, "gemini"), (CLAUDE_AGENT, "gemini"), (CODEX_EXEC, "gemini")],
+                         ids=["claude-code->gemini", "claude-code-agent->gemini", "codex->gemini"])
+def test_a_marked_session_read_in_pieces_equals_it_read_whole(rec: Path, target: str, tmp_path: Path) -> None:
+    """Incremental = whole for the marks' parser state (the message a record claimed last):
+    the installed session alone, grown in three pieces and read a line per batch, gives the
+    tables of one whole read. (OpenCode's import file is a snapshot, read whole.)"""
+    from ingest_helpers import portable_dump
+
+    db, _ = archive_of(rec, tmp_path)
+    data = _installed_log(install(db, session_id(rec), target, tmp_path / "home")).read_bytes()
+    whole = tmp_path / "whole" / "session.jsonl"
+    whole.parent.mkdir()
+    whole.write_bytes(data)
+    db_whole = open_db(tmp_path / "whole.db")
+    ingest_paths(db_whole, [whole], IngestOptions(idle_seconds=10**9))
+    growing = tmp_path / "grow" / "session.jsonl"
+    growing.parent.mkdir()
+    written = 0
+    for pos in (len(data) // 3, 2 * len(data) // 3, len(data)):
+        with open(growing, "ab") as f:
+            f.write(data[written:pos])
+        written = pos
+        db_inc = open_db(tmp_path / "inc.db")
+        ingest_paths(db_inc, [growing], IngestOptions(idle_seconds=10**9, batch_lines=1))
+    assert counts(str(tmp_path / "whole.db"))[0] > 0
+    assert portable_dump(db_inc) == portable_dump(db_whole)
