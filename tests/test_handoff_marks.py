@@ -325,16 +325,45 @@ def test_the_team_copy_of_a_handed_off_message_is_the_originals(rec: Path, targe
             assert [r["lineage"] for r in pg_queries.threads(pg_connect(url), ids=[report["target_id"]])] == ["handoff"]
 
 
-@pytest.mark.parametrize("rec,target", [(CLAUDE_BASH, "gemini"), (CLAUDE_AGENT, "gemini"), (CODEX_EXEC, "gemini")],
-                         ids=["claude-code->gemini", "claude-code-agent->gemini", "codex->gemini"])
-def test_a_marked_session_read_in_pieces_equals_it_read_whole(rec: Path, target: str, tmp_path: Path) -> None:
-    """Incremental = whole for the marks' parser state (the message a record claimed last):
-    the installed session alone, grown in three pieces and read a line per batch, gives the
-    tables of one whole read. (OpenCode's import file is a snapshot, read whole.)"""
+
+def _result_with_text(folder: Path) -> Path:
+    """A canonical thread whose user message holds a tool result and a text (as Claude Code
+    writes an interrupted result with the user's words): a Gemini emit puts the result in the
+    call's record and the text in a user record, two lines claiming one message."""
+    from archive.model import Message, Text, Thread, ToolCall, ToolResult
+
+    t = Thread(id="mixed-thread", created_at="2026-01-01T00:00:00Z", metadata={"cwd": "/w"})
+    msgs = [
+        Message(id="u1", thread_id=t.id, role="user", ts="2026-01-01T00:00:01Z", content=(Text("go"),)),
+        Message(id="a1", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:02Z",
+                content=(Text("Running."), ToolCall(call_id="c1", name="Bash", input={"command": "ls"}))),
+        Message(id="u2", thread_id=t.id, role="user", ts="2026-01-01T00:00:03Z",
+                content=(ToolResult(call_id="c1", output="a b"), Text("and check the logs"))),
+        Message(id="a2", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:04Z", content=(Text("Done."),)),
+    ]
+    folder.mkdir(parents=True)
+    path = folder / "mixed.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x.to_dict()) + b"\n" for x in [t, *msgs]))
+    return path
+
+
+@pytest.mark.parametrize("source,target", [(CLAUDE_BASH, "gemini"), (CLAUDE_AGENT, "gemini"), (CODEX_EXEC, "gemini"),
+                                           (None, "gemini")],
+                         ids=["claude-code->gemini", "claude-code-agent->gemini", "codex->gemini", "result-and-text->gemini"])
+def test_a_marked_session_read_line_by_line_equals_it_read_whole(source: Path | None, target: str, tmp_path: Path) -> None:
+    """Incremental = whole for the marks' parser state (the message a record claimed last,
+    which the next line may extend): the installed session alone, read after each line it
+    gains, gives the tables of one whole read. (OpenCode's import file is a snapshot, read whole.)"""
     from ingest_helpers import portable_dump
 
-    db, _ = archive_of(rec, tmp_path)
-    data = _installed_log(install(db, session_id(rec), target, tmp_path / "home")).read_bytes()
+    if source is None:
+        db = str(tmp_path / "a.db")
+        run("--db", db, "ingest", "-q", str(_result_with_text(tmp_path / "src")))
+        thread = "mixed-thread"
+    else:
+        db, _ = archive_of(source, tmp_path)
+        thread = session_id(source)
+    data = _installed_log(install(db, thread, target, tmp_path / "home", "--cwd", "/w")).read_bytes()
     whole = tmp_path / "whole" / "session.jsonl"
     whole.parent.mkdir()
     whole.write_bytes(data)
@@ -342,12 +371,12 @@ def test_a_marked_session_read_in_pieces_equals_it_read_whole(rec: Path, target:
     ingest_paths(db_whole, [whole], IngestOptions(idle_seconds=10**9))
     growing = tmp_path / "grow" / "session.jsonl"
     growing.parent.mkdir()
-    written = 0
-    for pos in (len(data) // 3, 2 * len(data) // 3, len(data)):
+    for line in data.splitlines(keepends=True):
         with open(growing, "ab") as f:
-            f.write(data[written:pos])
-        written = pos
+            f.write(line)
         db_inc = open_db(tmp_path / "inc.db")
-        ingest_paths(db_inc, [growing], IngestOptions(idle_seconds=10**9, batch_lines=1))
+        ingest_paths(db_inc, [growing], IngestOptions(idle_seconds=10**9))
+        db_inc.conn.close()
+    db_inc = open_db(tmp_path / "inc.db")
     assert counts(str(tmp_path / "whole.db"))[0] > 0
     assert portable_dump(db_inc) == portable_dump(db_whole)
