@@ -226,6 +226,11 @@ def test_emit_from_another_vendor_splits_steps_at_tool_results() -> None:
     assert first == sorted(first, key=lambda p: p["id"]) and len(set(ids)) == len(ids)
     assert out.counts.get("tool output: text blocks joined into one string") == 1
     assert doc["info"]["title"] == "go"  # an untitled thread is listed by its first prompt
+    assert not any("no part before its step-finish" in reason for reason in out.counts)
+    bare = [*msgs[:3], Message(id="a3", thread_id=t.id, role="assistant", ts="2026-01-01T00:00:05Z", content=(),
+                           usage=Usage(input_tokens=4, output_tokens=1))]
+    counts = ADAPTER.emit(t, bare, (), EmitOptions(model="m", model_provider="mock")).counts
+    assert counts.get("usage: no part before its step-finish to name the response (read back, it counts a second time)") == 1
 
 
 def test_emit_titles_an_untitled_thread_by_its_first_prompt_not_injected_context() -> None:

@@ -268,6 +268,9 @@ class _Writer:
             origin, results = p.pop("_m", None), p.pop("_r", None)
             if p["type"] == "step-finish":
                 response, carrier = p.pop("_u", None), p.pop("_carrier", None)
+                if last is None and response is not None:
+                    self.result.count("usage: no part before its step-finish to name the response "
+                                      "(read back, it counts a second time)")
                 if last is not None:
                     last["s"] = p["id"]
                     if response is not None:
