@@ -8,9 +8,11 @@ stable JSON document on stdout; exit codes are 0 ok, 1 failure (domain errors be
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import click
 import orjson
@@ -160,6 +162,29 @@ def _lock(db_path: Path, wait: float, no_wait: bool) -> Any:
     return ingest_lock(db_path, None if no_wait else wait)
 
 
+@contextmanager
+def _interruptible(command: str) -> Iterator[None]:
+    """Ctrl-C, or SIGTERM (systemd stopping the unit, ``kill``), ends a writing command as
+    an interrupted run: the engine records it so, and this says it in one line, exit 130
+    (a shell's code for SIGINT), instead of click's bare "Aborted!"."""
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread (a test runner's worker): Ctrl-C only
+        previous = None
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo(f"{command}: interrupted; what was committed is kept (the run is recorded as interrupted) "
+                   "and the next run continues", err=True)
+        raise click.exceptions.Exit(130) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--provider", "providers", multiple=True, type=click.Choice(vendor_names()), help="Only these vendors.")
@@ -182,7 +207,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
     missing = [p for p in paths if not os.path.lexists(p)]
     progress = _Progress(sys.stderr.isatty() and not quiet)
     try:
-        with _lock(db_path, wait, no_wait):
+        with _interruptible("ingest"), _lock(db_path, wait, no_wait):
             # under the lock: another ingest may be creating the file right now
             if db_path.exists() and (db_path.is_dir() or db_path.stat().st_size):
                 check_archive(db_path)  # never migrate someone else's SQLite file into an archive
@@ -265,7 +290,7 @@ def rebuild_cmd(ctx: click.Context, provider: str | None, source: str | None, as
     db_path = _db_path(ctx)
     try:
         check_archive(db_path)
-        with _lock(db_path, 600, False):
+        with _interruptible("rebuild"), _lock(db_path, 600, False):
             summary = rebuild(open_db(db_path), provider=provider, source=source)
     except ArchiveError as e:
         raise click.ClickException(str(e))
@@ -358,9 +383,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     run = info["last_run"]
     if run:
-        click.echo(f"last run: {run['command']} at {run['started_at']} ({run['status']}): "
-                   f"{_plural(run['files_changed'], 'file')} changed, {_plural(run['messages_added'], 'message')} "
-                   f"{'rebuilt' if run['command'] == 'rebuild' else 'added'}")  # fmt: skip
+        head = f"last run: {run['command']} at {run['started_at']} ({run['status']})"
+        if run["files_changed"] is None:  # still running, or killed before it closed its row
+            click.echo(f"{head}: no counts recorded" + ("" if run["status"] == "running" else "; the next ingest continues"))
+        else:
+            click.echo(f"{head}: {_plural(run['files_changed'], 'file')} changed, "
+                       f"{_plural(run['messages_added'], 'message')} "
+                       f"{'rebuilt' if run['command'] == 'rebuild' else 'added'}")  # fmt: skip
     else:
         click.echo("last run: never")
     _print_coverage(info["coverage"])
@@ -619,7 +648,7 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
 @cli.command(name="threads")
 @_filter_options(role=False)
 @click.option("--all", "show_all", is_flag=True, help="Also child threads (subagents) as rows, and empty threads.")
-@click.option("--empty", is_flag=True, help="Also threads without messages.")
+@click.option("--empty", is_flag=True, help="Also empty sessions (no message of their own or their subagents').")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many threads (0: all).")
 @click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
               help=f"Price table laid over the bundled one (env {PRICES_ENV_VAR}).")
@@ -631,8 +660,10 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
                 prices_path: Path | None, as_json: bool) -> None:  # fmt: skip
     """List threads, most recent activity first (--since/--until: active in that window).
 
-    Child threads (subagents) are folded into their parent (KIDS) unless --all; threads
-    without messages are left out unless --empty or --all."""
+    A session is a thread that is not a subagent: a top-level thread, a fork or a hand-off
+    (the web's session list counts the same). Subagents are folded into their session (KIDS)
+    unless --all; empty sessions (no message of their own or their subagents') are left out
+    unless --empty or --all."""
     import shutil
 
     from .pricing import load_prices
@@ -664,8 +695,9 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or 120)
         for line in threads_table(rows, shorts, tz, width):
             click.echo(line)
-    click.echo(_plural(len(rows), "thread") + (" (limit reached)" if limit and len(rows) == limit else "")
-               + ("" if show_all else "; subagents folded into their parent (--all lists them)"), err=True)  # fmt: skip
+    click.echo(_plural(len(rows), "thread" if show_all or thread_ref else "session")
+               + (" (limit reached)" if limit and len(rows) == limit else "")
+               + ("" if show_all else "; subagents folded into their session (--all lists every thread)"), err=True)  # fmt: skip
 
 
 @cli.command(name="show")

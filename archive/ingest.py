@@ -669,8 +669,10 @@ class Engine:
         )
         self.summary.run_id = cur.lastrowid
 
-    def _finish_run(self, started: float) -> None:
+    def _finish_run(self, started: float, status: str | None = None) -> None:
         s = self.summary
+        if s.run_id is None:
+            return  # interrupted before the run was recorded: nothing to close
         s.elapsed = time.monotonic() - started
         self.conn.execute(
             "UPDATE ingest_runs SET finished_at = ?, elapsed_seconds = ?, files_seen = ?, files_changed = ?, "
@@ -679,9 +681,19 @@ class Engine:
                 datetime.now(timezone.utc).isoformat(timespec="seconds"), round(s.elapsed, 3), s.files_seen,
                 s.files_changed, s.bytes_read, s.lines, s.messages_added, dumps(dict(s.reports)),
                 dumps({"problems": s.problems, "warnings": s.warnings}),
-                "failed" if s.failed else "ok", s.run_id,
+                status or ("failed" if s.failed else "ok"), s.run_id,
             ),
         )  # fmt: skip
+
+    def _end_interrupted(self, started: float) -> None:
+        """Ctrl-C or SIGTERM: the run ends as ``interrupted`` with what it committed (the file
+        loop commits its consistent batches before re-raising), never left ``running``."""
+        try:
+            self._rollback()
+            self.summary.messages_added = self.projector.messages_added
+            self._finish_run(started, status="interrupted")
+        except sqlite3.Error:
+            pass  # left running: the next run marks it interrupted, and readers cope with that
 
     @contextmanager
     def guard(self, started: float) -> Iterator[None]:
@@ -715,7 +727,11 @@ class Engine:
     def ingest(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> Summary:
         started = time.monotonic()
         with self.guard(started):
-            return self._ingest(paths, started)
+            try:
+                return self._ingest(paths, started)
+            except KeyboardInterrupt:
+                self._end_interrupted(started)
+                raise
 
     def _ingest(self, paths: Iterable[str | os.PathLike[str]] | None, started: float) -> Summary:
         env = self.options.env if self.options.env is not None else os.environ
@@ -734,7 +750,10 @@ class Engine:
             """Known, complete and with the same size, mtime and inode: nothing to read."""
             if not self._unchanged(path):
                 return False
-            if _database_companion(path) not in (self.records_index or {}):  # a -wal/-shm: not a file read
+            index = self.records_index or {}
+            if path in index:  # a database: each session it holds is a source, as a file is
+                self.summary.files_seen += len(index[path])
+            elif _database_companion(path) not in index:  # a -wal/-shm: not a file read
                 self.summary.files_seen += 1
             seen_paths.add(path)
             return True
@@ -869,6 +888,8 @@ class Engine:
         inode, signature = _records_signature(cand.path)  # before the read: a later write changes it
         with ReadOnlyDatabase(cand.path) as database:
             documents = list(cand.adapter.documents(cand.path, database.query))
+        # "files seen" counts sources: the database (counted once by the walk) is its sessions
+        self.summary.files_seen += len(documents) - 1
         last = None
         for doc in documents:
             path = _DocumentPath(doc.path, doc.data)
@@ -1410,6 +1431,22 @@ def ingest_lock(db_path: str | os.PathLike[str], wait: float | None = 600.0) -> 
         os.close(fd)
 
 
+def lock_held(db_path: str | os.PathLike[str]) -> bool:
+    """Whether an ingest (or rebuild) holds the archive's write lock right now. Never creates
+    the lock file: a reader must leave nothing behind."""
+    try:
+        fd = os.open(f"{db_path}.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we took
+    return False
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -1492,6 +1529,13 @@ def rebuild(db: Database, provider: str | None = None, source: str | None = None
             index_text(conn)
             secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
             conn.execute("COMMIT")
+        except KeyboardInterrupt:
+            # one transaction: nothing of it stays, and the run says so
+            engine._rollback()
+            engine.summary = Summary(command="rebuild", run_id=engine.summary.run_id)
+            engine.projector.messages_added = 0
+            engine._end_interrupted(started)
+            raise
         except BaseException:
             engine._rollback()
             raise

@@ -10,6 +10,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from .db import ArchiveError
+from .ingest import lock_held
 
 # tables every archive has had since its first migration
 _ARCHIVE_TABLES = {"sources", "source_lines", "threads", "messages"}
@@ -72,10 +73,15 @@ def archive_status(db: Database, db_path: Path) -> dict[str, Any]:
     ).fetchone()
     keys = ("command", "started_at", "finished_at", "status", "files_seen", "files_changed", "bytes_read",
             "lines", "messages_added")  # fmt: skip
+    last = dict(zip(keys, run)) if run else None
+    if last and last["status"] == "running" and not lock_held(db_path):
+        # killed (SIGKILL, power loss) before it could close its row: the next run marks it
+        # interrupted too; until then readers say so instead of trusting its empty counts
+        last["status"] = "interrupted"
     return {
         "database": str(db_path),
         "size_bytes": size,
         "providers": sorted(providers.values(), key=lambda p: p["provider"]),
-        "last_run": dict(zip(keys, run)) if run else None,
+        "last_run": last,
         "missing_sources": missing,
     }
