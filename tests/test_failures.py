@@ -35,7 +35,7 @@ def test_default_data_folder_is_private_from_the_start(tmp_path, monkeypatch):
     build_home(home)
     old = os.umask(0o022)  # the usual umask: what a plain mkdir would have used
     try:
-        result = invoke("ingest", "-q", env=vendor_env(home))
+        result = invoke("ingest", "-q", env={**vendor_env(home), "XDG_DATA_HOME": str(data)})
     finally:
         os.umask(old)
     assert result.exit_code == 0, result.output
@@ -62,15 +62,15 @@ def test_unreadable_folder_under_a_vendor_root_fails_the_run(tmp_path, monkeypat
     home = tmp_path / "home"
     placed = build_home(home)
     folder = next(p for p in placed.values() if ".codex" in str(p)).parent
-    _unreadable(monkeypatch, folder)
-    result = invoke("--db", str(tmp_path / "a.db"), "ingest", "-q", env=vendor_env(home))
+    with monkeypatch.context() as m:  # undoing only this patch: the test's home isolation stays
+        _unreadable(m, folder)
+        result = invoke("--db", str(tmp_path / "a.db"), "ingest", "-q", env=vendor_env(home))
     assert result.exit_code == 1
     assert f"problem: {folder}: unreadable folder" in result.stderr
     db = open_db(tmp_path / "a.db")
     assert db.execute("SELECT status FROM ingest_runs ORDER BY id DESC").fetchone()[0] == "failed"
     # the other vendors' files are archived all the same
     assert db.execute("SELECT count(DISTINCT provider) FROM sources").fetchone()[0] >= 2
-    monkeypatch.undo()
     assert invoke("--db", str(tmp_path / "a.db"), "ingest", "-q", env=vendor_env(home)).exit_code == 0
 
 
@@ -101,8 +101,9 @@ def test_disk_full_is_one_clear_error_and_a_failed_run(tmp_path, monkeypatch):
         db.execute(f"PRAGMA max_page_count = {pages + 40}")  # SQLITE_FULL: "database or disk is full"
         return db
 
-    monkeypatch.setattr(archive.cli, "open_db", small_disk)
-    result = invoke("--db", str(db_path), "ingest", "-q", "--idle", "1e9", *map(str, files))
+    with monkeypatch.context() as m:
+        m.setattr(archive.cli, "open_db", small_disk)
+        result = invoke("--db", str(db_path), "ingest", "-q", "--idle", "1e9", *map(str, files))
     assert result.exit_code == 1
     message = result.stderr.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("Error: cannot write the archive: database or disk is full")
@@ -110,7 +111,6 @@ def test_disk_full_is_one_clear_error_and_a_failed_run(tmp_path, monkeypatch):
     db = open_db(db_path)
     assert db.execute("SELECT status FROM ingest_runs ORDER BY id DESC").fetchone()[0] == "failed"
     # room again: the next run continues and ends where an uninterrupted run ends
-    monkeypatch.undo()
     assert invoke("--db", str(db_path), "ingest", "-q", "--idle", "1e9", *map(str, files)).exit_code == 0
     whole = open_db(tmp_path / "whole.db")
     ingest_paths(whole, files, IngestOptions(idle_seconds=10**9))

@@ -382,12 +382,13 @@ def test_files_share_a_commit_and_a_failing_file_keeps_a_consistent_prefix(tmp_p
 
     # b fails after two batches: a and c are whole, b keeps its two batches (lines, rows and
     # offset together) but no path record, so the next run reads it again from there
-    _fail_reading(monkeypatch, "b.jsonl", 7, OSError(5, "Input/output error"))
     options = IngestOptions(idle_seconds=10**9, batch_lines=3)
     db = open_db(tmp_path / "x.db")
     commits: list[str] = []
     db.conn.set_trace_callback(lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None)
-    s = ingest_paths(db, files, options)
+    with monkeypatch.context() as m:  # undoes this patch only, never the test's home isolation
+        _fail_reading(m, "b.jsonl", 7, OSError(5, "Input/output error"))
+        s = ingest_paths(db, files, options)
     assert s.failed == 1 and [p["path"] for p in s.problems] == [str(files[1])]
     assert db.execute("SELECT count(*) FROM source_lines WHERE source_id = 2").fetchone()[0] == 6
     assert db.execute("SELECT end_offset FROM generations WHERE source_id = 2").fetchone()[0] == sum(
@@ -396,7 +397,6 @@ def test_files_share_a_commit_and_a_failing_file_keeps_a_consistent_prefix(tmp_p
     assert db.execute("SELECT count(*) FROM source_paths WHERE path = ?", (str(files[1]),)).fetchone()[0] == 0
     # three files of four batches each, one commit for all of them (then origins, run log)
     assert len(commits) <= 3, commits
-    monkeypatch.undo()
     ingest_paths(db, files, options)
     assert portable_dump(db) == portable_dump(whole)
 
@@ -406,13 +406,12 @@ def test_interrupt_keeps_what_was_written(tmp_path, monkeypatch):
     for i, f in enumerate(files):
         write_lines(f, canonical_lines(f.stem, 12, seed=i))
     whole, _ = ingest(tmp_path / "whole.db", files)
-    _fail_reading(monkeypatch, "b.jsonl", 5, KeyboardInterrupt())
     db = open_db(tmp_path / "x.db")
-    with pytest.raises(KeyboardInterrupt):
+    with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+        _fail_reading(m, "b.jsonl", 5, KeyboardInterrupt())
         ingest_paths(db, files, IngestOptions(idle_seconds=10**9, batch_lines=2))
     assert not db.conn.in_transaction
     assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == 13 + 4
-    monkeypatch.undo()
     ingest_paths(db, files, NEVER_IDLE)
     assert portable_dump(db) == portable_dump(whole)
 

@@ -359,12 +359,11 @@ def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path,
                 raise KeyboardInterrupt  # as a kill between two pieces would
         return real_pack(self, data)
 
-    monkeypatch.setattr(Codec, "pack", pack)
     db = open_db(tmp_path / "x.db")
-    with pytest.raises(KeyboardInterrupt):
+    with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):  # undoes this patch only
+        m.setattr(Codec, "pack", pack)
         ingest_paths(db, files, options)
     assert len(pieces) == 5 and not db.conn.in_transaction
-    monkeypatch.undo()
     ingest_paths(db, files, options)
     assert portable_dump(db) == portable_dump(whole)
 

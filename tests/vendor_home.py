@@ -107,8 +107,13 @@ def _opencode_db(home: Path, vendor_dir: Path) -> dict[str, Path]:
 def vendor_env(home: Path) -> dict[str, str]:
     return {
         "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "CODEX_HOME": str(home / ".codex"),
+        "GEMINI_CLI_HOME": str(home),
+        "QWEN_HOME": str(home / ".qwen"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "COPILOT_HOME": str(home / ".copilot"),
