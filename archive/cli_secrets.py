@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import click
 
-from .cli import _db_after, _db_path, _echo_json, _lock, _open_read, _plural, cli
+from .cli import _db_after, _db_path, _echo_json, _lock, _open_read, _plural, _time_option, _tz, _tz_options, cli
 from .db import ArchiveError, open_db
 
 
 @cli.command(name="secrets")
 @click.option("--json", "as_json", is_flag=True, help="Print every finding as a JSON array (never the values).")
 @click.option("--thread", "thread_ref", help="Only this thread (id or prefix).")
-@click.option("--since", help="Only findings first seen at or after this time (ISO 8601, UTC).")
+@_time_option("since", False)
+@_tz_options
 @click.option("--rescan", is_flag=True, help="Derive every finding again with the current rules.")
 @_db_after
 @click.pass_context
@@ -22,7 +23,10 @@ def secrets_cmd(ctx: click.Context, as_json: bool, thread_ref: str | None, since
     Findings hold where (thread, message, block, span) and a sha256 of the value, never
     the value; `show --redact`, `emit --redact` and `serve` mask them."""
     from . import secrets
+    from .queries import parse_time
 
+    # first seen at or after: the same words and days as every other --since (parse_time)
+    since = parse_time(since, tz=_tz(ctx)) if since else None
     if rescan:
         db_path = _db_path(ctx)
         try:

@@ -215,6 +215,23 @@ def test_secrets_command_counts_and_lists(sessions: dict) -> None:
     assert len(json.loads(run("--db", sessions["db"], "secrets", "--json")[0])) == len(listed)
 
 
+@pytest.mark.parametrize("bad", ["garbage", "2026-13-45", "7x"])
+def test_secrets_since_rejects_a_bad_date_as_every_command_does(sessions: dict, bad: str) -> None:
+    """Issue 32 defect 4: `secrets --since garbage` gave '0 findings', exit 0."""
+    _out, err = run("--db", sessions["db"], "secrets", "--since", bad, code=2)
+    assert "is not a date" in err
+    _out, err = run("--db", sessions["db"], "search", "x", "--since", bad, code=2)
+    assert "is not a date" in err
+
+
+def test_secrets_since_takes_the_words_every_command_takes(sessions: dict) -> None:
+    every = json.loads(run("--db", sessions["db"], "secrets", "--json")[0])
+    assert every  # found just now, at ingest: within the last week and since yesterday
+    for when in ("7d", "yesterday", "12h"):
+        assert json.loads(run("--db", sessions["db"], "secrets", "--json", "--since", when)[0]) == every, when
+    assert json.loads(run("--db", sessions["db"], "secrets", "--json", "--since", "2999-01-01", "--utc")[0]) == []
+
+
 def _values(sessions: dict) -> list[str]:
     return [v for p in sessions["plants"].values() for _r, v, _l in p]
 
