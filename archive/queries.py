@@ -280,6 +280,34 @@ def fts_literal(query: str) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in query.split())
 
 
+# a word FTS5 takes bare (letters, digits, underscore, any non-ASCII), with an optional prefix star
+_BAREWORD = re.compile(r"[\w\u0080-\U0010ffff]+\*?", re.UNICODE)
+_FTS_TOKEN = re.compile(r'"[^"]*"\*?|[()]|[^\s()"]+')
+_OPERATORS = {"AND", "OR", "NOT", "NEAR"}
+
+
+def fts_query(query: str) -> str:
+    """What people type, as the FTS5 expression they mean; FTS5 syntax kept.
+
+    Operators (AND, OR, NOT, NEAR(...)), "quoted phrases", prefix* and parentheses stay as
+    they are; any other word FTS5 would not take bare (``hello-from-tool``, ``src/app.py``,
+    ``localhost:8080``, ``don't``) becomes a quoted phrase of its own, which FTS5 tokenizes as
+    it tokenized the text: so a hyphen or a dot never reads as a column filter or a syntax
+    error. Unbalanced quotes or parentheses: every word quoted (``fts_literal``)."""
+    if query.count('"') % 2 or query.count("(") != query.count(")"):
+        return fts_literal(query.replace('"', " "))
+    out: list[str] = []
+    for tok in _FTS_TOKEN.findall(query):
+        if not (tok[0] in '"()' or tok in _OPERATORS or _BAREWORD.fullmatch(tok)):
+            tok = '"' + tok[:-1] + '"*' if tok.endswith("*") and len(tok) > 1 else '"' + tok + '"'
+        # FTS5 takes "a b" as a AND b but not "(a OR b) c": say the AND it means
+        if out and (out[-1] == ")" and tok not in _OPERATORS and tok != ")"
+                    or tok == "(" and out[-1] not in _OPERATORS and out[-1] != "("):
+            out.append("AND")
+        out.append(tok)
+    return " ".join(out)
+
+
 def _split_snippet(marked: str) -> tuple[str, list[list[int]]]:
     text, matches, start = [], [], None
     n = 0
@@ -307,7 +335,7 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
     ``QueryError``; with ``literal`` the words are quoted first and never rejected."""
     if not query.strip():
         raise QueryError("empty search query")
-    q = fts_literal(query) if literal else query
+    q = fts_literal(query) if literal else fts_query(query)
     where, params = _where(f, ts="m.ts", project="coalesce(t.cwd, p.cwd)", provider="t.provider",
                            thread="m.thread_id", role="m.role")  # fmt: skip
     sql = f"""
@@ -373,6 +401,24 @@ TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 # a thread continuing its parent's conversation (projection.fork_of), not a subagent
 _IS_FORK = "(t.origin_message_id IS NOT NULL AND json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id)"
 
+# What a *session* is, everywhere (`threads`, the web list, their counts): a thread that is
+# not a subagent, i.e. a top-level thread, a fork or a hand-off. A subagent's messages and
+# usage count with the session it belongs to. A session is *empty* when neither it nor its
+# subagents hold a message; lists leave empty sessions out unless asked (`threads --empty`).
+
+
+def is_fork_sql(alias: str = "t") -> str:
+    return _IS_FORK.replace("t.", f"{alias}.")
+
+
+def is_session_sql(alias: str = "t") -> str:
+    return f"({alias}.parent_thread_id IS NULL OR {is_fork_sql(alias)})"
+
+
+def session_root_sql(alias: str = "t") -> str:
+    """The session a thread's messages and usage count with: itself, or a subagent's parent."""
+    return f"(CASE WHEN {is_session_sql(alias)} THEN {alias}.id ELSE {alias}.parent_thread_id END)"
+
 
 def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
             ids: Iterable[str] | None = None, top_level: bool = False, include_empty: bool = True,
@@ -394,7 +440,9 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
     if ids is not None:
         static.append("t.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(ids)))
-    where: list[str] = [] if include_empty else ["ms.messages > 0"]
+    where: list[str] = [] if include_empty else [
+        "(ms.messages > 0 OR EXISTS (SELECT 1 FROM threads c JOIN messages cm ON cm.thread_id = c.id "
+        f"WHERE c.parent_thread_id = t.id AND NOT {is_fork_sql('c')}))"]
     if f.since:
         where.append("ms.last_ts >= ?")
         params.append(_bound(f.since, tz=f.tz))

@@ -374,6 +374,18 @@ def test_search_filters_sort_and_total(ds: Any):
     assert "0 matches" in ok(ds, "/-/sesh/search?q=pelicans&until=2026-04-30")
 
 
+def test_search_takes_what_people_type(ds: Any, capsys: Any):
+    """Issue 32: a path or a hyphenated word is searched as typed, the same hits as the CLI,
+    with no SQL error on the way (Datasette logged 'fts5: syntax error' before the retry)."""
+    html = ok(ds, "/-/sesh/search?q=myapp/hoge.py")
+    assert re.search(r"[1-9][\d,]* match", html)
+    assert ">No matches<" not in html
+    grouped = ok(ds, "/-/sesh/search?q=" + "(myapp/hoge.py OR zzzqqq) hoge".replace(" ", "+"))
+    assert ">No matches<" not in grouped
+    captured = capsys.readouterr()
+    assert "syntax error" not in captured.out + captured.err and "no such column" not in captured.out + captured.err
+
+
 def test_usage_dashboard_draws_svg_charts(ds: Any, archive_path: Path):
     html = ok(ds, "/-/sesh/usage")
     assert html.count("<svg") >= 6 and "<rect" in html

@@ -2,8 +2,9 @@
 
 Invariants:
 
-* The query is FTS5 syntax when it parses, else its words quoted (``literal``); the caller
-  retries with ``literal=True`` on an FTS5 syntax error.
+* The query is read as the CLI reads it (``queries.fts_query``: FTS5 syntax kept, any other
+  word quoted); the caller retries with ``literal=True`` if FTS5 still rejects it (a stray
+  operator).
 * Filters: provider, project (the thread's folder or its parent's; a path matches that
   folder and below), role, block kind, and a date range on the message time (UTC days,
   inclusive). Sort: relevance (bm25) or date (newest first).
@@ -16,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
+
+from ..queries import fts_literal, fts_query
 
 PAGE_SIZE = 50
 MAX_OFFSET = 100_000
@@ -59,10 +62,6 @@ def _day(value: str, name: str) -> str:
         return dt.date.fromisoformat(value).isoformat()
     except ValueError:
         raise SearchError(f"{name} must be a date YYYY-MM-DD, not {value!r}") from None
-
-
-def fts_literal(q: str) -> str:
-    return " ".join('"' + w.replace('"', '""') + '"' for w in q.split())
 
 
 def _where(r: SearchRequest) -> tuple[str, dict[str, Any]]:
@@ -116,12 +115,12 @@ def hits_sql(r: SearchRequest, literal: bool = False, limit: int = PAGE_SIZE + 1
 {_FROM}{where}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset"""
-    params.update(match=fts_literal(r.q) if literal else r.q, open=MARK_OPEN, close=MARK_CLOSE, limit=limit,
+    params.update(match=fts_literal(r.q) if literal else fts_query(r.q), open=MARK_OPEN, close=MARK_CLOSE, limit=limit,
                   offset=r.offset)  # fmt: skip
     return sql, params
 
 
 def count_sql(r: SearchRequest, literal: bool = False) -> tuple[str, dict[str, Any]]:
     where, params = _where(r)
-    params["match"] = fts_literal(r.q) if literal else r.q
+    params["match"] = fts_literal(r.q) if literal else fts_query(r.q)
     return f"SELECT count(*) {_FROM}{where}", params
