@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..pricing import PriceTable, cost
-from ..queries import first_prompts
+from ..queries import first_prompts, is_fork_sql, is_session_sql, session_root_sql
 
 PAGE_SIZE = 50
 SORTS = {"recent": "last activity", "oldest": "first activity", "messages": "messages", "tokens": "tokens",
@@ -74,9 +74,9 @@ def _priced(conn: sqlite3.Connection, ids_json: str, prices: PriceTable) -> dict
     out: dict[str, dict[str, Any]] = {}
     sums = ", ".join(f"sum(u.{f}) AS {f}" for f in TOKEN_FIELDS)
     for r in _rows(conn, f"""
-            SELECT coalesce(t.parent_thread_id, t.id) AS root, u.model, {sums}
+            SELECT {session_root_sql('t')} AS root, u.model, {sums}
             FROM usage_totals u JOIN threads t ON t.id = u.thread_id
-            WHERE coalesce(t.parent_thread_id, t.id) IN (SELECT value FROM json_each(?))
+            WHERE {session_root_sql('t')} IN (SELECT value FROM json_each(?))
             GROUP BY 1, 2""", (ids_json,)):  # fmt: skip
         g = out.setdefault(r["root"], {"tokens": 0, "cost": None, "unpriced": False})
         g["tokens"] += sum(r[f] or 0 for f in TOKEN_FIELDS)
@@ -108,23 +108,25 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) ->
     if f.q:
         words = " ".join('"' + w.replace('"', '""') + '"' for w in f.q.split())
         where.append("(instr(lower(coalesce(t.title, '') || ' ' || coalesce(c.title, '') || ' ' || t.id || ' ' "
-                     "|| coalesce(t.cwd, '')), lower(?)) > 0 OR t.id IN (SELECT coalesce(tt.parent_thread_id, tt.id) "
+                     f"|| coalesce(t.cwd, '')), lower(?)) > 0 OR t.id IN (SELECT {session_root_sql('tt')} "
                      "FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id "
                      "JOIN threads tt ON tt.id = m.thread_id WHERE blocks_fts MATCH ?))")  # fmt: skip
         params += [f.q, words]
     candidates = [r[0] for r in conn.execute(
-        f"SELECT DISTINCT t.id FROM threads t LEFT JOIN threads c ON c.parent_thread_id = t.id "
-        f"WHERE t.parent_thread_id IS NULL AND {' AND '.join(where)}", params)]  # fmt: skip
+        f"SELECT DISTINCT t.id FROM threads t LEFT JOIN threads c ON c.parent_thread_id = t.id AND NOT {is_fork_sql('c')} "
+        f"WHERE {is_session_sql('t')} AND {' AND '.join(where)}", params)]  # fmt: skip
     ids_json = json.dumps(candidates)
-    stats = {r["root"]: r for r in _rows(conn, """
-        SELECT coalesce(t.parent_thread_id, t.id) AS root, count(m.id) AS messages, min(m.ts) AS first_ts,
+    stats = {r["root"]: r for r in _rows(conn, f"""
+        SELECT {session_root_sql('t')} AS root, count(m.id) AS messages, min(m.ts) AS first_ts,
                max(m.ts) AS last_ts, min(t.created_at) AS created_at
         FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
-        WHERE coalesce(t.parent_thread_id, t.id) IN (SELECT value FROM json_each(?)) GROUP BY 1""", (ids_json,))}  # fmt: skip
+        WHERE {session_root_sql('t')} IN (SELECT value FROM json_each(?)) GROUP BY 1""", (ids_json,))}  # fmt: skip
     priced = _priced(conn, ids_json, prices)
     rows = []
     for tid in candidates:
         s = stats.get(tid, {})
+        if not s.get("messages"):
+            continue  # an empty session (no message of its own or its subagents'): as `threads` without --empty
         p = priced.get(tid, {"tokens": 0, "cost": None, "unpriced": False})
         rows.append({"id": tid, "messages": s.get("messages", 0), "first_ts": s.get("first_ts") or s.get("created_at"),
                      "last_ts": s.get("last_ts") or s.get("created_at"), **p})  # fmt: skip
