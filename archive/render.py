@@ -262,14 +262,20 @@ def _header_lines(view: ThreadView, tz: str | None = None) -> list[str]:
     return out
 
 
+def _lineage_word(row: dict[str, Any]) -> str:
+    return "hand-off" if row.get("lineage") == "handoff" else "fork"
+
+
 def _children_lines(view: ThreadView, md: bool = False) -> list[str]:
     if not view.children:
         return []
     out = ["", (f"## Child threads ({len(view.children)})" if md else click.style(f"child threads ({len(view.children)}):", bold=True))]
     for c in view.children:
-        fork = "fork, " if c.get("forked_from") == view.thread.id else ""
-        line = f"{c['id']}  {fork}{c['messages']} messages  {one_line(c['label'], 70)}"
-        out.append(f"- `{c['id']}` {fork}{c['messages']} messages {one_line(c['label'], 70)}" if md else "  " + line)
+        # named as `threads` names it; a fork's or hand-off's count is its own, its history inherited
+        kind = _lineage_word(c) if c.get("forked_from") == view.thread.id else ""
+        count = f"{kind}, {c['messages']} own messages" if kind else f"{c['messages']} messages"
+        line = f"{c['id']}  {count}  {one_line(c['label'], 70)}"
+        out.append(f"- `{c['id']}` {count} {one_line(c['label'], 70)}" if md else "  " + line)
     return out
 
 
@@ -466,7 +472,7 @@ def threads_table(rows: Sequence[dict[str, Any]], shorts: dict[str, str], tz: st
         if wide:
             cells.append(_short_path(r.get("project")))
         kids = f"+{r['children']} " if r.get("children") else ""
-        kind = "hand-off" if r.get("lineage") == "handoff" else "fork"
+        kind = _lineage_word(r)
         fork = f"({kind} of {shorts.get(r['forked_from'], r['forked_from'])}) " if r.get("forked_from") else ""
         cells.append(kids + fork + (r.get("label") or ""))
         body.append(cells)

@@ -126,6 +126,9 @@ def test_an_installed_emit_ingested_again_is_one_conversation(rec: Path, target:
     listed = json.loads(run("--db", db, "threads", "--all", "--json"))
     assert {r["id"]: r.get("lineage") for r in listed}[new] == "handoff"
     assert "handed off from" in run("--db", db, "show", new)
+    # the original's page names the child as `threads` does (it said "fork, 0 messages": issue 32)
+    shown = run("--db", db, "show", original, "--no-pager")
+    assert f"{new}  hand-off, 0 own messages" in shown and "fork, " not in shown
 
 
 def _installed_log(report: dict) -> Path:
