@@ -158,9 +158,11 @@ def edit_diff(b: ToolCall, kind: str | None) -> tuple[str, list[str]] | None:
     them), a whole file written (kind ``edit`` with ``content``), or a patch. Else None."""
     inp = b.input
     if isinstance(inp, dict):
-        path = str(inp.get("file_path") or inp.get("path") or inp.get("notebook_path") or "")
-        if isinstance(inp.get("old_string"), str) and isinstance(inp.get("new_string"), str):
-            return path, _unified(inp["old_string"], inp["new_string"])
+        path = str(inp.get("file_path") or inp.get("path") or inp.get("filePath") or inp.get("notebook_path") or "")
+        # Claude Code, Gemini and Qwen: old_string/new_string; Copilot CLI: old_str/new_str; pi: oldText/newText
+        for old, new in (("old_string", "new_string"), ("old_str", "new_str"), ("oldText", "newText")):
+            if isinstance(inp.get(old), str) and isinstance(inp.get(new), str):
+                return path, _unified(inp[old], inp[new])
         if isinstance(inp.get("edits"), list):
             lines: list[str] = []
             for e in inp["edits"]:

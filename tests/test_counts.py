@@ -61,3 +61,23 @@ def _every_page(conn: sqlite3.Connection) -> list[dict]:
         if page >= got["pages"]:
             return rows
         page += 1
+
+
+def test_neutral_tool_kinds_apply_to_every_vendor(tmp_path: Path) -> None:
+    """Issue 32: Copilot's and pi's `bash` and Gemini's `run_shell_command` were rows of their
+    own in `stats --by tool` while OpenCode's `bash` was `shell`."""
+    home = tmp_path / "home"
+    build_home(home)
+    env = vendor_env(home)
+    db = str(tmp_path / "a.db")
+    run("--db", db, "ingest", "-q", env=env)
+    kinds = {r["key"]: r["calls"] for r in orjson.loads(run("--db", db, "stats", "--by", "tool", "--json", env=env)[0])["rows"]}
+    conn = sqlite3.connect(db)
+    shell_names = conn.execute(
+        "SELECT t.provider, b.tool_name, count(*) FROM blocks b JOIN messages m ON m.id = b.message_id "
+        "JOIN threads t ON t.id = m.thread_id WHERE b.type = 'tool_call' AND b.tool_name IN "
+        "('Bash', 'shell', 'shell_command', 'exec_command', 'shell_exec', 'bash', 'run_shell_command') GROUP BY 1, 2").fetchall()
+    providers = {p for p, _n, _c in shell_names}
+    assert {"copilot", "pi", "gemini", "qwen", "opencode", "claude-code", "codex"} <= providers  # every vendor ran a shell
+    assert kinds["shell"] == sum(c for _p, _n, c in shell_names)
+    assert not set(kinds) & {"bash", "run_shell_command", "view", "task"}

@@ -23,6 +23,11 @@ class CopilotAdapter(Adapter):
     name = NAME
     emits = True
     env_vars = ("COPILOT_HOME",)
+    # Copilot CLI 1.0.x's built-in tools (bash and its session helpers; view/create/edit; task runs a subagent)
+    tool_kinds = {"bash": "shell", "write_bash": "shell", "read_bash": "shell", "stop_bash": "shell",
+                  "list_bash": "shell", "edit": "edit", "create": "edit", "str_replace_editor": "edit",
+                  "view": "read", "glob": "search", "grep": "search", "web_fetch": "web", "task": "agent",
+                  "update_todo": "plan"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "COPILOT_HOME") or home / ".copilot"

@@ -24,6 +24,11 @@ class GeminiAdapter(Adapter):
     revision = 2
     # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
     env_vars = ("GEMINI_CLI_HOME",)
+    # the built-in tools' names in Gemini CLI 0.61.0's bundle (search_file_content before grep_search)
+    tool_kinds = {"run_shell_command": "shell", "replace": "edit", "write_file": "edit", "read_file": "read",
+                  "read_many_files": "read", "list_directory": "search", "glob": "search", "grep_search": "search",
+                  "search_file_content": "search", "web_fetch": "web", "google_web_search": "web",
+                  "write_todos": "plan"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "GEMINI_CLI_HOME") or home

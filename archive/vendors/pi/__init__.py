@@ -25,6 +25,9 @@ class PiAdapter(Adapter):
     emits = True
     needs_cwd = True  # sessions are filed under the project folder
     env_vars = ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
+    # pi 0.73.1's seven built-in tools
+    tool_kinds = {"bash": "shell", "edit": "edit", "write": "edit", "read": "read", "grep": "search",
+                  "find": "search", "ls": "search"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         sessions = env_path(env, "PI_CODING_AGENT_SESSION_DIR")

@@ -22,6 +22,11 @@ class QwenAdapter(Adapter):
     needs_cwd = True
     # QWEN_HOME replaces ~/.qwen; QWEN_RUNTIME_DIR, when set, holds the conversations (0.24.4)
     env_vars = ("QWEN_RUNTIME_DIR", "QWEN_HOME")
+    # the built-in tools' names in Qwen Code 0.24.4's bundle (a Gemini CLI fork: edit, not replace)
+    tool_kinds = {"run_shell_command": "shell", "edit": "edit", "replace": "edit", "write_file": "edit",
+                  "read_file": "read", "read_many_files": "read", "list_directory": "search", "glob": "search",
+                  "grep_search": "search", "search_file_content": "search", "web_fetch": "web", "web_search": "web",
+                  "task": "agent", "todo_write": "plan", "exit_plan_mode": "plan"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "QWEN_RUNTIME_DIR") or env_path(env, "QWEN_HOME") or home / ".qwen"
