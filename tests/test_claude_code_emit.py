@@ -216,7 +216,7 @@ def test_cross_vendor_transformations_are_counted() -> None:
     result = ADAPTER.emit(codex_thread(), msgs)
     assert result.counts == {
         "system message: written as system/informational": 1,
-        "user line inserted before a leading assistant message": 1,
+        "message: user line inserted before a leading assistant message (the API wants a user turn first)": 1,
         "reasoning: unsigned, written as [reasoning] text": 1,
         "reasoning: redacted or encrypted, dropped": 1,
         "tool_call: id rewritten to toolu_ form": 4,

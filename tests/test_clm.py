@@ -505,17 +505,19 @@ def test_emit_cross_vendor_thread() -> None:
     assert records[4] == {"role": "tool", "content": "a\nb", "tool_call_id": "tu1", "tool_name": "Bash", "type": "msg"}
     assert records[5]["content"] == '{"ok":true}'
     assert result.counts == {
-        "message timestamp": 5,
+        "timestamp: not written (clm logs no time per message)": 5,
         "usage: not representable, dropped": 1,
-        "reasoning": 1,
-        "text blocks joined": 1,
-        "tool input that is not an object": 1,
-        "tool error flag": 1,
-        "tool output serialised as JSON": 1,
-        "file_change": 1,
-        "web_search": 1,
-        "tool call without a result": 1,
+        "reasoning: dropped (clm logs no reasoning)": 1,
+        "text: blocks joined into one (a clm message holds one text)": 1,
+        "tool_call: non-object input wrapped as {input: ...}": 1,
+        "tool_result: isError flag not representable": 1,
+        "tool_result: output serialised as JSON text (clm keeps a tool's text only)": 1,
+        "file_change: dropped (clm logs none; its tool call is kept)": 1,
+        "web_search: dropped (clm logs none)": 1,
+        "tool_call: no result (clm resumes with the call unanswered)": 1,
     }
+    # one vocabulary of losses: each reads "subject: what happened", most with their reason (issue 32)
+    assert all(": " in reason for reason in result.counts)
     assert any("not a valid clm session id" in n for n in result.notes)
     # what clm writes, clm's reader (this parser) reads back without complaint
     back = parse_bytes(ADAPTER, log, source_for(Path(f"{cid}.jsonl"), "clm"))

@@ -22,7 +22,7 @@ from archive.model import (
     Usage,
     WebSearch,
 )
-from archive.vendors.base import EMIT_MARK, EmitOptions, MessageRow, ThreadFact, UsageRow
+from archive.vendors.base import CHILD_THREADS_NOT_WRITTEN, EMIT_MARK, EmitOptions, MessageRow, ThreadFact, UsageRow
 from archive.vendors.codex import ADAPTER
 from helpers import parse_bytes, report_kinds, source_for, split_lines, unexplained_offsets
 
@@ -158,7 +158,7 @@ def test_cross_vendor_emit_counts_every_change() -> None:
     thread, msgs = _cross_vendor()
     result = ADAPTER.emit(thread, msgs, children=[object()])
     assert result.counts == {
-        "children: not emitted (emit each child thread separately)": 1,
+        CHILD_THREADS_NOT_WRITTEN: 1,
         "thread: parentThreadId not representable (emitted as a standalone session)": 1,
         "message: system role written as developer": 1,
         "attachment: not an image": 1,

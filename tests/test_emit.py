@@ -218,3 +218,22 @@ def test_a_forked_or_branched_thread_is_emitted_with_its_parents_history(archive
         assert "[one] First question." in text and "First answer." in text, (tid, target)
         assert "[two] Second question." not in text  # the branch grows from the first answer
         assert "Alternative answer." in text
+
+
+@pytest.mark.parametrize("target", ["codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode"])
+def test_a_loss_is_worded_once_for_every_target(archive, target):
+    """Issue 32: the child threads a target does not write were reported four ways
+    ("children: not emitted", "child threads: not written", "child thread", ...); every report
+    reads "subject: what happened"."""
+    from archive.vendors.base import CHILD_THREADS_NOT_WRITTEN
+
+    home, db_path, placed = archive
+    db = open_db(db_path)
+    parents = [r[0] for r in db.execute(
+        "SELECT parent_thread_id FROM threads WHERE parent_thread_id IS NOT NULL AND provider = 'claude-code' "
+        "AND origin_message_id IS NOT NULL GROUP BY 1 ORDER BY 1")]
+    assert parents
+    out = emit_thread(db, parents[0], target, exact=False)
+    kids = [k for k in out.counts if k.startswith("child")]
+    assert kids == [CHILD_THREADS_NOT_WRITTEN] and out.counts[CHILD_THREADS_NOT_WRITTEN] >= 1
+    assert all(": " in reason for reason in out.counts), out.counts

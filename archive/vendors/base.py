@@ -382,6 +382,11 @@ class MessageStream:
             yield m
 
 
+# The loss reports of every emitter read "subject: what happened (why)"; a loss every
+# target shares is worded once, here.
+CHILD_THREADS_NOT_WRITTEN = "child threads: not written (emit each on its own: sesh-archive emit CHILD --to TARGET)"
+
+
 @dataclass
 class EmitResult:
     """Files an emitter wrote (relative path -> bytes) and what it dropped or changed."""

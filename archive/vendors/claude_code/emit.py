@@ -190,7 +190,7 @@ class _ThreadWriter:
         if self.only_system:
             # the API wants a conversation to open with a user message
             self._user("[conversation imported by sesh-archive]", m.ts, isMeta=True, filler=True)
-            self.em.result.count("user line inserted before a leading assistant message")
+            self.em.result.count("message: user line inserted before a leading assistant message (the API wants a user turn first)")
         src = (m.provenance.extra or {}).get("messageId") if m.provenance else None
         if self.in_run and src and self.run_source and src != self.run_source:
             self.in_run = False  # two API responses back to back
@@ -422,7 +422,7 @@ class _ThreadWriter:
             self.em.result.count("system message: written as system/informational")
             return
         if role not in ("user", "assistant", "tool"):
-            self.em.result.count(f"message role {role!r} written as user")
+            self.em.result.count(f"message: role {role!r} written as user")
         user_blocks: list[JsonObject] = []
         first_result = True
 

@@ -25,6 +25,7 @@ from ...model import (
     WebSearch,
 )
 from ..base import (
+    CHILD_THREADS_NOT_WRITTEN,
     EmitOptions,
     command,
     EmitResult,
@@ -73,9 +74,9 @@ def _tool_output_text(output: Any, result: EmitResult) -> str | None:
     if isinstance(output, list) and all(isinstance(p, dict) for p in output):
         texts = [p["text"] for p in output if p.get("type") == "text" and isinstance(p.get("text"), str)]
         if len(texts) != len(output):
-            result.count("tool output part that is not text")
+            result.count("tool_result: non-text output part dropped (clm keeps a tool's text only)")
         return "\n".join(texts)
-    result.count("tool output serialised as JSON")
+    result.count("tool_result: output serialised as JSON text (clm keeps a tool's text only)")
     return orjson.dumps(output).decode()
 
 
@@ -109,7 +110,7 @@ class _Emitter:
     def message(self, m: Message) -> None:
         r = self.result
         if m.ts is not None:
-            r.count("message timestamp")
+            r.count("timestamp: not written (clm logs no time per message)")
         if m.usage is not None:
             r.count("usage: not representable, dropped")
         texts: list[str] = []
@@ -131,15 +132,15 @@ class _Emitter:
             elif isinstance(b, Unknown) and b.source_type.startswith(UNKNOWN_KEY_PREFIX):
                 extras[b.source_type[len(UNKNOWN_KEY_PREFIX):]] = b.raw
             elif isinstance(b, Reasoning):
-                r.count("reasoning")
+                r.count("reasoning: dropped (clm logs no reasoning)")
             elif isinstance(b, FileChange):
-                r.count("file_change")
+                r.count("file_change: dropped (clm logs none; its tool call is kept)")
             elif isinstance(b, WebSearch):
-                r.count("web_search")
+                r.count("web_search: dropped (clm logs none)")
             else:
-                r.count(f"{b.TYPE} block")
+                r.count(f"{b.TYPE}: dropped (not representable in clm)")
         if len(texts) > 1:
-            r.count("text blocks joined", len(texts) - 1)
+            r.count("text: blocks joined into one (a clm message holds one text)", len(texts) - 1)
         text = "\n\n".join(texts) if texts else None
         if m.role == "system":
             self.prompt(text, calls, results, atts, extras)
@@ -148,16 +149,16 @@ class _Emitter:
             self.tool(res)
         if m.role == "tool":
             if text is not None or calls:
-                r.count("tool message content outside a tool_result")
+                r.count("tool message: content outside a tool_result dropped (clm's tool record holds the result only)")
             if atts:  # a tool's images (Copilot's): after the results, as Claude Code's come
                 self._record({"role": "user", "type": "msg", "attachments": atts})
             return
         if text is None and not calls and not atts and not extras:
             if not results:
-                r.count("empty message")
+                r.count("message: empty, not written")
             return
         if calls and m.role != "assistant":
-            r.count(f"tool calls on a {m.role} message")
+            r.count(f"tool_call: on a {m.role} message (clm expects them on assistant messages)")
         obj: JsonObject = {"role": m.role if m.role in ROLES else "user"}
         if text is not None:
             self.check_cap(text)
@@ -180,13 +181,13 @@ class _Emitter:
 
     def prompt(self, text: str | None, calls: list[ToolCall], results: list[ToolResult], atts: list[JsonObject], extras: dict[str, Any]) -> None:
         if calls or results or atts or extras:
-            self.result.count("system message parts other than text")
+            self.result.count("system message: non-text parts dropped (a clm prompt record holds text)")
         if text is None:
-            self.result.count("empty message")
+            self.result.count("message: empty, not written")
             return
         # clm writes a prompt record only when it differs from the last one
         if text == self.last_prompt:
-            self.result.count("repeated system prompt")
+            self.result.count("system message: repeated prompt not written again (clm writes a prompt when it changes)")
             return
         self.last_prompt = text
         note = "system messages became prompt records: clm keeps them for reference and rebuilds the prompt from its config on resume"
@@ -202,7 +203,7 @@ class _Emitter:
         if not isinstance(args, str):
             value = c.input
             if not isinstance(value, dict):
-                self.result.count("tool input that is not an object")
+                self.result.count("tool_call: non-object input wrapped as {input: ...}")
                 value = {} if value is None else {"input": value}
             args = orjson.dumps(value).decode()
         return {"id": c.call_id, "name": c.name, "args": args}
@@ -210,10 +211,10 @@ class _Emitter:
     def tool(self, res: ToolResult) -> None:
         extra = res.extra or {}
         if res.call_id not in self.call_names:
-            self.result.count("tool result without its call")
+            self.result.count("tool_result: no matching tool call (written all the same)")
         self.answered.add(res.call_id)
         if res.is_error:
-            self.result.count("tool error flag")
+            self.result.count("tool_result: isError flag not representable")
         obj: JsonObject = {"role": "tool"}
         text = extra["clmContent"] if "clmContent" in extra else _tool_output_text(res.output, self.result)
         if text is not None:
@@ -225,7 +226,7 @@ class _Emitter:
         if isinstance(name, str):
             obj["tool_name"] = name
         else:
-            self.result.count("tool result without a tool name")
+            self.result.count("tool_result: no tool name (clm's tool record names the tool)")
         obj["type"] = "msg"
         self._record(obj)
 
@@ -237,20 +238,20 @@ class _Emitter:
             try:
                 data = base64.b64decode(a.data, validate=True)
             except (binascii.Error, ValueError):
-                self.result.count("attachment with invalid base64")
+                self.result.count("attachment: invalid base64, dropped")
                 return None
         sha = hashlib.sha256(data).hexdigest() if data is not None else extra.get("sha256")
         if not isinstance(sha, str) or not BLOB_RE.match(f"{sha}.bin"):
-            self.result.count("attachment without data")
+            self.result.count("attachment: no data or sha256, dropped")
             return None
         if data is None:
             data = self.blobs.get(sha)
         if data is not None:
             self.result.files[f"{self.cid}.blobs/{sha}.{MEDIA_EXT.get(media, 'bin')}"] = data
         else:
-            self.result.count("attachment bytes not available (clm notes a missing image)")
+            self.result.count("attachment: bytes not in the archive (clm notes a missing image)")
         if not media.startswith("image/"):
-            self.result.count("attachment that is not an image")
+            self.result.count("attachment: not an image (clm shows images only)")
         size = len(data) if data is not None else extra.get("bytes")
         out: JsonObject = {"type": extra.get("clmType", "image"), "media_type": media, "sha256": sha}
         if size is not None:
@@ -262,14 +263,14 @@ class _Emitter:
 
     def check_cap(self, text: str) -> None:
         if len(text.encode("utf-8", "surrogatepass")) > CONTENT_CAP:
-            self.result.count(f"content over {CONTENT_CAP} bytes (clm cuts it on load)")
+            self.result.count(f"content: over {CONTENT_CAP} bytes (clm cuts it on load)")
 
 
 def _meta_line(thread: Thread, cid: str, result: EmitResult) -> JsonObject:
     md = thread.metadata or {}
     created = _created_seconds(thread.created_at)
     if created is None:
-        result.count("createdAt not ISO 8601 (created written as 0)")
+        result.count("thread: createdAt not ISO 8601 (created written as 0)")
         created = 0
     meta: JsonObject = {"type": "meta", "v": FORMAT_VERSION, "id": cid, "created": created}
     if isinstance(md.get("model"), str):
@@ -299,7 +300,7 @@ def emit_log(thread: Thread, messages: Iterable[Message], children: Sequence[tup
         why = "is not a valid clm session id" if not ID_RE.match(thread.id) else "is another vendor's thread"
         result.notes.append(f"thread id {thread.id!r} {why}; wrote {cid}")
     if children:
-        result.count("child thread", len(children))
+        result.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     emitter = _Emitter(cid, options.blobs, result)
     emitter.out = result.files.open(f"{cid}.jsonl")
     emitter.thread_id = thread.id
@@ -311,7 +312,7 @@ def emit_log(thread: Thread, messages: Iterable[Message], children: Sequence[tup
     emitter.current = None
     unanswered = [c for c in emitter.call_names if c not in emitter.answered]
     if unanswered:
-        result.count("tool call without a result", len(unanswered))
+        result.count("tool_call: no result (clm resumes with the call unanswered)", len(unanswered))
     result.resume_hint = (
         f"copy {cid}.jsonl (and {cid}.blobs/ if present) into $XDG_STATE_HOME/clm "
         f"(default ~/.local/state/clm), then run: {resume_hint(cid)}  "

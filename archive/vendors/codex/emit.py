@@ -24,6 +24,7 @@ from ...model import (
     WebSearch,
 )
 from ..base import (
+    CHILD_THREADS_NOT_WRITTEN,
     MessageStream,
     EmitOptions,
     command,
@@ -445,7 +446,7 @@ def emit_rollout(thread: Thread, messages: Iterable[Message], children: Sequence
     """
     emitter = _Emitter(thread, messages, options)
     if children:
-        emitter.count("children: not emitted (emit each child thread separately)", len(children))
+        emitter.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     return emitter.emit()
 
 

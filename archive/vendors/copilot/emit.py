@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
+from ..base import CHILD_THREADS_NOT_WRITTEN, EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
 from .parse import NAME
 
 EMIT_CLIENT_VERSION = "1.0.102"
@@ -349,5 +349,5 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     """A Copilot CLI session folder for ``thread``'s messages; see the module docstring."""
     emitter = _Emitter(thread, messages, options)
     if children:
-        emitter.count("children: not emitted (emit each child thread separately)", len(children))
+        emitter.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     return emitter.emit()

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
+from ..base import CHILD_THREADS_NOT_WRITTEN, EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
 
 DEFAULT_MODEL = "gemini-2.5-pro"
 
@@ -317,5 +317,5 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     writer = GeminiWriter(thread, messages, options)
     result = writer.emit(cwd, session_id)
     if children:
-        result.count("child threads: not written (Gemini CLI subagent files are not emitted)", len(children))
+        result.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     return result

@@ -42,7 +42,7 @@ from ...model import (
     ToolResult,
     Usage,
 )
-from ..base import EMIT_MARK, RESPONSE_KEY, EmitOptions, EmitResult, command, emitted_response, image_url, mark_record
+from ..base import CHILD_THREADS_NOT_WRITTEN, EMIT_MARK, RESPONSE_KEY, EmitOptions, EmitResult, command, emitted_response, image_url, mark_record
 from .parse import NAME, digest_form
 
 CLIENT_VERSION = "1.18.33"
@@ -204,7 +204,7 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             "version": options.client_version or CLIENT_VERSION,
             "time": {"created": created, "updated": last_ms}}
     if children:
-        result.count("child thread: not written (emit it on its own)", len(children))
+        result.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     out.close(info)
     result.thread_id = session_id
     result.resume_hint = resume_hint(session_id, cwd)

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
+from ..base import CHILD_THREADS_NOT_WRITTEN, EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record, output_image
 from .parse import NAME, _parse_ts
 
 SESSION_VERSION = 3
@@ -265,5 +265,5 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     """A pi session file for ``thread``'s messages; see the module docstring."""
     emitter = _Emitter(thread, messages, options)
     if children:
-        emitter.count("children: not emitted (emit each child thread separately)", len(children))
+        emitter.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     return emitter.emit()

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ...model import Attachment, JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
+from ..base import CHILD_THREADS_NOT_WRITTEN, EmitError, EmitOptions, EmitResult, command, emitted_response, mark_record
 from ..gemini.emit import output_text, result_content
 
 EMIT_VERSION = "0.24.4"
@@ -237,5 +237,5 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     session_id = options.session_id or as_uuid(f"qwen\x1f{thread.id}")
     result = QwenWriter(thread, messages, options, cwd, session_id).emit()
     if children:
-        result.count("child threads: not written (Qwen Code subagent transcripts are not emitted)", len(children))
+        result.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     return result
