@@ -138,7 +138,19 @@ def _prescan(paths: list[Path], providers: tuple[str, ...]) -> tuple[int, int]:
     return files, size
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # the reader went away (`show X | head -1`): not a failure. Later writes and the
+            # final flush go to /dev/null, so Python does not complain on the way out either.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sesh-archive")
 @click.option(
     "--db",
@@ -522,10 +534,14 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         for chunk in file_chunks(outcome.files, next(iter(outcome.files))):
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
-    _print_emit_report(outcome, json_report)
+    elsewhere = None
+    if output is not None and target in INSTALLABLE:
+        # the file is not where the client looks: a resume command alone would fail
+        elsewhere = f"sesh-archive emit {thread} --to {target} --install"
+    _print_emit_report(outcome, json_report, install_with=elsewhere)
 
 
-def _print_emit_report(outcome: Any, as_json: bool) -> None:
+def _print_emit_report(outcome: Any, as_json: bool, install_with: str | None = None) -> None:
     kind = "byte-exact copy of the archived files" if outcome.exact else f"built as {outcome.target}"
     click.echo(f"emit {outcome.thread_id} -> {outcome.target}: {len(outcome.files)} files, {kind}", err=True)
     for path in outcome.written:
@@ -535,7 +551,11 @@ def _print_emit_report(outcome: Any, as_json: bool) -> None:
     for note in outcome.notes:
         click.echo(f"  note: {note}", err=True)
     if outcome.resume_hint and outcome.written:
-        click.echo(f"resume with: {outcome.resume_hint}", err=True)
+        if install_with:
+            click.echo(f"written outside {outcome.target}'s folders; to resume it, install it there ({install_with}), "
+                       f"then: {outcome.resume_hint}", err=True)  # fmt: skip
+        else:
+            click.echo(f"resume with: {outcome.resume_hint}", err=True)
     if as_json:
         _echo_json(outcome.report())
 

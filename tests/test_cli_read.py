@@ -448,3 +448,26 @@ def test_show_lists_children_whose_ids_do_not_extend_the_parents(tmp_path: Path)
     view = show(open_db(db_path), "parent-1")
     assert view.summary["children"] == 2
     assert [c["id"] for c in view.children] == ["zz-fork", "aa-agent"]
+
+
+def test_a_reader_that_goes_away_is_not_a_failure(tmp_path: Path) -> None:
+    """`show X | head -1` exited 1 with no message (issue 32): a closed pipe ends the command
+    quietly, exit 0, as git log does."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.ingest_helpers import NEVER_IDLE, canonical_lines, write_lines
+
+    src = tmp_path / "big.jsonl"
+    write_lines(src, canonical_lines("big-thread", 400, big=4000))  # far more than a pipe holds
+    db = tmp_path / "a.db"
+    ingest_paths(open_db(db), [src], NEVER_IDLE)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for args in (["show", "big-thread", "--full", "--no-pager"], ["search", "quokka", "--limit", "0"]):
+        full = subprocess.run([sys.executable, "-m", "archive", "--db", str(db), *args], capture_output=True, env=env)
+        assert len(full.stdout) > 3 << 15, len(full.stdout)  # a pipe holds 64 KiB
+        p = subprocess.run(f"{sys.executable} -m archive --db {db} {' '.join(args)} | head -c 10; exit ${{PIPESTATUS[0]}}",
+                           shell=True, capture_output=True, env=env, executable="/bin/bash")
+        assert p.returncode == 0, (args, p.stderr)
+        assert len(p.stdout) == 10 and p.stderr == b""

@@ -196,6 +196,9 @@ def test_emit_to_a_file_or_folder_never_overwrites(archive, tmp_path):
     tree = runner.invoke(cli, ["--db", str(db_path), "emit", tid, "--to", "codex", "-o", str(folder)])
     assert tree.exit_code == 0, tree.output
     assert [p.name for p in folder.rglob("*.jsonl")] and not list(folder.rglob("*.tmp"))
+    # the copy is not where Codex looks: it says how to install it, not a resume that would fail (issue 32)
+    assert "resume with:" not in tree.stderr
+    assert f"install it there (sesh-archive emit {tid} --to codex --install), then: codex" in tree.stderr
 
 
 @pytest.mark.parametrize("target", ["pi", "claude-code"])
