@@ -115,6 +115,14 @@ class _Progress:
         info = f"{min(self.files, self.total_files)}/{self.total_files} files, {bytes_read / 1e6:,.1f} MB, {rate:,.1f} MB/s"
         self.bar.update(max(bytes_read - self.bar.pos, 0), info)
 
+    def complete(self) -> None:
+        """The run finished: the bar ends at 100%, all files done. The byte total is what the
+        files held before the run; unchanged files are skipped (never read) and a database's
+        sessions are read as documents, so the bytes read alone rarely add up to it."""
+        if not self.enabled or self.bar is None:
+            return
+        self.bar.update(max(self.bar.length - self.bar.pos, 0), f"{self.total_files}/{self.total_files} files")
+
     def done(self) -> None:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
@@ -232,6 +240,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
                     db, list(paths) or None,
                     IngestOptions(providers=providers, idle_seconds=idle_seconds, progress=progress),
                 )  # fmt: skip
+                progress.complete()
             finally:
                 progress.done()
             coverage.add_drift_warnings(summary, db, before)  # format drift, named by version

@@ -479,7 +479,7 @@ def test_wording_singular_and_thousands(archive: Path, tmp_path: Path) -> None:
     _, err = invoke("--db", str(archive), "search", "hoge", "--limit", "1")
     assert err.startswith("1 hit (limit reached)")
     _, err = invoke("--db", str(archive), "threads", "--limit", "1")
-    assert err.startswith("1 thread ")
+    assert err.startswith("1 session ")
     out, _ = invoke("--db", str(archive), "status")
     size = os.path.getsize(archive)
     assert f"({size:,} bytes)" in out and "1 source," in out and "1 thread," in out

@@ -154,3 +154,41 @@ def test_a_signalled_ingest_exits_130_and_records_the_run(tmp_path, sig):
     assert b"ingest: interrupted" in err and b"Traceback" not in err and b"Aborted!" not in err
     (run,) = _runs(db_path)
     assert run[1] == "interrupted" and run[2] is not None and run[4] is not None
+
+
+def _ingest_on_a_terminal(db_path: Path, src: Path) -> str:
+    """Run `ingest` with stderr on a pseudo-terminal (the progress bar shows only there)."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160"}
+    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(db_path), "ingest", str(src)],
+                            stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(master)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_the_progress_bar_ends_at_100_percent(tmp_path):
+    """Issue 32: the bar ended at '97% 42/42 files' (unchanged files are never read, so the
+    bytes read fall short of the pre-scanned total); a finished run ends at 100%."""
+    files = _corpus(tmp_path / "src", 5)
+    db_path = tmp_path / "a.db"
+    first = _ingest_on_a_terminal(db_path, tmp_path / "src")
+    with files[0].open("ab") as f:  # one file grows; four are unchanged
+        f.write(canonical_lines("t0000", 33, seed=99)[-1] + b"\n")
+    second = _ingest_on_a_terminal(db_path, tmp_path / "src")
+    for out in (first, second):
+        frames = [f for f in out.replace("\r", "\n").splitlines() if "%" in f]
+        assert frames and "100%" in frames[-1] and "5/5 files" in frames[-1], frames[-3:]
