@@ -397,6 +397,16 @@ def test_usage_dashboard_draws_svg_charts(ds: Any, archive_path: Path):
     total = sum(cost(prices.lookup(m)[1], *t) for m, *t in rows if prices.lookup(m))
     assert f'<div class="sesh-card-n">${total:,.2f}</div>cost' in html
     assert "Top sessions by cost" in html
+    # every x-axis date fits inside its chart (the last one showed as "2026-": issue 32)
+    charts = re.findall(r'<svg class="sesh-chart" role="img" viewBox="0 0 (\d+) (\d+)"(.*?)</svg>', html, re.S)
+    dated = 0
+    for w, h, body in charts:
+        for attrs, label in re.findall(r'<text ([^>]*y="%d"[^>]*)>(\d{4}-[\d-]+)</text>' % (int(h) - 6), body):
+            x = float(re.search(r'x="([\d.]+)"', attrs).group(1))
+            right = x if 'text-anchor="end"' in attrs else x + len(label) * 6.6
+            assert right <= int(w), (label, attrs, w)
+            dated += 1
+    assert dated
     narrowed = ok(ds, "/-/sesh/usage?since=2026-02-10&until=2026-02-10")
     assert narrowed.count("<svg") >= 6 and "2025-09" not in narrowed
 

@@ -146,7 +146,14 @@ def day_bars(days: list[tuple[str, dict[str, Any]]], value: str, title: str, uni
                              f'fill="{colour}"><title>{escape(tip)}</title></rect>')  # fmt: skip
     step = max(1, len(span) // 8)
     for i in range(0, len(span), step):
-        parts.append(f'<text x="{left + i * bw:.1f}" y="{h - 6}" font-size="11" fill="#555">{span[i]}</text>')
+        x = left + i * bw
+        label = str(span[i])
+        # a label that would run past the right edge ends at the edge instead ("2026-" was all
+        # that showed of the last date); 11px digits are about 6.6px wide
+        if x + len(label) * 6.6 > w - 2:
+            parts.append(f'<text x="{w - 2}" y="{h - 6}" text-anchor="end" font-size="11" fill="#555">{label}</text>')
+        else:
+            parts.append(f'<text x="{x:.1f}" y="{h - 6}" font-size="11" fill="#555">{label}</text>')
     parts.append(f'<text x="{w - 4}" y="12" text-anchor="end" font-size="11" fill="#777">{escape(title)}</text></svg>')
     return Markup("".join(parts))
 
