@@ -20,6 +20,7 @@ from .db import ArchiveError, default_db_path, open_db, private_dir
 from .emit import TARGETS
 from .ingest import IngestLocked, IngestOptions, ingest_lock, ingest_paths, rebuild, restore
 from .pricing import ENV_VAR as PRICES_ENV_VAR
+from .records import unpack_restored
 from .queries import STATS_BY
 from .serve import DEFAULT_HOST, DEFAULT_PORT
 from .vendors import names as vendor_names
@@ -313,15 +314,22 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
     try:
         files = restore(db, out_dir, source=source, provider=provider, generation=generation,
                         all_generations=all_generations, redact=redactor_all(db.conn).bytes if redact else None)  # fmt: skip
+        # a record kept as several files (a JSON storage session): its files too, byte for byte
+        unpacked = unpack_restored(lambda uid: (db.execute("SELECT provider FROM sources WHERE uid = ?", (uid,))
+                                                .fetchone() or [None])[0], files, out_dir)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
         _echo_json([{"source": f.source_uid, "generation": f.generation, "path": str(f.path),
-                     "sha256": f.sha256, "size": f.size} for f in files])  # fmt: skip
+                     "sha256": f.sha256, "size": f.size} for f in files]
+                   + [{"path": str(p), "sha256": sha, "unpacked": True} for p, sha in unpacked])  # fmt: skip
     else:
         for f in files:
             click.echo(f"{f.sha256}  {f.path}")
-    click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else ""), err=True)
+        for p, sha in unpacked:
+            click.echo(f"{sha}  {p}")
+    click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else "")
+               + (f", and {_plural(len(unpacked), 'file')} they hold" if unpacked else ""), err=True)
     try:
         imports = restore_imports(db, out_dir, [f.source_uid for f in files], redact)
     except ArchiveError as e:
