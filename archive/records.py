@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .vendors import VENDORS
-from .vendors.base import RECORDS, Adapter, Document
+from .vendors.base import Adapter, Document
 
 RECORDS_SETTLE_NS = 2_000_000_000
 
@@ -58,9 +58,14 @@ def database_companion(path: str) -> str | None:
     return path[:-4] if path.endswith(("-wal", "-shm")) else None
 
 
-def records_adapter(path: Path) -> Adapter | None:
-    """The adapter that reads ``path`` as a record."""
-    return next((a for a in VENDORS if a.classify(path) == RECORDS), None)
+def record_files(path: Path, adapter: Adapter | None = None) -> list[str] | None:
+    """The files of a record of files (asked of ``adapter``, or of every adapter: a rerun
+    asks no adapter to classify a path it passes over), None for a database."""
+    for a in [adapter] if adapter is not None else VENDORS:
+        files = a.record_files(path)
+        if files is not None:
+            return files
+    return None
 
 
 def _settled(newest: int) -> int:
@@ -86,8 +91,7 @@ def files_signature(files: Sequence[str]) -> tuple[int, int]:
 def signature(path: Path, adapter: Adapter | None = None) -> tuple[int, int]:
     """The record's signature: ``files_signature`` of the adapter's ``record_files``, else
     (inode, newest mtime of the database and its WAL)."""
-    adapter = adapter or records_adapter(path)
-    files = adapter.record_files(path) if adapter is not None else None
+    files = record_files(path, adapter)
     if files is not None:
         return files_signature(files)
     st = os.stat(path)

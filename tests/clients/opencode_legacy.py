@@ -35,7 +35,8 @@ SETTLE = 2.0
 
 def find_legacy(version: str) -> Path | None:
     """The ``opencode`` native binary of a pinned old release, from the clients folders
-    (``<dir>/opencode-legacy-<version>``, or ``<dir>/opencode-ai-<version>``)."""
+    (``<dir>/opencode-legacy-<version>``, as scripts/install_clients.sh installs it, or
+    ``<dir>/opencode-ai-<version>``)."""
     for d in runner.client_dirs():
         base = d.parent.parent
         for prefix in (base / f"opencode-legacy-{version}", base / f"opencode-ai-{version}"):
@@ -108,7 +109,12 @@ def run_legacy(exe: Path, version: str, home: Path, cwd: Path, mock, prompt: str
     args = [str(exe), "run"]
     if session:
         args += ["--session", session]
-    args.append(prompt)
+    if RELEASES[version][0] == "1.0":
+        # one argument per word: 1.1.65 joins its arguments and quotes one holding a space
+        # (the recording keeps the quotes it wrote: "\"[bash] Run a command.\"")
+        args += ["--", *prompt.split(" ")]
+    else:
+        args.append(prompt)
     before = len(mock.model_requests())
     proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -24,8 +24,11 @@ Invariants:
   document (virtual path ``<info file>#<session>.jsonl``) holds one JSON line per file,
   ``{"file": <path below storage/>, "text": <the file's text>}`` (``"base64"`` for bytes
   that are not UTF-8): the session's info, then each message by id (OpenCode's ids grow
-  with time) followed by its parts by id. New messages and parts are appended; a file
-  rewritten in place rewrites the document, a new generation (older ones kept).
+  with time) followed by its parts by id. The client rewrites the info file (``time.updated``)
+  and the message file (tokens, ``time.completed``) with every response, so a session that
+  changed is a new generation of its document, older ones kept (as the database's sessions
+  read from their rows); a session no client writes any more (the storage a user kept after
+  upgrading) is read once.
 * **Byte-exact files.** Every file comes back byte for byte from its line (``unpack``):
   ``restore`` writes them beside the document.
 * **The same ids as the database.** Thread id = the session id, message ids = the part ids,
