@@ -456,13 +456,16 @@ def _check_port(host: str, port: int) -> None:
 @click.option("--cwd", help="Project folder for the target session (where its client files and resumes it).")
 @click.option("--model-provider", help="The model provider the target session names (default: the target "
               "client's own configuration, e.g. model_provider in $CODEX_HOME/config.toml).")
+@click.option("--client-version", help="The client release the session is written for (a vendor whose releases "
+              "keep sessions differently writes that release's layout, e.g. OpenCode 1.1.65's JSON storage).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
 @click.option("--redact/--no-redact", default=None,
               help="Mask the secrets the scan found ([REDACTED rule]). Default: on for markdown, off for sessions.")
 @_db_after
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
-             cwd: str | None, model_provider: str | None, json_report: bool, redact: bool | None) -> None:  # fmt: skip
+             cwd: str | None, model_provider: str | None, client_version: str | None, json_report: bool,
+             redact: bool | None) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
     from .emit import INSTALLABLE, MARKDOWN, emit_thread, install_base, write_file, write_files
     from .vendors import get as get_adapter
@@ -477,7 +480,8 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         home = Path(os.path.expanduser("~"))
         configured = get_adapter(target).configured_options(os.environ, home) if target != MARKDOWN else {}
         outcome = emit_thread(db, thread, target, exact=not rebuild_format,
-                              options=EmitOptions(cwd=cwd, model_provider=model_provider), configured=configured)
+                              options=EmitOptions(cwd=cwd, model_provider=model_provider, client_version=client_version),
+                              configured=configured)
         if redact or (redact is None and target == MARKDOWN):
             from .secrets import redact_outcome
 

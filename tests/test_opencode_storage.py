@@ -24,7 +24,7 @@ from archive.vendors.opencode import storage
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 ADAPTER = get("opencode")
 LAYOUTS = {"0.1.174": "project/global/storage/session/info", "0.5.29": "project/global/storage/session/info",
-           "1.1.65": "storage/session/global"}
+           "1.0.0": "storage/session/global", "1.1.65": "storage/session/global"}
 PAST = 1_700_000_000  # file times well before the settle window of a record's signature
 
 
@@ -162,3 +162,34 @@ def test_a_session_in_the_storage_and_in_the_migrated_database_is_one_thread(tmp
 
     assert content(db) == content(alone)
     assert len(content(db)[1]) == 3  # one per step-finish part
+
+
+def test_emit_for_a_release_before_1_2_writes_its_json_storage(tmp_path: Path) -> None:
+    """``--client-version 1.1.65``: the session as the 1.0-1.1 storage (one file per session,
+    message and part), which the archive reads back as the same conversation; releases
+    before 1.0 are refused (their layouts are read only)."""
+    home = tmp_path / "home"
+    install("1.1.65", home)
+    db_path = tmp_path / "a.db"
+    run(open_db(db_path), home)
+    sid = open_db(db_path).execute("SELECT id FROM threads").fetchone()[0]
+    out = tmp_path / "emitted"
+    res = CliRunner().invoke(cli, ["--db", str(db_path), "emit", sid, "--to", "opencode", "--client-version", "1.1.65",
+                                   "--rebuild-format", "-o", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    info = out / "opencode" / "storage" / "session" / "global" / f"{sid}.json"
+    assert orjson.loads(info.read_bytes())["version"] == "1.1.65"
+    assert len(list((out / "opencode" / "storage" / "part").rglob("*.json"))) >= 10
+    back = open_db(tmp_path / "back.db")
+    s = ingest_paths(back, None, IngestOptions(providers=("opencode",), env={"HOME": str(tmp_path / "h2"),
+                                                                            "XDG_DATA_HOME": str(out)}, idle_seconds=10**9))
+    assert s.failed == 0 and s.files_changed == 1
+
+    def conversation(d):
+        return d.execute("SELECT m.role, b.type, coalesce(b.text, ''), coalesce(b.tool_name, '') FROM messages m "
+                         "JOIN blocks b ON b.message_id = m.id ORDER BY m.ts, m.id, b.position").fetchall()
+
+    assert sorted(conversation(back)) == sorted(conversation(open_db(db_path)))
+    refused = CliRunner().invoke(cli, ["--db", str(db_path), "emit", sid, "--to", "opencode", "--client-version", "0.5.29",
+                                       "--rebuild-format", "-o", str(tmp_path / "old")])
+    assert refused.exit_code == 1 and "before 1.0" in refused.output

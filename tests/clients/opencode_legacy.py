@@ -29,7 +29,9 @@ from . import runner
 # release -> (layout, the @ai-sdk/openai-compatible release its cache is seeded with, the
 # CACHE_VERSION it writes to ~/.cache/opencode/version: a cache with another one is wiped and
 # the provider fetched again with `bun add`, 0.5.29 and 1.1.65; None: 0.1.174 keeps no version)
-RELEASES = {"0.1.174": ("0.1", "0.2.16", None), "0.5.29": ("0.5", "1.0.13", "9"), "1.1.65": ("1.0", "1.0.13", "21")}
+RELEASES = {"0.1.174": ("0.1", "0.2.16", None), "0.5.29": ("0.5", "1.0.13", "9"), "1.0.0": ("1.0", "1.0.13", "9"),
+            "1.1.65": ("1.0", "1.0.13", "21")}
+CI = ("0.1.174", "0.5.29", "1.1.65")  # one release per layout, installed by scripts/install_clients.sh
 SETTLE = 2.0
 
 
@@ -112,7 +114,7 @@ def run_legacy(exe: Path, version: str, home: Path, cwd: Path, mock, prompt: str
     if RELEASES[version][0] == "1.0":
         # one argument per word: 1.1.65 joins its arguments and quotes one holding a space
         # (the recording keeps the quotes it wrote: "\"[bash] Run a command.\"")
-        args += ["--", *prompt.split(" ")]
+        args += prompt.split(" ")
     else:
         args.append(prompt)
     before = len(mock.model_requests())

@@ -52,7 +52,7 @@ from ..base import (
 )
 from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
-from . import storage
+from . import storage, storage_emit
 from .parse import NAME
 
 DB_NAME = "opencode.db"
@@ -202,6 +202,8 @@ class OpenCodeAdapter(Adapter):
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:
+        if storage_emit.storage_release(options.client_version):  # 1.0-1.1: the JSON storage
+            return storage_emit.to_storage(emit_session(thread, messages, children, options))
         return emit_session(thread, messages, children, options)
 
     def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
