@@ -193,3 +193,16 @@ def test_emit_for_a_release_before_1_2_writes_its_json_storage(tmp_path: Path) -
     refused = CliRunner().invoke(cli, ["--db", str(db_path), "emit", sid, "--to", "opencode", "--client-version", "0.5.29",
                                        "--rebuild-format", "-o", str(tmp_path / "old")])
     assert refused.exit_code == 1 and "before 1.0" in refused.output
+
+
+def test_which_files_are_sessions() -> None:
+    """A session's info file is the record, in each layout; its message and part files, and
+    the other folders under 0.x ``storage/session/`` (``share``), are not records."""
+    data = Path("/h/.local/share/opencode")
+    assert ADAPTER.classify(data / "project/global/storage/session/info/ses_a.json") == "records"
+    assert ADAPTER.classify(data / "storage/session/global/ses_a.json") == "records"
+    assert ADAPTER.classify(data / "storage/session/4b0ea68d7af9a6031a7ffda7ad66e0cb83315750/ses_a.json") == "records"
+    for other in ("project/global/storage/session/share/ses_a.json", "project/global/storage/session/message/ses_a/msg_b.json",
+                  "project/global/storage/session/part/ses_a/msg_b/prt_c.json", "storage/message/ses_a/msg_b.json",
+                  "storage/part/msg_b/prt_c.json", "storage/session_diff/ses_a.json", "storage/project/global.json"):
+        assert ADAPTER.classify(data / other) is None, other

@@ -79,7 +79,9 @@ def session_info(path: Path) -> tuple[Path, str] | None:
     parts = path.parts
     if len(parts) >= 4 and parts[-4] == STORAGE and parts[-3] == "session" and parts[-2] == "info":
         return path.parents[2], "0.x"
-    if len(parts) >= 4 and parts[-4] == STORAGE and parts[-3] == "session" and parts[-2] not in ("message", "part"):
+    in_project = len(parts) >= 6 and parts[-6] == "project"  # 0.x: project/<p>/storage (its other session/ folders: share, ...)
+    if len(parts) >= 4 and parts[-4] == STORAGE and parts[-3] == "session" and not in_project \
+            and parts[-2] not in ("message", "part"):
         return path.parents[2], "1.x"
     return None
 
