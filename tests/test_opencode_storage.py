@@ -206,3 +206,30 @@ def test_which_files_are_sessions() -> None:
                   "project/global/storage/session/part/ses_a/msg_b/prt_c.json", "storage/message/ses_a/msg_b.json",
                   "storage/part/msg_b/prt_c.json", "storage/session_diff/ses_a.json", "storage/project/global.json"):
         assert ADAPTER.classify(data / other) is None, other
+
+
+def test_public_real_files_are_read_with_their_usage_model_and_tool_calls(tmp_path: Path) -> None:
+    """OpenCode 1.1.12's storage as a user committed it (a slice of one session,
+    tests/fixtures/opencode/SOURCES.md): each response's tokens under the model that gave them,
+    the bash call with its output, the cwd; every file restores byte for byte."""
+    home = tmp_path / "home"
+    data = home / ".local" / "share" / "opencode"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "opencode" / "public-anshgrag-1.1.12", data)
+    db_path = tmp_path / "a.db"
+    db = open_db(db_path)
+    s = run(db, home)
+    assert s.failed == 0 and s.files_changed == 1 and not s.reports.get("unexplained")
+    assert db.execute("SELECT id, json_extract(metadata, '$.version'), json_extract(metadata, '$.cwd'), "
+                      "json_extract(metadata, '$.model') FROM threads").fetchall() == [
+        ("ses_4567b0e1affeRu0da2D26ls6sf", "1.1.12", "/home/bot4u/Desktop/GEMINI/Mini_project", "big-pickle")]
+    assert db.execute("SELECT key, model, input_tokens, cache_read_tokens, output_tokens FROM usage ORDER BY key").fetchall() == [
+        ("opencode:prt_ba984fa14001NzOA0qfwnWUxeq", "big-pickle", 10930, 448, 48),
+        ("opencode:prt_ba9860caf001MW2IVuiG9A7kUr", "big-pickle", 11679, 448, 42)]
+    (call,) = db.execute("SELECT tool_name, json_extract(input, '$.command') FROM blocks WHERE type = 'tool_call'").fetchall()
+    assert call == ("bash", "ls -la /home/bot4u/Desktop/GEMINI/Mini_project")
+    (output,) = db.execute("SELECT coalesce(output, text) FROM blocks WHERE type = 'tool_result'").fetchone()
+    assert output.startswith("total 14144")
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["--db", str(db_path), "restore", str(out)], catch_exceptions=False).exit_code == 0
+    for f in data.rglob("*.json"):
+        assert (out / str(f).lstrip("/")).read_bytes() == f.read_bytes(), f
