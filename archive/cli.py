@@ -22,6 +22,7 @@ from .db import ArchiveError, default_db_path, open_db, private_dir
 from .emit import TARGETS
 from .ingest import IngestLocked, IngestOptions, ingest_lock, ingest_paths, rebuild, restore
 from .pricing import ENV_VAR as PRICES_ENV_VAR
+from .records import unpack_restored
 from .queries import STATS_BY
 from .serve import DEFAULT_HOST, DEFAULT_PORT
 from .vendors import names as vendor_names
@@ -359,15 +360,22 @@ def restore_cmd(ctx: click.Context, out_dir: Path, provider: str | None, source:
     try:
         files = restore(db, out_dir, source=source, provider=provider, generation=generation,
                         all_generations=all_generations, redact=redactor_all(db.conn).bytes if redact else None)  # fmt: skip
+        # a record kept as several files (a JSON storage session): its files too, byte for byte
+        unpacked = unpack_restored(lambda uid: (db.execute("SELECT provider FROM sources WHERE uid = ?", (uid,))
+                                                .fetchone() or [None])[0], files, out_dir)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     if as_json:
         _echo_json([{"source": f.source_uid, "generation": f.generation, "path": str(f.path),
-                     "sha256": f.sha256, "size": f.size} for f in files])  # fmt: skip
+                     "sha256": f.sha256, "size": f.size} for f in files]
+                   + [{"path": str(p), "sha256": sha, "unpacked": True} for p, sha in unpacked])  # fmt: skip
     else:
         for f in files:
             click.echo(f"{f.sha256}  {f.path}")
-    click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else ""), err=True)
+        for p, sha in unpacked:
+            click.echo(f"{sha}  {p}")
+    click.echo(f"restored {_plural(len(files), 'file')}" + (", secrets masked" if redact else "")
+               + (f", and {_plural(len(unpacked), 'file')} they hold" if unpacked else ""), err=True)
     try:
         imports = restore_imports(db, out_dir, [f.source_uid for f in files], redact)
     except ArchiveError as e:
@@ -498,13 +506,16 @@ def _check_port(host: str, port: int) -> None:
 @click.option("--cwd", help="Project folder for the target session (where its client files and resumes it).")
 @click.option("--model-provider", help="The model provider the target session names (default: the target "
               "client's own configuration, e.g. model_provider in $CODEX_HOME/config.toml).")
+@click.option("--client-version", help="The client release the session is written for (a vendor whose releases "
+              "keep sessions differently writes that release's layout, e.g. OpenCode 1.1.65's JSON storage).")
 @click.option("--json-report", is_flag=True, help="Print the emit report as JSON on stdout.")
 @click.option("--redact/--no-redact", default=None,
               help="Mask the secrets the scan found ([REDACTED rule]). Default: on for markdown, off for sessions.")
 @_db_after
 @click.pass_context
 def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, install: bool, rebuild_format: bool,
-             cwd: str | None, model_provider: str | None, json_report: bool, redact: bool | None) -> None:  # fmt: skip
+             cwd: str | None, model_provider: str | None, client_version: str | None, json_report: bool,
+             redact: bool | None) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
     from .emit import INSTALLABLE, MARKDOWN, emit_thread, install_base, write_file, write_files
     from .vendors import get as get_adapter
@@ -519,7 +530,8 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
         home = Path(os.path.expanduser("~"))
         configured = get_adapter(target).configured_options(os.environ, home) if target != MARKDOWN else {}
         outcome = emit_thread(db, thread, target, exact=not rebuild_format,
-                              options=EmitOptions(cwd=cwd, model_provider=model_provider), configured=configured)
+                              options=EmitOptions(cwd=cwd, model_provider=model_provider, client_version=client_version),
+                              configured=configured)
         if redact or (redact is None and target == MARKDOWN):
             from .secrets import redact_outcome
 

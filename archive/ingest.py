@@ -55,7 +55,7 @@ from typing import Any, BinaryIO
 import orjson
 from sqlite_utils import Database
 
-from . import forget, secrets
+from . import forget, records, secrets
 from .db import ArchiveError
 from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
@@ -407,7 +407,7 @@ def _head(p: Path) -> bytes | None:
 @contextmanager
 def _open_stream(path: Path) -> Iterator[BinaryIO]:
     """The file's bytes; ``.zst`` files (Codex archives) are decompressed transparently,
-    and offsets then count decompressed bytes; a database's document (``_DocumentPath``)
+    and offsets then count decompressed bytes; a record's document (``records.DocumentPath``)
     is read from memory."""
     document = getattr(path, "document", None)
     if document is not None:
@@ -433,48 +433,6 @@ def _seek(f: BinaryIO, offset: int) -> None:
             if not got:
                 break
             remaining -= len(got)
-
-
-class _DocumentPath(type(Path())):  # type: ignore[misc]
-    """The virtual path of a database's document, carrying its bytes (``_open_stream``)."""
-
-    def __new__(cls, path: str, document: bytes) -> "_DocumentPath":
-        self = super().__new__(cls, path)
-        self.document = document
-        return self
-
-
-RECORDS_SETTLE_NS = 2_000_000_000
-
-
-def _database_companion(path: str) -> str | None:
-    """The database a ``-wal``/``-shm`` file belongs to (SQLite's names), else None."""
-    return path[:-4] if path.endswith(("-wal", "-shm")) else None
-
-
-def _records_signature(path: Path) -> tuple[int, int]:
-    """(inode, newest mtime of the database and its WAL) of a ``RECORDS`` database; the
-    mtime is 0 while the database changed in the last RECORDS_SETTLE_NS (a write in the
-    same clock tick as a read would leave the signature unchanged), so it is read again."""
-    st = os.stat(path)
-    newest = st.st_mtime_ns
-    try:
-        wal = os.stat(f"{path}-wal")
-        if wal.st_size:  # an empty WAL (a read-only reader leaves one) holds nothing
-            newest = max(newest, wal.st_mtime_ns)
-    except OSError:
-        pass
-    return st.st_ino, 0 if time.time_ns() - newest < RECORDS_SETTLE_NS else newest
-
-
-@dataclass(frozen=True)
-class _DocumentStat:
-    """What ingest asks of ``os.stat`` for a document: its size, the database's mtime."""
-
-    st_size: int
-    st_mtime: float
-    st_mtime_ns: int
-    st_ino: int
 
 
 def generation_path(db: Database, source_id: int, generation: int) -> str | None:
@@ -753,7 +711,7 @@ class Engine:
             index = self.records_index or {}
             if path in index:  # a database: each session it holds is a source, as a file is
                 self.summary.files_seen += len(index[path])
-            elif _database_companion(path) not in index:  # a -wal/-shm: not a file read
+            elif records.database_companion(path) not in index:  # a -wal/-shm: not a file read
                 self.summary.files_seen += 1
             seen_paths.add(path)
             return True
@@ -853,7 +811,7 @@ class Engine:
 
     def _records_unchanged(self, path: str) -> bool:
         """A database (``RECORDS``) whose documents were all read at its current signature
-        (``_records_signature``); its ``-wal``/``-shm`` files go with it (their changes are
+        (``records.signature``); its ``-wal``/``-shm`` files go with it (their changes are
         seen through it)."""
         if self.records_index is None:
             self.records_index = {}
@@ -863,10 +821,10 @@ class Engine:
                     self.records_index.setdefault(base, []).append((p, stat))
         docs = self.records_index.get(path)
         if docs is None:
-            base = _database_companion(path)
+            base = records.database_companion(path)
             return base is not None and base in self.records_index and self._records_unchanged(base)
         try:
-            sig = _records_signature(Path(path))
+            sig = records.signature(Path(path))
         except OSError:
             return False
         if sig[1] == 0 or any(stat[3] or (stat[1], stat[2]) != (sig[1], sig[0]) for _p, stat in docs):
@@ -883,18 +841,15 @@ class Engine:
         changes without its own mtime changing) unless neither it nor its WAL changed since
         every one of its documents was read (``_records_unchanged``); an unchanged document
         adds nothing."""
-        from .readonly import ReadOnlyDatabase
-
-        inode, signature = _records_signature(cand.path)  # before the read: a later write changes it
-        with ReadOnlyDatabase(cand.path) as database:
-            documents = list(cand.adapter.documents(cand.path, database.query))
+        inode, signature = records.signature(cand.path, cand.adapter)  # before the read: a later write changes it
+        documents = records.read_documents(cand.adapter, cand.path)
         # "files seen" counts sources: the database (counted once by the walk) is its sessions
         self.summary.files_seen += len(documents) - 1
         last = None
         for doc in documents:
-            path = _DocumentPath(doc.path, doc.data)
+            path = records.DocumentPath(doc.path, doc.data)
             self.document_paths.add(doc.path)
-            doc_st = _DocumentStat(len(doc.data), st.st_mtime, signature, inode)
+            doc_st = records.DocumentStat(len(doc.data), st.st_mtime, signature, inode)
             last = self._ingest_lines(Candidate(path, cand.adapter, LINES), doc_st) or last  # type: ignore[arg-type]
             self._maybe_commit()
             if self.options.progress is not None:  # each document is a source, as a file is

@@ -45,3 +45,17 @@ for bin in claude codex gemini qwen pi copilot opencode; do
     version="$("$node22" "$dir/node_modules/.bin/$bin" --version 2>&1)" || version="$("$dir/node_modules/.bin/$bin" --version 2>&1)"
     echo "$bin: $version"
 done
+
+# OpenCode before 1.2 (JSON storage), one pinned release per layout, each in its own prefix
+# so the newest stays the default `opencode`; with the provider package each release loads
+# from ~/.cache/opencode (tests/clients/opencode_legacy.py seeds a temp home from these).
+# OPENCODE_LEGACY="" skips them.
+for pin in ${OPENCODE_LEGACY-0.1.174 0.5.29 1.1.65}; do
+    [ -x "$dir/opencode-legacy-$pin/node_modules/opencode-linux-x64/bin/opencode" ] ||
+        npm install --prefix "$dir/opencode-legacy-$pin" --no-fund --no-audit --no-save "opencode-ai@$pin"
+    echo "opencode $pin: $("$dir/opencode-legacy-$pin/node_modules/opencode-linux-x64/bin/opencode" --version 2>&1 | head -n 1)"
+done
+for pkg in ${OPENCODE_LEGACY_PROVIDERS-0.2.16 1.0.13}; do
+    [ -d "$dir/opencode-legacy-cache-$pkg/node_modules/@ai-sdk/openai-compatible" ] ||
+        npm install --prefix "$dir/opencode-legacy-cache-$pkg" --no-fund --no-audit --no-save "@ai-sdk/openai-compatible@$pkg"
+done

@@ -461,10 +461,23 @@ class Adapter:
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
 
-    def documents(self, path: Path, query: Query) -> Iterable[Document]:
+    def documents(self, path: Path, query: Query | None) -> Iterable[Document]:
         """For a path ``classify`` calls ``RECORDS``: the documents (one per session) read
-        from the database through ``query``; each is then ingested as a line file."""
+        from the database through ``query``; each is then ingested as a line file. For a
+        record of files (``record_files``) ``query`` is None: the adapter reads the files."""
         return ()
+
+    def record_files(self, path: Path) -> list[str] | None:
+        """For a ``RECORDS`` path that is not a database but one record kept as several files
+        (OpenCode's JSON storage before 1.2: a session's info, message and part files): every
+        file it is read from, listed without opening any (ingest passes the record over when
+        none of their stats changed). None: a database."""
+        return None
+
+    def unpack(self, document_path: str, data: bytes) -> list[tuple[str, bytes]]:
+        """The files a restored document of a record of files holds (``record_files``):
+        (path relative to ``/``, the file's bytes), written by ``restore`` beside it."""
+        return []
 
     def emit(self, thread: Any, messages: list[Message], children: Sequence[tuple[Any, list[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:

@@ -21,8 +21,10 @@ JSON lines of the events, not an OpenCode database) and, beside it, the session 
 document that ``opencode import FILE`` reads (``restores_by_emit``: the format of
 ``opencode export``, which ``emit --to opencode`` builds).
 
-The older layout (before the database: ``storage/session``, ``storage/message``,
-``storage/part`` with one JSON file each) has no public example to test with and is not read.
+The JSON storage of the releases before 1.2 (three layouts: 0.1.x, 0.5.x, 1.0-1.1) is read
+by ``storage.py``: each session's info file is a record of files (``record_files``), read as
+one document per session whose lines hold its files byte for byte, with the ids the database
+holds after 1.2 migrated it (one thread for a session kept in both).
 A session whose event log is not whole (``opencode import`` writes rows and no events;
 sessions from before the event table) is read from its rows instead: the session row, its
 message rows and part rows as JSON lines (``row_line``); rows change in place, so each
@@ -50,7 +52,8 @@ from ..base import (
 )
 from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
-from .parse import NAME, OpenCodeParser
+from . import storage, storage_emit
+from .parse import NAME
 
 DB_NAME = "opencode.db"
 # JSON lines of the virtual documents start like this (detect, and the contract fixtures)
@@ -104,6 +107,8 @@ class OpenCodeAdapter(Adapter):
     def classify(self, path: Path) -> str | None:
         if path.name == DB_NAME:
             return RECORDS
+        if storage.session_info(path) is not None:
+            return RECORDS  # a session of the JSON storage (before 1.2): its files are one record
         if path.parent.name == EXPORT_FOLDER and path.name.startswith("ses_") and path.suffix == ".json":
             return SNAPSHOT  # an import file emit wrote
         return None
@@ -112,6 +117,8 @@ class OpenCodeAdapter(Adapter):
         if head.lstrip().startswith(b"{") and b'"info"' in head[:300] and b'"ses_' in head[:600]:
             return True  # an ``opencode export`` document
         first = head.split(b"\n", 1)[0]
+        if first.startswith(storage.HEAD + b'"session/'):
+            return True  # a session document of the JSON storage
         if first.startswith(b'{"table":"session","row":'):
             return True  # a document of rows
         if not first.startswith(_HEAD):
@@ -125,10 +132,20 @@ class OpenCodeAdapter(Adapter):
     def session_key(self, path: Path) -> str | None:
         return path.name.rpartition("#")[2].split(".", 1)[0] or None
 
-    def documents(self, path: Path, query: Query) -> Iterator[Document]:
+    def record_files(self, path: Path) -> list[str] | None:
+        files = storage.session_files(path)
+        return None if files is None else [full for _rel, full in files]
+
+    def documents(self, path: Path, query: Query | None) -> Iterator[Document]:
         """One document per session: its events in ``seq`` order when the event log is
         whole (it starts with ``session.created``), else its rows (below). One statement
-        per session and table, each one consistent snapshot."""
+        per session and table, each one consistent snapshot. A session of the JSON
+        storage: the document of its files (``storage.document``)."""
+        if query is None:
+            doc = storage.document(path)
+            if doc is not None:
+                yield doc
+            return
         tables = {r[0] for r in query("SELECT name FROM sqlite_master WHERE type = 'table'", ())}
         logged: set[bytes] = set()
         if b"event" in tables:
@@ -172,11 +189,21 @@ class OpenCodeAdapter(Adapter):
                     lines.append(row_line(b"part", pid, pmid, pcreated, pupdated, pdata))
             yield Document(f"{path}#{text}.jsonl", b"".join(lines))
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> OpenCodeParser:
-        return OpenCodeParser(source, state)
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> storage.StorageParser:
+        return storage.StorageParser(source, state)
+
+    def unpack(self, document_path: str, data: bytes) -> list[tuple[str, bytes]]:
+        """The files a restored JSON-storage document holds, at their place under its
+        ``storage`` folder (relative to ``/``, as restore lays sources out)."""
+        folder = storage.storage_dir(document_path)
+        if folder is None:
+            return []
+        return [(str(folder / rel).lstrip("/"), raw) for rel, raw in storage.unpack(data)]
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
              options: EmitOptions = EmitOptions()) -> EmitResult:
+        if storage_emit.storage_release(options.client_version):  # 1.0-1.1: the JSON storage
+            return storage_emit.to_storage(emit_session(thread, messages, children, options))
         return emit_session(thread, messages, children, options)
 
     def install_path(self, stored_path: str, cwd: str | None = None) -> str | None:
