@@ -277,6 +277,18 @@ QWEN = FIXTURES / "qwen-0.24.4"
 QWEN_SESSION = "88867006-4cef-49c9-abc2-c6dde576683d"
 
 
+def test_an_older_codex_history_has_the_same_shape(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "codex-0.1.2505291658" / ".codex", home / ".codex")
+    env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    db = open_db(tmp_path / "a.db")
+    assert ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0)).failed == 0
+    session = "34ae419f-1bda-4abb-a9ce-54f6dfd2d46d"
+    assert db.execute("SELECT thread_id, prompt FROM prompt_history").fetchall() == [(session, " hello.")]
+    assert db.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (session,)).fetchone()[0] == 1
+    assert lost_sessions(db) == []
+
+
 def test_codex_history_names_its_sessions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(CODEX / ".codex", home / ".codex")

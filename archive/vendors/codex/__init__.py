@@ -54,8 +54,7 @@ class CodexAdapter(Adapter):
 
     def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "CODEX_HOME") or home / ".codex"
-        # the TypeScript CLI wrote history.json under the home folder whatever CODEX_HOME said
-        return [base / side.HISTORY_LINES, home / ".codex" / side.HISTORY_JSON]
+        return [base / side.HISTORY_LINES]
 
     def classify(self, path: Path) -> str | None:
         name = path.name
