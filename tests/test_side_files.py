@@ -341,3 +341,39 @@ def test_qwen_usage_record_is_a_side_file_of_its_session(tmp_path: Path) -> None
     (restored,) = restore(db, tmp_path / "out", source=str(record))
     assert restored.sha256 == hashlib.sha256(record.read_bytes()).hexdigest()
 
+
+def test_web_pages_show_lost_sessions_and_the_file_before_an_edit(tmp_path: Path) -> None:
+    import asyncio
+
+    from archive.serve import make_datasette
+
+    home = tmp_path / "home"
+    config = lay_out(NEW, home)
+    db = open_db(tmp_path / "a.db")
+    ingest_home(db, home)
+    # a second history line of a session whose transcript never reached the archive
+    lost_id = "0b1c2d3e-4f50-4a6b-8c7d-8e9fa0b1c2d3"
+    with (config / "history.jsonl").open("ab") as f:
+        f.write(orjson.dumps({"display": "a prompt of a deleted session", "pastedContents": {}, "timestamp": 1796000000000,
+                              "project": "/tmp/gone", "sessionId": lost_id}) + b"\n")
+    ingest_home(db, home)
+    db.conn.close()
+    ds = make_datasette(tmp_path / "a.db")
+
+    async def go() -> tuple[Any, ...]:
+        await ds.invoke_startup()
+        thread = await ds.client.get(f"/-/sesh/thread/{SESSION}")
+        lost = await ds.client.get("/-/sesh/lost")
+        redirect = await ds.client.get(f"/-/sesh/thread/{lost_id}")
+        href = re.search(r'href="([^"]*/-/sesh/source/\d+)">file before this edit', thread.text)
+        backup = await ds.client.get(href.group(1)) if href else None
+        other = await ds.client.get("/-/sesh/source/1")  # the transcript: not a backup a checkpoint names
+        return thread, lost, redirect, backup, other
+
+    thread, lost, redirect, backup, other = asyncio.run(go())
+    assert thread.status_code == 200 and "file before this edit" in thread.text
+    assert backup is not None and backup.status_code == 200 and backup.content == b"print('hi')\n"
+    assert backup.headers["content-disposition"].startswith("attachment")
+    assert other.status_code == 404
+    assert lost.status_code == 200 and "a prompt of a deleted session" in lost.text and "/tmp/gone" in lost.text
+    assert redirect.status_code == 302 and "/-/sesh/lost?thread=" in redirect.headers["location"]
