@@ -55,6 +55,21 @@ def lost_sessions(db: Database, provider: str | None = None, limit: int | None =
     return out
 
 
+def mask_prompts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (of ``lost_sessions``) with every secret the rules find in a prompt replaced
+    by ``[REDACTED rule]``: the ingest scan covers blocks and blobs, not prompt histories, so
+    they are scanned here, when shown."""
+    from .secrets import find
+
+    for r in rows:
+        for p in r["history"]:
+            text = p["prompt"] or ""
+            for hit in sorted(find(text), key=lambda h: h.start, reverse=True):
+                text = f"{text[:hit.start]}[REDACTED {hit.rule}]{text[hit.end:]}"
+            p["prompt"] = text
+    return rows
+
+
 def lost_counts(db: Database) -> list[dict[str, Any]]:
     """Lost sessions and their prompts per provider and project (``status``)."""
     rows = db.execute(

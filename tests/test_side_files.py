@@ -175,6 +175,15 @@ def test_a_session_whose_transcript_was_deleted_is_lost(tmp_path: Path) -> None:
     assert SESSION in out and "[plan] Plan the next step." in out
     listed = orjson.loads(CliRunner().invoke(cli, ["lost", "--json"], env=env, catch_exceptions=False).stdout)
     assert [r["thread_id"] for r in listed if r["thread_id"]] == [SESSION]
+    # a secret typed into a prompt: masked with --redact (the ingest scan does not cover histories)
+    with (config / "history.jsonl").open("ab") as f:
+        f.write(orjson.dumps({"display": "deploy with ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "timestamp": 2,
+                              "project": "/tmp/sesh-record-side/proj", "sessionId": SESSION}) + b"\n")
+    ingest_home(db2, home)
+    plain = CliRunner().invoke(cli, ["lost"], env=env, catch_exceptions=False).stdout
+    redacted = CliRunner().invoke(cli, ["lost", "--redact"], env=env, catch_exceptions=False).stdout
+    assert "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" in plain and "[REDACTED github-token]" not in plain
+    assert "ghp_a1B2" not in redacted and "deploy with [REDACTED github-token]" in redacted
 
 
 def test_a_checkpoint_links_the_edit_to_the_file_before_it(tmp_path: Path) -> None:
@@ -356,6 +365,8 @@ def test_web_pages_show_lost_sessions_and_the_file_before_an_edit(tmp_path: Path
     with (config / "history.jsonl").open("ab") as f:
         f.write(orjson.dumps({"display": "a prompt of a deleted session", "pastedContents": {}, "timestamp": 1796000000000,
                               "project": "/tmp/gone", "sessionId": lost_id}) + b"\n")
+        f.write(orjson.dumps({"display": "use key AKIAQWERTYUIOPASDFGH", "pastedContents": {}, "timestamp": 1796000000001,
+                              "project": "/tmp/gone", "sessionId": lost_id}) + b"\n")
     ingest_home(db, home)
     db.conn.close()
     ds = make_datasette(tmp_path / "a.db")
@@ -376,4 +387,5 @@ def test_web_pages_show_lost_sessions_and_the_file_before_an_edit(tmp_path: Path
     assert backup.headers["content-disposition"].startswith("attachment")
     assert other.status_code == 404
     assert lost.status_code == 200 and "a prompt of a deleted session" in lost.text and "/tmp/gone" in lost.text
+    assert "AKIAQWERTYUIOPASDFGH" not in lost.text and "[REDACTED aws-access-key]" in lost.text  # masked on the way out
     assert redirect.status_code == 302 and "/-/sesh/lost?thread=" in redirect.headers["location"]
