@@ -283,7 +283,7 @@ def test_recorded_with_the_real_claude_code_tui(tmp_path: Path) -> None:
 CODEX = FIXTURES / "codex-0.171.0"
 CODEX_SESSION = "01a23449-5007-7be3-bc5c-2c51e580dc3d"
 QWEN = FIXTURES / "qwen-0.24.4"
-QWEN_SESSION = "88867006-4cef-49c9-abc2-c6dde576683d"
+QWEN_SESSION = "856fedc8-d7d3-4cb4-82b0-d5dddb820f32"
 
 
 def test_an_older_codex_history_has_the_same_shape(tmp_path: Path) -> None:
@@ -338,17 +338,20 @@ def test_qwen_usage_record_is_a_side_file_of_its_session(tmp_path: Path) -> None
     db = open_db(tmp_path / "a.db")
     summary = ingest_paths(db, None, IngestOptions(providers=("qwen",), env=env, idle_seconds=0))
     assert summary.failed == 0 and not summary.warnings
-    (row,) = db.execute("SELECT provider, kind, thread_id, json_extract(detail, '$.project') FROM side_files").fetchall()
-    assert row == ("qwen", "usage record", QWEN_SESSION, "/tmp/s38/qw/proj")
+    rows = db.execute("SELECT provider, kind, thread_id, json_extract(detail, '$.project'), "
+                      "json_extract(detail, '$.source') FROM side_files ORDER BY kind, source_id, detail").fetchall()
+    assert rows == [("qwen", "token usage", QWEN_SESSION, None, "main"),
+                    ("qwen", "token usage", QWEN_SESSION, None, "managed-auto-memory-extractor"),
+                    ("qwen", "usage record", QWEN_SESSION, "/tmp/s38/qw2/proj", None)]
     assert db.execute("SELECT count(*) FROM threads WHERE id = ?", (QWEN_SESSION,)).fetchone()[0] == 1
     # the record's figures are not counted again: the usage is the chat's alone
     chat_only = open_db(tmp_path / "b.db")
     ingest_paths(chat_only, [home / ".qwen" / "projects"], IngestOptions(providers=("qwen",), idle_seconds=0))
     totals = "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage"
     assert db.execute(totals).fetchone() == chat_only.execute(totals).fetchone() != (0, None, None)
-    record = home / ".qwen" / "usage_record.jsonl"
-    (restored,) = restore(db, tmp_path / "out", source=str(record))
-    assert restored.sha256 == hashlib.sha256(record.read_bytes()).hexdigest()
+    for record in (home / ".qwen" / "usage_record.jsonl", home / ".qwen" / "usage" / "token-usage-2026-12.jsonl"):
+        (restored,) = restore(db, tmp_path / "out", source=str(record))
+        assert restored.sha256 == hashlib.sha256(record.read_bytes()).hexdigest()
 
 
 def test_web_pages_show_lost_sessions_and_the_file_before_an_edit(tmp_path: Path) -> None:

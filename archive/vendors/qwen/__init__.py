@@ -30,8 +30,9 @@ class QwenAdapter(Adapter):
         return [base / "projects"]
 
     def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = env_path(env, "QWEN_HOME") or home / ".qwen"  # the global folder, even with QWEN_RUNTIME_DIR
-        return [base / side.USAGE_RECORD, base / "usage"]
+        base = env_path(env, "QWEN_HOME") or home / ".qwen"  # usage_record.jsonl: the global folder
+        runtime = env_path(env, "QWEN_RUNTIME_DIR") or base  # usage/: the runtime folder (0.24.4)
+        return [base / side.USAGE_RECORD, runtime / "usage"]
 
     def classify(self, path: Path) -> str | None:
         # projects/<slug>/chats/<sessionId>.jsonl (not *.runtime.json and the like)

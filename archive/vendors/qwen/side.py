@@ -7,8 +7,12 @@
   "files", "skills"}``. The figures repeat the chat's own usage, so they are not counted
   again: each line is a side-file report of its session (``thread`` = ``sessionId``, the
   chat's thread id), kept byte for byte when the chat is gone.
-* ``$QWEN_HOME/usage/token-usage-YYYY-MM.jsonl`` (older releases, per the format notes):
-  the same, read line by line.
+* ``usage/token-usage-YYYY-MM.jsonl`` under the runtime folder (``QWEN_RUNTIME_DIR``, else
+  the global one; 0.24.4 writes it when ``privacy.usageStatisticsEnabled`` is on): one line
+  per API response, ``{schemaVersion, id, timestamp, localDate, localMonth, sessionId,
+  model, authType, source ("main", "managed-auto-memory-extractor", ...), inputTokens,
+  outputTokens, cachedTokens, thoughtsTokens, totalTokens, apiDurationMs}``; also a
+  side-file report of its session, not counted again.
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ class UsageRecordParser:
             yield warn
         if not isinstance(d, dict):
             yield Report(INVALID, "usage record", "not an object")
+            return
+        if "schemaVersion" in d:  # usage/token-usage-*.jsonl: one API response
+            yield side_report("token usage", _str(d.get("sessionId")), ts=_str(d.get("timestamp")),
+                              model=_str(d.get("model")), source=_str(d.get("source")))
             return
         models = d.get("models")
         yield side_report("usage record", _str(d.get("sessionId")), project=_str(d.get("project")),
