@@ -77,8 +77,9 @@ from ...model import (
     Usage,
     WebSearch,
 )
-from ..base import checkpoint_report, claim_emitted, emitted_id, loads_line
+from ..base import claim_emitted, emitted_id, loads_line
 from ..base import nonempty_str as _str
+from .side import checkpoint_rows
 from ..base import (
     BlobRow,
     COMPANION,
@@ -577,36 +578,7 @@ class ClaudeCodeParser:
         yield Report(SKIPPED, str(d.get("type")), sub if isinstance(sub, str) else None)
 
     def _checkpoint(self, d: JsonObject, offset: int) -> Iterator[Row]:
-        """``file-history-snapshot`` (a checkpoint per prompt, ``messageId`` = the prompt) and
-        ``file-history-delta`` (2.1.332: a backup taken just before an edit, ``messageId`` =
-        the assistant message holding the Edit/Write call): each backup named becomes a
-        checkpoint report linking the message to ``file-history/<session>/<backupFileName>``,
-        the side file holding the file as it was before (None: the file did not exist)."""
-        message = _str(d.get("messageId"))
-        # the lines name no session; a transcript's file name does (a copy under another name:
-        # the session of the lines before, else the backup's name alone)
-        session = _str(d.get("sessionId")) or _file_session(self.source.path) or self.sid
-        if d.get("type") == "file-history-delta":
-            backups = {d.get("trackingPath"): d.get("backup")}
-            at = "edit"
-        else:
-            snap = d.get("snapshot")
-            tracked = snap.get("trackedFileBackups") if isinstance(snap, dict) else None
-            backups = tracked if isinstance(tracked, dict) else {}
-            at = "prompt"
-        n = 0
-        for tracking, backup in backups.items():
-            if not isinstance(tracking, str) or not isinstance(backup, dict) or message is None:
-                continue
-            parent = _str(backup.get("realParentDir"))
-            path = tracking if tracking.startswith("/") or parent is None else f"{parent}/{tracking}"
-            name = _str(backup.get("backupFileName"))
-            version = backup.get("version") if isinstance(backup.get("version"), int) else None
-            n += 1
-            backup_at = (f"file-history/{session}/{name}" if session else name) if name else None
-            yield checkpoint_report(session, message, path, backup_at, version, at)
-        if n == 0:
-            yield Report(SKIPPED, str(d.get("type")), None)
+        yield from checkpoint_rows(d, self.source.path, self.sid)  # side.py (issue 38)
 
     def _request_record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         kind, why = REQUEST_RECORDS[str(d.get("type"))]
@@ -950,18 +922,6 @@ HANDLERS: dict[str, Callable[[ClaudeCodeParser, JsonObject, int], Iterator[Row]]
     "file-history-delta": ClaudeCodeParser._checkpoint,
     **{t: ClaudeCodeParser._request_record for t in REQUEST_RECORDS},
 }
-
-
-def _file_session(path: str) -> str | None:
-    """The session a transcript file belongs to: ``<sessionId>.jsonl``, or
-    ``<sessionId>/subagents/[workflows/<run>/]agent-<id>.jsonl``."""
-    parts = Path(path).parts
-    if parts and UUID_RE.match(parts[-1].split(".", 1)[0]):
-        return parts[-1].split(".", 1)[0]
-    if "subagents" in parts:
-        i = len(parts) - 1 - parts[::-1].index("subagents")
-        return parts[i - 1] if i > 0 and UUID_RE.match(parts[i - 1]) else None
-    return None
 
 
 class ToolResultsFileParser:

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 from ..base import INVALID, PARSE_ERROR, SKIPPED, LINES, SNAPSHOT, Report, Retention, Row, SourceInfo
-from ..base import env_path, loads_line, prompt_report, side_report
+from ..base import checkpoint_report, env_path, loads_line, prompt_report, side_report
 from ..base import nonempty_str as _str
 
 CLAUDE_JSON = ".claude.json"
@@ -50,6 +50,7 @@ BACKUP_RE = re.compile(r"^([0-9a-f]{16})@v(\d+)$")
 TODOS_RE = re.compile(r"^(.+?)-agent-(.+)\.json$")
 DEFAULT_CLEANUP_DAYS = 30.0  # Claude Code's default cleanupPeriodDays (settings docs, 2.1.x)
 _SIDE_FOLDERS = ("file-history", "todos", "tasks", "plans", "paste-cache")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
 def config_dir(env: Mapping[str, str], home: Path) -> Path:
@@ -189,6 +190,52 @@ class SideFileParser:
             d = None
         items = len(d) if isinstance(d, list) else None
         yield side_report(kind, thread, items=items, bytes=len(line), **fields)
+
+
+def checkpoint_rows(d: dict[str, Any], source_path: str, sid: str | None) -> Iterator[Row]:
+    """A transcript's ``file-history-snapshot`` (a checkpoint per prompt, ``messageId`` = the
+    prompt) or ``file-history-delta`` (2.1.332: a backup taken just before an edit,
+    ``messageId`` = the assistant message holding the Edit/Write call): each backup named
+    becomes a checkpoint report linking the message to ``file-history/<session>/<backupFileName>``,
+    the side file holding the file as it was before (None: the file did not exist).
+    ``sid``: the session of the transcript's lines so far (the parser's)."""
+    message = _str(d.get("messageId"))
+    # the lines name no session; a transcript's file name does (a copy under another name:
+    # the session of the lines before, else the backup's name alone)
+    session = _str(d.get("sessionId")) or _file_session(source_path) or sid
+    if d.get("type") == "file-history-delta":
+        backups = {d.get("trackingPath"): d.get("backup")}
+        at = "edit"
+    else:
+        snap = d.get("snapshot")
+        tracked = snap.get("trackedFileBackups") if isinstance(snap, dict) else None
+        backups = tracked if isinstance(tracked, dict) else {}
+        at = "prompt"
+    n = 0
+    for tracking, backup in backups.items():
+        if not isinstance(tracking, str) or not isinstance(backup, dict) or message is None:
+            continue
+        parent = _str(backup.get("realParentDir"))
+        path = tracking if tracking.startswith("/") or parent is None else f"{parent}/{tracking}"
+        name = _str(backup.get("backupFileName"))
+        version = backup.get("version") if isinstance(backup.get("version"), int) else None
+        n += 1
+        backup_at = (f"file-history/{session}/{name}" if session else name) if name else None
+        yield checkpoint_report(session, message, path, backup_at, version, at)
+    if n == 0:
+        yield Report(SKIPPED, str(d.get("type")), None)
+
+
+def _file_session(path: str) -> str | None:
+    """The session a transcript file belongs to: ``<sessionId>.jsonl``, or
+    ``<sessionId>/subagents/[workflows/<run>/]agent-<id>.jsonl``."""
+    parts = Path(path).parts
+    if parts and _UUID_RE.match(parts[-1].split(".", 1)[0]):
+        return parts[-1].split(".", 1)[0]
+    if "subagents" in parts:
+        i = len(parts) - 1 - parts[::-1].index("subagents")
+        return parts[i - 1] if i > 0 and _UUID_RE.match(parts[i - 1]) else None
+    return None
 
 
 def retention(env: Mapping[str, str], home: Path) -> Retention | None:
