@@ -124,8 +124,8 @@ def retention_warnings(db: Database, env: Mapping[str, str] | None = None, now: 
         policy = adapter.retention(env, home)
         if policy is None:
             continue
-        if not any(root.exists() for root in adapter.default_roots(env, home)):
-            continue  # the vendor is not used here
+        if not any(root.exists() for root in [*adapter.default_roots(env, home), *adapter.side_roots(env, home)]):
+            continue  # the vendor is not used here (its transcripts' folder may be gone, its history not)
         since = (now - previous).total_seconds() / 86400 if previous is not None else None
         reason = None
         if policy.days <= 0:

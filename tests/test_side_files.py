@@ -229,6 +229,8 @@ def test_retention_warning_names_the_setting(tmp_path: Path) -> None:
     assert retention_warnings(db, env_for(home), now, during_ingest=True) == []
     (w,) = retention_warnings(db, env_for(home), now + timedelta(days=10))
     assert "the last ingest was" in w["warning"]
+    shutil.rmtree(home / ".claude" / "projects")  # every transcript deleted: the history and settings are left
+    assert len(retention_warnings(db, env_for(home), now + timedelta(days=10))) == 1
 
 
 def test_ingest_and_status_warn_before_the_cleanup(tmp_path: Path) -> None:
