@@ -245,6 +245,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
             finally:
                 progress.done()
             coverage.add_drift_warnings(summary, db, before)  # format drift, named by version
+            cli_side.ingest_warnings(db, summary)  # a vendor's cleanup outrunning the runs (issue 38)
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
     if not paths and summary.files_seen == 0 and not quiet:
@@ -400,6 +401,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     db = _open_read(ctx)
     info = archive_status(db, db_path)
     info["coverage"] = coverage.coverage_rows(db)  # per provider and client version
+    cli_side.status_info(db, info)  # lost sessions, retention warnings (issue 38)
     if as_json:
         _echo_json(info)
         return
@@ -427,6 +429,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"sources whose file is gone ({len(gone)}; their data stays in the archive):")
         for g in gone[:20]:
             click.echo(f"  {g['provider']}  {g['path']}")
+    cli_side.print_status(info)
 
 
 def _print_coverage(rows: list[dict[str, Any]]) -> None:
@@ -934,3 +937,4 @@ def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | No
 
 
 from . import cli_secrets  # noqa: E402,F401  the secrets and forget commands (issue 23)
+from . import cli_side  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from .vendors.base import PROMPT_HISTORY, SIDE_FILE
+
 # problem kinds: a line the adapter could not explain
 PROBLEMS = ("unknown", "parse_error", "invalid", "refused", "unexplained", "adapter_error")
 # the kinds a status shows, in order (messages first)
@@ -94,8 +96,10 @@ def drift_warnings(db: Any, since: tuple[int, int]) -> list[str]:
         " s.last_path, (SELECT count(*) FROM source_lines l WHERE l.source_id = s.id AND l.generation = s.current_generation)"
         " FROM sources s WHERE s.kind = 'lines'"
         " AND s.id IN (SELECT DISTINCT source_id FROM source_lines WHERE id > ?)"
-        " AND NOT EXISTS (SELECT 1 FROM message_occurrences o WHERE o.source_id = s.id AND o.generation = s.current_generation)",
-        (line_mark,),
+        " AND NOT EXISTS (SELECT 1 FROM message_occurrences o WHERE o.source_id = s.id AND o.generation = s.current_generation)"
+        # a side file (issue 38) holds prompts or side data, never messages
+        " AND NOT EXISTS (SELECT 1 FROM reports r WHERE r.source_id = s.id AND r.kind = 'metadata' AND r.reason IN (?, ?))",
+        (line_mark, PROMPT_HISTORY, SIDE_FILE),
     ).fetchall():
         reasons = ", ".join(r for (r,) in db.execute(
             "SELECT DISTINCT reason FROM reports r JOIN sources s ON s.id = r.source_id"

@@ -50,7 +50,7 @@ from markupsafe import Markup, escape
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
 from . import secrets
-from .web import conversation, search, sessions, usage
+from .web import conversation, lost, search, sessions, usage
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
 from .web.hosts import LOOPBACK_NAMES, host_check
 from .web.markup import pygments_css, render_markdown
@@ -114,6 +114,7 @@ def _template(datasette: Any, name: str) -> Any:
 def _urls(datasette: Any, db_name: str) -> dict[str, str]:
     p = datasette.urls.path
     return {"sessions": p(f"{PREFIX}/sessions"), "search": p(f"{PREFIX}/search"), "usage": p(f"{PREFIX}/usage"),
+            "lost": p(f"{PREFIX}/lost"),
             "tables": datasette.urls.database(db_name), "css": p(f"{PREFIX}/static/sesh.css"),
             "pygments_css": p(f"{PREFIX}/static/pygments.css"), "js": p(f"{PREFIX}/static/sesh.js")}  # fmt: skip
 
@@ -225,6 +226,8 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         data = await db.execute_fn(load)
     except conversation.PageError as e:
         return _bad(str(e))
+    if data is None and await db.execute_fn(lambda conn: lost.is_lost(conn, thread_id)):  # only its prompts are left
+        return Response.redirect(datasette.urls.path(f"{PREFIX}/lost") + "?" + urlencode({"thread": thread_id}))
     if data is None:
         return Response.html(f"<h1>No thread {escape(thread_id)}</h1>", status=404)
     if not _show_secrets(datasette):
@@ -246,8 +249,15 @@ async def thread_page(datasette: Any, request: Any) -> Response:
     for c in children:
         if c["origin"]:
             at.setdefault(message_anchor(c["origin"]), []).append(c)
+    # file checkpoints (issue 38): the file as it was before the message's edit
+    before: dict[str, list[dict[str, Any]]] = {}
+    for mid, cps in (await db.execute_fn(lambda conn: lost.thread_checkpoints(conn, thread_id))).items():
+        for c in cps:
+            before.setdefault(message_anchor(mid), []).append(
+                {**c, "href": datasette.urls.path(f"{PREFIX}/source/{c['source_id']}")})
     for b in bubbles:
         b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
+        b["checkpoints"] = [c for a in b["anchors"] for c in before.get(a, [])]
     page_url = lambda n: f"{here}?page={n}"  # noqa: E731
     context = {
         "thread": thread, "title": data["label"], "data": data, "bubbles": bubbles, "parent": parent,
@@ -393,6 +403,31 @@ async def blob(datasette: Any, request: Any) -> Response:
     return Response(data, content_type=media, headers=headers)
 
 
+async def lost_page(datasette: Any, request: Any) -> Response:
+    """Sessions whose transcript is gone, each with only the prompts a history kept."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    provider, thread = request.args.get("provider") or "", request.args.get("thread") or ""
+    rows = await db.execute_fn(lambda conn: lost.lost_page(conn, provider, thread))
+    rows = rows if _show_secrets(datasette) else lost.masked(rows)
+    return await _render(datasette, request, "sesh_lost.html", db_name, {"rows": rows, "thread": thread})
+
+
+async def source_file(datasette: Any, request: Any) -> Response:
+    """A file backup a checkpoint names, as archived (a download, never rendered)."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    found = await db.execute_fn(lambda conn: lost.source_bytes(conn, int(request.url_vars["source_id"])))
+    if found is None:
+        return Response.text("no such file backup", status=404)
+    name = found[0].rsplit("/", 1)[-1].replace('"', "")
+    return Response(found[1], content_type="application/octet-stream", headers={
+        "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox",
+        "Content-Disposition": f'attachment; filename="{name}"'})
+
+
 async def static(request: Any) -> Response:
     name = request.url_vars["name"]
     if name == "pygments.css":
@@ -412,6 +447,8 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (rf"^{PREFIX}/prompts$", prompts_page),
         (rf"^{PREFIX}/search$", search_page),
         (rf"^{PREFIX}/usage$", usage_page),
+        (rf"^{PREFIX}/lost$", lost_page),
+        (rf"^{PREFIX}/source/(?P<source_id>[0-9]+)$", source_file),
         (rf"^{PREFIX}/blob/(?P<sha256>[0-9a-f]{{64}})$", blob),
         (rf"^{PREFIX}/static/(?P<name>[a-z0-9_-]+\.(?:css|js))$", static),
     ]

@@ -63,7 +63,7 @@ from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
     ADAPTER_ERROR,
-    LINES,
+    LINES, PROMPT_HISTORY, SIDE_FILE,
     RECORDS,
     REFUSED,
     SKIPPED,
@@ -335,11 +335,11 @@ def discover(
 
     if not paths:
         for a in adapters:
-            for root in a.default_roots(env, home):
+            for root in [*a.default_roots(env, home), *a.side_roots(env, home)]:  # a side root may be a file
                 root = Path(os.path.abspath(root))
                 if not root.exists():
                     continue
-                for s in _walk(root, problems):
+                for s in _walk(root, problems) if root.is_dir() else [str(root)]:
                     if passed_over(s):
                         continue
                     p = Path(s)
@@ -1283,7 +1283,7 @@ class Engine:
     def _ingest_snapshot(self, cand: Candidate, st: os.stat_result) -> int | None:
         path, adapter = cand.path, cand.adapter
         with _open_stream(path) as f:
-            data = f.read()
+            data = adapter.stored_form(path, f.read())  # the whole file, or what of it may be kept
         self.summary.bytes_read += len(data)
         fingerprint = hashlib.sha256(b"snapshot\0" + adapter.snapshot_key(path).encode()).hexdigest()
         content_sha = hashlib.sha256(data).hexdigest()
@@ -1330,9 +1330,9 @@ class Engine:
     def _warn_empty(self, touched: set[int]) -> None:
         for sid in sorted(touched):
             row = self.conn.execute(
-                "SELECT s.last_path, s.kind, (SELECT count(*) FROM message_occurrences o WHERE o.source_id = s.id) "
-                "FROM sources s WHERE s.id = ?",
-                (sid,),
+                "SELECT s.last_path, s.kind, (SELECT count(*) FROM message_occurrences o WHERE o.source_id = s.id) + (SELECT "
+                "count(*) FROM reports r WHERE r.source_id = s.id AND r.reason IN (?, ?)) FROM sources s WHERE s.id = ?",
+                (PROMPT_HISTORY, SIDE_FILE, sid),  # a side file holds prompts or side data, never messages
             ).fetchone()
             if row and row[1] == LINES and row[2] == 0:
                 self.summary.warnings.append(f"{row[0]}: no messages in this source")

@@ -966,3 +966,65 @@ def m012_17_handoff_lineage(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m080_38_side_files(db: Database) -> None:
+    """Side files (issue 38): what the vendors keep beside their transcripts (prompt
+    histories, file backups, todos, plans, usage logs) is archived as sources of its own;
+    their parsers name what each line holds in ``reports`` (``vendors.base``: reasons
+    ``prompt history``, ``side file`` and ``file checkpoint``, JSON ``detail``). These views
+    read them. ``lost_sessions``: sessions a prompt history names whose transcript has no
+    message in the archive (the vendor deleted it before an ingest saw it), and, for prompt
+    histories without session ids, projects with no thread of that provider at all."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE VIEW prompt_history AS
+        SELECT r.source_id, r.generation, r.offset, s.provider,
+               json_extract(r.detail, '$.thread') AS thread_id,
+               json_extract(r.detail, '$.session') AS session_id,
+               json_extract(r.detail, '$.project') AS project,
+               json_extract(r.detail, '$.ts') AS ts,
+               json_extract(r.detail, '$.prompt') AS prompt
+        FROM reports r JOIN sources s ON s.id = r.source_id
+        WHERE r.kind = 'metadata' AND r.reason = 'prompt history';
+        CREATE VIEW lost_sessions AS
+        SELECT p.provider, p.thread_id, max(p.session_id) AS session_id, max(p.project) AS project,
+               count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt) AS prompts,
+               min(p.ts) AS first_ts, max(p.ts) AS last_ts
+        FROM prompt_history p
+        WHERE p.thread_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
+                          WHERE m.thread_id = p.thread_id AND t.provider = p.provider)
+        GROUP BY p.provider, p.thread_id
+        UNION ALL
+        SELECT p.provider, NULL, NULL, p.project,
+               count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt), min(p.ts), max(p.ts)
+        FROM prompt_history p
+        WHERE p.thread_id IS NULL AND p.project IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider)
+        GROUP BY p.provider, p.project;
+        CREATE VIEW side_files AS
+        SELECT s.id AS source_id, s.provider, s.last_path AS path, s.current_generation AS generation,
+               json_extract(r.detail, '$.kind') AS kind, json_extract(r.detail, '$.thread') AS thread_id,
+               r.detail
+        FROM reports r JOIN sources s ON s.id = r.source_id AND r.generation = s.current_generation
+        WHERE r.kind = 'metadata' AND r.reason = 'side file';
+        CREATE VIEW file_checkpoints AS
+        SELECT json_extract(r.detail, '$.thread') AS thread_id,
+               json_extract(r.detail, '$.message') AS message_id,
+               json_extract(r.detail, '$.path') AS path,
+               json_extract(r.detail, '$.at') AS at,
+               json_extract(r.detail, '$.version') AS version,
+               json_extract(r.detail, '$.backup') AS backup,
+               (SELECT b.id FROM sources b WHERE b.provider = s.provider
+                  AND substr(b.last_path, -length(json_extract(r.detail, '$.backup')) - 1)
+                      = '/' || json_extract(r.detail, '$.backup')
+                ORDER BY b.id LIMIT 1) AS backup_source_id,
+               r.source_id, r.generation, r.offset
+        FROM reports r JOIN sources s ON s.id = r.source_id
+        WHERE r.kind = 'metadata' AND r.reason = 'file checkpoint';
+        """
+        )
+    )

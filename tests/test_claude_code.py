@@ -123,7 +123,9 @@ REPORTS: dict[str, dict[tuple[str, str], int]] = {
     SHORT: {(SKIPPED, "file-history-snapshot"): 1, (SKIPPED, "progress"): 3},
     "marot__spotter__tool_heavy.jsonl": {(SKIPPED, "file-history-snapshot"): 3, (SKIPPED, "progress"): 10, (SKIPPED, "queue-operation"): 2},
     "oneryalcin__fasthooks__sample_agent_sidechain.jsonl": {},
-    COMPACT_MAIN: {(SKIPPED, "file-history-snapshot"): 10, (SKIPPED, "system/stop_hook_summary"): 5},
+    # 8 of the 10 snapshots name backups: one checkpoint per file backed up (issue 38)
+    COMPACT_MAIN: {(SKIPPED, "file-history-snapshot"): 2, (METADATA, "file checkpoint"): 15,
+                   (SKIPPED, "system/stop_hook_summary"): 5},
     RECORDED: {(SKIPPED, "attachment"): 2, (SKIPPED, "last-prompt"): 2, (SKIPPED, "mode"): 1, (SKIPPED, "queue-operation"): 4},
 }
 
@@ -541,7 +543,17 @@ def test_default_roots(tmp_path: Path) -> None:
         ("projects/-home-me-app/sessions-index.json", None),
         (f"projects/-home-me-app/{SID}/tool-results/x.txt", SNAPSHOT),  # a companion of the session (2.1.x)
         ("projects/-home-me-app/not-a-session/tool-results/x.txt", None),
-        ("history.jsonl", None),
+        # side files (issue 38): sources of their own, read by archive/vendors/claude_code/side.py
+        ("history.jsonl", LINES),
+        (".claude.json", SNAPSHOT),
+        (f"file-history/{SID}/8c79874ff79ae9d2@v2", SNAPSHOT),
+        (f"file-history/{SID}/notes.txt", None),
+        (f"todos/{SID}-agent-{SID}.json", SNAPSHOT),
+        (f"tasks/{SID}/1.json", SNAPSHOT),
+        (f"tasks/{SID}/.highwatermark", None),
+        ("plans/cheerful-giggling-bunny.md", SNAPSHOT),
+        ("settings.json", None),
+        ("backups/.claude.json.backup.1796172533339", None),
     ],
 )
 def test_classify(rel: str, kind: str | None) -> None:

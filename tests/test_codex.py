@@ -372,7 +372,7 @@ def test_locations_classify_detect(tmp_path: Path) -> None:
     assert ADAPTER.classify(base / "rollout-2025-12-10T04-55-16-019b04ae-b1c6-7c72-a134-a4c2de66058c.jsonl") == LINES
     assert ADAPTER.classify(base / "rollout-2025-12-10T04-55-16-019b04ae-b1c6-7c72-a134-a4c2de66058c.jsonl.zst") == LINES
     assert ADAPTER.classify(Path("sessions/rollout-2025-04-20-7f3c2a9e.json")) == SNAPSHOT
-    assert ADAPTER.classify(Path("history.jsonl")) is None
+    assert ADAPTER.classify(Path("history.jsonl")) == LINES  # the prompt history, a side file (issue 38)
     assert ADAPTER.classify(Path("session_index.jsonl")) is None
     for name in (AGTRACE, G1, G3, RECORDED, REVIEW):
         assert ADAPTER.detect((FIX / name).read_bytes()[:65536]), name

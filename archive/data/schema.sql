@@ -383,6 +383,20 @@ WHERE b.type = 'tool_call' AND b.tool_name IN ('Edit', 'MultiEdit', 'Write', 'No
   AND json_valid(b.input) AND json_type(b.input) = 'object'
   AND coalesce(json_extract(b.input, '$.file_path'), json_extract(b.input, '$.notebook_path')) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM blocks f WHERE f.call_id = b.call_id AND f.type = 'file_change');
+CREATE VIEW file_checkpoints AS
+SELECT json_extract(r.detail, '$.thread') AS thread_id,
+       json_extract(r.detail, '$.message') AS message_id,
+       json_extract(r.detail, '$.path') AS path,
+       json_extract(r.detail, '$.at') AS at,
+       json_extract(r.detail, '$.version') AS version,
+       json_extract(r.detail, '$.backup') AS backup,
+       (SELECT b.id FROM sources b WHERE b.provider = s.provider
+          AND substr(b.last_path, -length(json_extract(r.detail, '$.backup')) - 1)
+              = '/' || json_extract(r.detail, '$.backup')
+        ORDER BY b.id LIMIT 1) AS backup_source_id,
+       r.source_id, r.generation, r.offset
+FROM reports r JOIN sources s ON s.id = r.source_id
+WHERE r.kind = 'metadata' AND r.reason = 'file checkpoint';
 CREATE VIEW files_changed AS
 SELECT project, path, count(*) AS changes, count(DISTINCT thread_id) AS threads,
        min(ts) AS first_ts, max(ts) AS last_ts
@@ -415,12 +429,37 @@ SELECT l.source_id, l.generation, l.offset, s.provider,
          WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
          ORDER BY r.seq LIMIT 1) AS reason
 FROM source_lines l JOIN sources s ON s.id = l.source_id;
+CREATE VIEW lost_sessions AS
+SELECT p.provider, p.thread_id, max(p.session_id) AS session_id, max(p.project) AS project,
+       count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt) AS prompts,
+       min(p.ts) AS first_ts, max(p.ts) AS last_ts
+FROM prompt_history p
+WHERE p.thread_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
+                  WHERE m.thread_id = p.thread_id AND t.provider = p.provider)
+GROUP BY p.provider, p.thread_id
+UNION ALL
+SELECT p.provider, NULL, NULL, p.project,
+       count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt), min(p.ts), max(p.ts)
+FROM prompt_history p
+WHERE p.thread_id IS NULL AND p.project IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider)
+GROUP BY p.provider, p.project;
 CREATE VIEW projects AS
 SELECT t.cwd AS project, count(*) AS threads,
        (SELECT count(*) FROM threads c WHERE c.parent_thread_id IS NOT NULL AND c.cwd IS t.cwd) AS child_threads,
        group_concat(DISTINCT t.provider) AS providers,
        min(t.created_at) AS first_created_at, max(t.created_at) AS last_created_at
 FROM threads t WHERE t.parent_thread_id IS NULL GROUP BY t.cwd;
+CREATE VIEW prompt_history AS
+SELECT r.source_id, r.generation, r.offset, s.provider,
+       json_extract(r.detail, '$.thread') AS thread_id,
+       json_extract(r.detail, '$.session') AS session_id,
+       json_extract(r.detail, '$.project') AS project,
+       json_extract(r.detail, '$.ts') AS ts,
+       json_extract(r.detail, '$.prompt') AS prompt
+FROM reports r JOIN sources s ON s.id = r.source_id
+WHERE r.kind = 'metadata' AND r.reason = 'prompt history';
 CREATE VIEW secrets AS
 SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, t.provider, f.message_id,
        f.position, f.field, f.start, f.end, f.value_sha256, f.first_seen,
@@ -430,6 +469,12 @@ SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, t.provider, f.message
 FROM secret_findings f
 LEFT JOIN threads t ON t.id = f.thread_id
 LEFT JOIN messages m ON m.id = f.message_id;
+CREATE VIEW side_files AS
+SELECT s.id AS source_id, s.provider, s.last_path AS path, s.current_generation AS generation,
+       json_extract(r.detail, '$.kind') AS kind, json_extract(r.detail, '$.thread') AS thread_id,
+       r.detail
+FROM reports r JOIN sources s ON s.id = r.source_id AND r.generation = s.current_generation
+WHERE r.kind = 'metadata' AND r.reason = 'side file';
 CREATE VIEW superseded_messages AS
     SELECT m.id AS message_id, m.thread_id
     FROM messages m

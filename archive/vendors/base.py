@@ -133,6 +133,52 @@ class Report:
 
 Row = Union[ThreadFact, MessageRow, UsageRow, BlobRow, Report]
 
+#: ``Report.reason`` of a prompt read from a side file's prompt history (not a transcript):
+#: its ``detail`` is JSON ``{"thread", "session", "project", "ts", "prompt"}`` (``thread``:
+#: the thread id the session's transcript has, or None when the vendor wrote no session id).
+#: A prompt whose thread has no message in the archive is a lost session (view
+#: ``lost_sessions``); the line itself stays in the source layer, byte for byte.
+PROMPT_HISTORY = "prompt history"
+#: ``Report.reason`` of any other side file (todos, tasks, plans, file backups, usage logs):
+#: ``detail`` is JSON ``{"kind", "thread", ...}``, the kind and the thread it belongs to
+SIDE_FILE = "side file"
+
+
+def prompt_report(thread: str | None, session: str | None, project: str | None, ts: str | None,
+                  prompt: str | None) -> Report:
+    """The row of one prompt of a prompt history (``PROMPT_HISTORY``)."""
+    detail = {"thread": thread, "session": session, "project": project, "ts": ts, "prompt": prompt}
+    return Report(METADATA, PROMPT_HISTORY, orjson.dumps(detail).decode())
+
+
+def side_report(kind: str, thread: str | None, **fields: Any) -> Report:
+    """The row of a side file that is not a prompt history (``SIDE_FILE``)."""
+    return Report(METADATA, SIDE_FILE, orjson.dumps({"kind": kind, "thread": thread, **fields}).decode())
+
+
+#: ``Report.reason`` of a file checkpoint a transcript names: ``detail`` is JSON ``{"thread",
+#: "message", "path", "backup", "version", "at"}``: the file at ``path`` as it was before
+#: ``message`` changed it is the side file whose path ends with ``/<backup>`` (None: the file
+#: did not exist yet); ``at`` is "edit" (taken just before the message's edit) or "prompt"
+#: (a checkpoint at the prompt ``message``)
+CHECKPOINT = "file checkpoint"
+
+
+def checkpoint_report(thread: str | None, message: str, path: str, backup: str | None, version: int | None,
+                      at: str) -> Report:
+    """The row of one file checkpoint (``CHECKPOINT``)."""
+    detail = {"thread": thread, "message": message, "path": path, "backup": backup, "version": version, "at": at}
+    return Report(METADATA, CHECKPOINT, orjson.dumps(detail).decode())
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long a vendor keeps its transcripts before deleting them (``Adapter.retention``)."""
+
+    days: float
+    setting: str  # the setting, as the user writes it (``cleanupPeriodDays`` in ~/.claude/settings.json)
+    change: str  # how to keep transcripts longer, in one sentence
+
 
 @dataclass(frozen=True)
 class Document:
@@ -460,6 +506,28 @@ class Adapter:
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         raise NotImplementedError
+
+    # -- side files: what the vendor keeps beside its transcripts and deletes or rewrites too
+
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        """Files and folders beside the transcripts that the vendor deletes or rewrites too
+        (prompt histories, todos, plans, file backups, usage logs). ``ingest`` walks them as
+        it walks ``default_roots`` (a root may be a single file); ``classify`` says which
+        files are sources and ``parser`` reads them (rows of ``prompt_report`` and
+        ``side_report``)."""
+        return []
+
+    def stored_form(self, path: Path, data: bytes) -> bytes:
+        """What the source layer keeps of a ``SNAPSHOT`` file: its bytes, unless the file
+        also holds what must never be archived (Claude Code's ``~/.claude.json`` holds
+        account data beside the projects' prompt history): then a derived document, stated
+        in the adapter's docstring, and never byte-exact of the whole file."""
+        return data
+
+    def retention(self, env: Mapping[str, str], home: Path) -> Retention | None:
+        """How long the vendor keeps transcripts before it deletes them, read from its own
+        settings (None: it never deletes them, or says nothing)."""
+        return None
 
     def documents(self, path: Path, query: Query | None) -> Iterable[Document]:
         """For a path ``classify`` calls ``RECORDS``: the documents (one per session) read

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -22,10 +23,12 @@ from ..base import (
     SNAPSHOT,
     Adapter,
     EmitResult,
+    Retention,
     SourceInfo,
     env_path,
 )
 from .emit import cwd_slug, emit_session, resume_hint
+from . import side
 from .parse import ToolResultsFileParser, AGENT_FILE_RE, AGENT_META_RE, AgentMetaParser, ClaudeCodeParser, HANDLERS, NAME, SKIPPED_TYPES, UUID_RE
 
 # ---------------------------------------------------------------- the adapter
@@ -37,7 +40,8 @@ class ClaudeCodeAdapter(Adapter):
     # 2: a thread's cwd is where it started (later ones: metadata.lastCwd); 3: attachments
     # the model read are messages, agent_progress fills the child thread (issue 18);
     # 4: task notifications and slash-command prompts carry extra["conversation"]
-    revision = 4
+    # 5: file-history-snapshot and file-history-delta lines name file checkpoints (issue 38)
+    revision = 5
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
                   "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",
@@ -52,7 +56,19 @@ class ClaudeCodeAdapter(Adapter):
         base = env_path(env, "CLAUDE_CONFIG_DIR") or home / ".claude"
         return [base / "projects"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        return side.side_roots(env, home)
+
+    def stored_form(self, path: Path, data: bytes) -> bytes:
+        return side.stored_form(path, data)
+
+    def retention(self, env: Mapping[str, str], home: Path) -> Retention | None:
+        return side.retention(env, home)
+
     def classify(self, path: Path) -> str | None:
+        return self._transcript_kind(path) or side.classify(path)
+
+    def _transcript_kind(self, path: Path) -> str | None:
         parts = path.parts
         if "projects" not in parts or len(parts) < 2:
             return None
@@ -81,12 +97,16 @@ class ClaudeCodeAdapter(Adapter):
                 continue
             if not isinstance(d, dict):
                 return False
+            if "type" not in d and isinstance(d.get("display"), str) and "timestamp" in d:
+                return True  # a history.jsonl line (side.py)
             t = d.get("type")
             known = t in HANDLERS or t in SKIPPED_TYPES
             return bool(known and any(k in d for k in ("sessionId", "uuid", "leafUuid", "messageId")))
         return False
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClaudeCodeParser | AgentMetaParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
+        if side.is_side_file(source.path) and not self._transcript_kind(Path(source.path)):
+            return side.SideFileParser(source, state)
         if Path(source.path).parent.name == "tool-results":
             return ToolResultsFileParser(source, state)
         if source.kind == SNAPSHOT or source.path.endswith(".meta.json"):

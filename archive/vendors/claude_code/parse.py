@@ -79,6 +79,7 @@ from ...model import (
 )
 from ..base import claim_emitted, emitted_id, loads_line
 from ..base import nonempty_str as _str
+from .side import checkpoint_rows
 from ..base import (
     BlobRow,
     COMPANION,
@@ -123,7 +124,6 @@ INJECTED_PREFIXES = (
     "This session is being continued from a previous conversation",
 )
 SKIPPED_TYPES = (
-    "file-history-snapshot",
     "queue-operation",
     "attachment",
     "last-prompt",
@@ -577,6 +577,9 @@ class ClaudeCodeParser:
         yield from out
         yield Report(SKIPPED, str(d.get("type")), sub if isinstance(sub, str) else None)
 
+    def _checkpoint(self, d: JsonObject, offset: int) -> Iterator[Row]:
+        yield from checkpoint_rows(d, self.source.path, self.sid)  # side.py (issue 38)
+
     def _request_record(self, d: JsonObject, offset: int) -> Iterator[Row]:
         kind, why = REQUEST_RECORDS[str(d.get("type"))]
         yield Report(kind, str(d.get("type")), why)
@@ -915,6 +918,8 @@ HANDLERS: dict[str, Callable[[ClaudeCodeParser, JsonObject, int], Iterator[Row]]
     "ai-title": ClaudeCodeParser._title,
     "permission-mode": ClaudeCodeParser._permission_mode,
     "attachment": ClaudeCodeParser._attachment,
+    "file-history-snapshot": ClaudeCodeParser._checkpoint,
+    "file-history-delta": ClaudeCodeParser._checkpoint,
     **{t: ClaudeCodeParser._request_record for t in REQUEST_RECORDS},
 }
 

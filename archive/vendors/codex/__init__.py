@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -24,6 +25,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
+from . import side
 from .emit import configured, emit_rollout, resume_hint
 from .parse import CodexParser, NAME
 
@@ -50,10 +52,14 @@ class CodexAdapter(Adapter):
         base = env_path(env, "CODEX_HOME") or home / ".codex"
         return [base / "sessions", base / "archived_sessions"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "CODEX_HOME") or home / ".codex"
+        return [base / side.HISTORY_LINES]
+
     def classify(self, path: Path) -> str | None:
         name = path.name
         if not name.startswith("rollout-"):
-            return None
+            return side.classify(path)
         if name.endswith(".jsonl") or name.endswith(".jsonl.zst"):
             return LINES
         if name.endswith(".json"):
@@ -78,10 +84,14 @@ class CodexAdapter(Adapter):
             return False
         if d.get("type") == "session_meta" and isinstance(d.get("payload"), dict):
             return True
+        if "type" not in d and isinstance(d.get("session_id"), str) and "ts" in d and isinstance(d.get("text"), str):
+            return True  # a history.jsonl line (side.py)
         # G1: a bare SessionMeta first line
         return "type" not in d and isinstance(d.get("id"), str) and "timestamp" in d and "instructions" in d
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CodexParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
+        if side.classify(Path(source.path)):
+            return side.HistoryParser(source, state)
         return CodexParser(source, state)
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),

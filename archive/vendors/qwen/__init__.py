@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ...model import JsonObject, Message, Thread
 from ..base import LINES, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
 from .emit import emit_session, resume_hint
+from . import side
 from .parse import NAME, QwenParser
 
 
@@ -32,11 +34,16 @@ class QwenAdapter(Adapter):
         base = env_path(env, "QWEN_RUNTIME_DIR") or env_path(env, "QWEN_HOME") or home / ".qwen"
         return [base / "projects"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "QWEN_HOME") or home / ".qwen"  # usage_record.jsonl: the global folder
+        runtime = env_path(env, "QWEN_RUNTIME_DIR") or base  # usage/: the runtime folder (0.24.4)
+        return [base / side.USAGE_RECORD, runtime / "usage"]
+
     def classify(self, path: Path) -> str | None:
         # projects/<slug>/chats/<sessionId>.jsonl (not *.runtime.json and the like)
         if path.parent.name == "chats" and path.name.endswith(".jsonl") and path.parent.parent.parent.name == "projects":
             return LINES
-        return None
+        return side.classify(path)
 
     def detect(self, head: bytes) -> bool:
         try:
@@ -50,7 +57,10 @@ class QwenAdapter(Adapter):
         return (isinstance(message, dict) and isinstance(message.get("parts"), list)) or (
             d.get("type") == "system" and isinstance(d.get("systemPayload"), dict))
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> QwenParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
+        path = Path(source.path)
+        if path.parent.name != "chats" and side.classify(path):
+            return side.UsageRecordParser(source, state)
         return QwenParser(source, state)
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),
