@@ -7,7 +7,7 @@
 #
 # Pin versions with CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION /
 # QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION / OPENCODE_VERSION (default: latest), and the older
-# releases in DIR/old/ with PI_OLD_VERSION / COPILOT_OLD_VERSION (below). The folder is
+# releases in DIR/old/ with PI_OLD_VERSION / COPILOT_OLD_VERSION / CODEX_OLD_VERSION (below). The folder is
 # gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot,opencode}.
 # Qwen Code needs Node 22 (on an older node, npm resolves an old release): the npm package
 # node@22 puts a Node 22 binary in DIR/node22/node_modules/.bin/node, and the node clients
@@ -49,17 +49,22 @@ done
 
 # Older releases whose session layouts the archive still reads (issue 33), each pinned in
 # its own prefix DIR/old/<name>-<version> (tests/clients/runner.py find_old_client), installed
-# once: pi 0.27.9 (session format v1) and GitHub Copilot CLI 0.0.370 (the flat
-# session-state/<uuid>.jsonl). `npm install` of Copilot 0.0.3xx fails (its dependency
+# once: pi 0.27.9 (session format v1), GitHub Copilot CLI 0.0.370 (the flat
+# session-state/<uuid>.jsonl) and the TypeScript Codex CLI 0.1.2505172129 (rollout-*.json). `npm install` of Copilot 0.0.3xx fails (its dependency
 # keytar-forked-forked is gone from the registry) and its index.js is self-contained, so its
 # package is unpacked from `npm pack`.
 pi_old="${PI_OLD_VERSION:-0.27.9}"
 copilot_old="${COPILOT_OLD_VERSION:-0.0.370}"
+codex_old="${CODEX_OLD_VERSION:-0.1.2505172129}"
 old="$dir/old"
 mkdir -p "$old"
 if [ ! -f "$old/pi-coding-agent-$pi_old/node_modules/@mariozechner/pi-coding-agent/dist/cli.js" ]; then
     PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/pi-coding-agent-$pi_old" \
         --no-fund --no-audit --no-save "@mariozechner/pi-coding-agent@$pi_old"
+fi
+if [ ! -f "$old/codex-$codex_old/node_modules/@openai/codex/dist/cli.js" ]; then
+    PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/codex-$codex_old" \
+        --no-fund --no-audit --no-save "@openai/codex@$codex_old"
 fi
 copilot_pkg="$old/copilot-$copilot_old/node_modules/@github/copilot"
 if [ ! -f "$copilot_pkg/index.js" ]; then
@@ -69,4 +74,4 @@ if [ ! -f "$copilot_pkg/index.js" ]; then
     tar -xzf "$tmp_pack"/github-copilot-"$copilot_old".tgz -C "$copilot_pkg" --strip-components=1
     rm -rf "$tmp_pack"
 fi
-echo "old: pi $pi_old, copilot $copilot_old in $old"
+echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"

@@ -9,16 +9,27 @@ mock model servers: one release of each old layout the archive reads.
   the archived prompts to the model again; the lines it appends are read incrementally.
   (0.0.370's ``-p`` stores no conversation, so a session is only made in its TUI: the
   recording in tests/fixtures/copilot/.)
+* Codex TypeScript CLI 0.1.2505172129 (``rollout-*.json``): its TUI, driven through a
+  pseudo-terminal (``-q`` writes no rollout), saves a session the archive reads whole and
+  restores byte for byte.
 
 Releases are installed pinned by scripts/install_clients.sh (``<clients>/old/``) and found by
-``runner.find_old_client``; a test skips when its release is absent. The TypeScript Codex
-CLI writes its rollout only from its TUI (``-q`` writes none), so it has no test here: its
-recordings are read by tests/test_old_releases.py.
+``runner.find_old_client``; a test skips when its release is absent.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import pty
+import select
 import shutil
+import signal
+import struct
+import subprocess
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +46,7 @@ pytestmark = pytest.mark.clients
 FIXTURES = Path(__file__).parent / "fixtures"
 PI_OLD = "0.27.9"
 COPILOT_OLD = "0.0.370"
+CODEX_OLD = "0.1.2505172129"
 COPILOT_FLAT = FIXTURES / "copilot" / "copilot-0.0.370-flat.jsonl"
 COPILOT_SID = "391d7039-4c83-4d20-9ca9-fb2aac2121a7"
 SCRIPT = Script(turns={"hello": [[Thinking("Thinking about hello."), Say("Hello back from the mock.")]],
@@ -143,3 +155,74 @@ def test_copilot_flat_session_restored_from_the_archive_resumes(tmp_path: Path) 
     # the client appended to the restored file: the archive reads the new lines as such
     grown = flat.read_bytes()
     assert grown.startswith(COPILOT_FLAT.read_bytes()) and len(grown) > len(COPILOT_FLAT.read_bytes())
+
+
+class Terminal:
+    """A client's TUI on a pseudo-terminal of 200x50: what it printed, and keys typed in."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                                     start_new_session=True)
+        os.close(slave)
+        self.screen = b""
+
+    def wait(self, done, timeout: float) -> bool:
+        end = time.time() + timeout
+        while time.time() < end:
+            if select.select([self.master], [], [], 0.2)[0]:
+                try:
+                    self.screen += os.read(self.master, 65536)
+                except OSError:  # the client exited
+                    return bool(done())
+            if done():
+                return True
+        return False
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+        time.sleep(0.5)  # Ink takes the Enter apart from the text
+        os.write(self.master, b"\r")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the client's own group, nothing else
+        self.proc.wait(10)
+        os.close(self.master)
+
+
+def test_codex_typescript_rollout_from_its_tui_is_archived_whole(tmp_path: Path) -> None:
+    exe = old_client("codex", CODEX_OLD)
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    cwd.mkdir(parents=True)
+    # outside a git repository it first asks whether to go on at all
+    subprocess.run(["git", "init", "-q", str(cwd)], check=True, env=runner.base_env(home))
+    sessions = home / ".codex" / "sessions"
+    with ChatCompletionsMock(SCRIPT) as mock:
+        (home / ".codex").mkdir(parents=True)
+        # a provider of its own (providers.<name>.baseURL), reached through its chat-completions bridge
+        (home / ".codex" / "config.json").write_text(json.dumps({"model": "m", "provider": "mock", "providers": {
+            "mock": {"name": "Mock", "baseURL": f"{mock.url}/v1", "envKey": "MOCK_API_KEY"}}}))
+        env = {**runner.base_env(home), "TERM": "xterm-256color", "MOCK_API_KEY": "sk-mock-key",
+               "OPENAI_API_KEY": "sk-mock-key"}
+        term = Terminal(node(exe) + ["--full-auto"], cwd, env)
+        try:
+            assert term.wait(lambda: b"approval:" in term.screen, 90), term.screen[-2000:]
+            term.wait(lambda: False, 3)  # the prompt box comes after the session box
+            term.type("say hello")
+
+            def saved() -> bool:
+                files = list(sessions.glob("rollout-*.json")) if sessions.exists() else []
+                return len(files) == 1 and b"Hello back from the mock." in files[0].read_bytes()
+
+            assert term.wait(saved, 90), term.screen[-2000:]
+        finally:
+            term.close()
+    (rollout,) = sessions.glob("rollout-*.json")
+    db, _ = ingest_home(tmp_path / "a.db", home)
+    (thread,) = load_threads(db.conn, "provider = 'codex'")
+    assert thread.id == json.loads(rollout.read_bytes())["session"]["id"]
+    assert texts(load_messages(db.conn, "m.thread_id = ?", (thread.id,))) == ["say hello", "Hello back from the mock."]
+    (restored,) = restore(db, tmp_path / "restored")
+    assert Path(restored.path).read_bytes() == rollout.read_bytes()
