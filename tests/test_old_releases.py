@@ -1,4 +1,4 @@
-"""Sessions written by older releases (issue 33): pi's session format v1 (0.7 - 0.27) and the
+"""Sessions written by older releases (issue 33): pi's session format v1 (0.7 - 0.30) and the
 same file after pi migrated it, Copilot CLI 0.0.3xx's flat ``session-state/<uuid>.jsonl``,
 and the TypeScript Codex CLI's ``rollout-*.json`` documents. Each is read whole from the
 real clients' recordings (tests/fixtures/<vendor>/SOURCES.md), restores byte for byte, and
@@ -162,6 +162,7 @@ def test_pi_v1_branch_file_copies_are_the_parents() -> None:
 
 def test_copilot_flat_layout_is_found_and_read(tmp_path: Path) -> None:
     adapter = get("copilot")
+    assert adapter.detect(COPILOT_FLAT.read_bytes()[:65536])  # a file given by hand
     assert adapter.classify(Path(f"/h/.copilot/session-state/{COPILOT_SID}.jsonl")) == "lines"
     assert adapter.classify(Path("/h/.copilot/session-state/notes.jsonl")) is None
     assert adapter.classify(Path(f"/h/.copilot/other/{COPILOT_SID}.jsonl")) is None
@@ -235,3 +236,21 @@ def test_codex_typescript_rollout_every_item_explained(path: Path) -> None:
     rows = list(parser.feed(0, path.read_bytes()))
     assert not [r for r in rows if isinstance(r, Report) and r.kind in ("unknown", "invalid", "parse_error")]
     assert len([r for r in rows if isinstance(r, MessageRow)]) == len(doc["items"])
+
+
+def test_pi_v2_file_keeps_its_own_ids() -> None:
+    """pi 0.31.1 writes format v2 (ids of its own, ``version`` before ``id`` in the header):
+    not a migrated v1 file, so its entries keep their ids; 0.30.2 still writes v1."""
+    from archive.vendors.base import MessageRow, SourceInfo, ThreadFact
+
+    def rows(name: str) -> list:
+        path = FIXTURES / "pi" / name
+        parser = get("pi").parser(SourceInfo("s", "pi", str(path)))
+        return [r for line in path.read_bytes().splitlines() for r in parser.feed(0, line)]
+
+    v2 = rows("pi-0.31.1-v2.jsonl")
+    assert "sessionFormat" not in v2[0].fields["metadata"] and v2[0].fields["metadata"]["sessionVersion"] == 2
+    assert [r.message.provenance.source_id for r in v2 if isinstance(r, MessageRow)][:2] == ["441d12ee", "819bb338"]
+    v1 = rows("pi-0.30.2-v1.jsonl")
+    assert isinstance(v1[0], ThreadFact) and v1[0].fields["metadata"]["sessionFormat"] == "v1"
+    assert [r.message.provenance.source_id for r in v1 if isinstance(r, MessageRow)][:2] == ["v1-0", "v1-1"]

@@ -34,7 +34,8 @@ Invariants of this module (each is tested on real recordings):
 * **Thinking** keeps pi's ``thinkingSignature`` (Anthropic signatures, or the name of the
   OpenAI-compatible field the text came in, such as ``reasoning_content``) and
   ``redacted`` in ``Reasoning.extra``.
-* **Session format v1** (pi 0.7 - 0.27; checked with 0.7.6, 0.13.2 and 0.27.9): a header
+* **Session format v1** (pi 0.7 - 0.30; checked with 0.7.6, 0.13.2, 0.27.9 and 0.30.2; format
+  v2, 0.31 on, has ids, checked with 0.31.1): a header
   without ``version`` (0.7: ``model`` as ``provider/id``; 0.13: ``provider``, ``modelId``,
   ``thinkingLevel``; a branch names its parent file in ``branchedFrom``) and entries without
   ``id``/``parentId``. pi's own loader (0.45+, ``migrateV1ToV2``) gives each non-header
@@ -44,10 +45,11 @@ Invariants of this module (each is tested on real recordings):
   the entry's position instead: the k-th entry after the header is ``v1-<k>`` with
   ``v1-<k-1>`` as parent, in a v1 file and in its migrated copy alike (an entry whose
   ``id`` is not its second key, in a file whose header has ``version`` after ``id``, is
-  such a migrated entry; its random id is remembered as an alias, at most ``KNOWN_CAP``, so
-  entries pi appends later attach to it). The rewritten file becomes a new generation whose
+  such a migrated entry; its random id is remembered as an alias, the newest ``ALIAS_CAP``,
+  so entries pi appends later attach to it; one that grows from an older migrated entry
+  than that starts a branch). The rewritten file becomes a new generation whose
   messages are the same messages of the same thread. A v1 header may come after the first
-  entries it describes (pi writes it at the first answer, 0.13-0.27): only a branch file's
+  entries it describes (pi writes it at the first answer, 0.13 - 0.30): only a branch file's
   entries stamped before its header are copies. ``branchedFrom`` is read as ``parentSession``.
 * **Bounded state.** The parser remembers only entries that are not plain messages of the
   file's own thread (copies, branches, settings entries), at most ``KNOWN_CAP``; an older
@@ -98,6 +100,7 @@ from ..base import (
 
 NAME = "pi"
 KNOWN_CAP = 400  # remembered entries (branches, copies, settings entries)
+ALIAS_CAP = 128  # remembered random ids of migrated v1 entries (the newest; the leaf is the last)
 MAX_THREADS = 64
 _SESSION_FILE_RE = re.compile(r"_([0-9a-fA-F-]{36})\.jsonl$")
 
@@ -299,7 +302,7 @@ class PiParser:
             eid = f"v1-{pos}"
             if self.legacy == "migrated" and _str(d.get("id")):
                 self.aliases[d["id"]] = eid
-                while len(self.aliases) > KNOWN_CAP:
+                while len(self.aliases) > ALIAS_CAP:
                     del self.aliases[next(iter(self.aliases))]
             return {**d, "id": eid, "parentId": f"v1-{pos - 1}" if pos else None}
         pid = _str(d.get("parentId"))
