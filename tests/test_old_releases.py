@@ -227,7 +227,10 @@ def test_codex_first_typescript_release_reasoning_and_each_save(tmp_path: Path) 
     assert_restores(db, tmp_path, CODEX_TS_FIRST)
 
 
-@pytest.mark.parametrize("path", [CODEX_TS, *CODEX_TS_FIRST], ids=lambda p: p.name[19:27])
+CODEX_TS_LAST = FIXTURES / "codex" / "rollout-2026-12-02-2907c00d-2bf2-44df-8f09-149f1f3dc177.json"  # 0.1.2505191453
+
+
+@pytest.mark.parametrize("path", [CODEX_TS, *CODEX_TS_FIRST, CODEX_TS_LAST], ids=lambda p: p.name[19:27])
 def test_codex_typescript_rollout_every_item_explained(path: Path) -> None:
     from archive.vendors.base import MessageRow, Report, SourceInfo
 
