@@ -6,7 +6,8 @@
 #   scripts/install_clients.sh [DIR]      DIR defaults to $SESH_CLIENTS_DIR, then ./.clients
 #
 # Pin versions with CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION /
-# QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION / OPENCODE_VERSION (default: latest). The folder is
+# QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION / OPENCODE_VERSION (default: latest), and the older
+# releases in DIR/old/ with PI_OLD_VERSION / COPILOT_OLD_VERSION / CODEX_OLD_VERSION (below). The folder is
 # gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot,opencode}.
 # Qwen Code needs Node 22 (on an older node, npm resolves an old release): the npm package
 # node@22 puts a Node 22 binary in DIR/node22/node_modules/.bin/node, and the node clients
@@ -59,3 +60,32 @@ for pkg in ${OPENCODE_LEGACY_PROVIDERS-0.2.16 1.0.13}; do
     [ -d "$dir/opencode-legacy-cache-$pkg/node_modules/@ai-sdk/openai-compatible" ] ||
         npm install --prefix "$dir/opencode-legacy-cache-$pkg" --no-fund --no-audit --no-save "@ai-sdk/openai-compatible@$pkg"
 done
+
+# Older releases whose session layouts the archive still reads (issue 33), each pinned in
+# its own prefix DIR/old/<name>-<version> (tests/clients/runner.py find_old_client), installed
+# once: pi 0.27.9 (session format v1), GitHub Copilot CLI 0.0.370 (the flat
+# session-state/<uuid>.jsonl) and the TypeScript Codex CLI 0.1.2505172129 (rollout-*.json). `npm install` of Copilot 0.0.3xx fails (its dependency
+# keytar-forked-forked is gone from the registry) and its index.js is self-contained, so its
+# package is unpacked from `npm pack`.
+pi_old="${PI_OLD_VERSION:-0.27.9}"
+copilot_old="${COPILOT_OLD_VERSION:-0.0.370}"
+codex_old="${CODEX_OLD_VERSION:-0.1.2505172129}"
+old="$dir/old"
+mkdir -p "$old"
+if [ ! -f "$old/pi-coding-agent-$pi_old/node_modules/@mariozechner/pi-coding-agent/dist/cli.js" ]; then
+    PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/pi-coding-agent-$pi_old" \
+        --no-fund --no-audit --no-save "@mariozechner/pi-coding-agent@$pi_old"
+fi
+if [ ! -f "$old/codex-$codex_old/node_modules/@openai/codex/dist/cli.js" ]; then
+    PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/codex-$codex_old" \
+        --no-fund --no-audit --no-save "@openai/codex@$codex_old"
+fi
+copilot_pkg="$old/copilot-$copilot_old/node_modules/@github/copilot"
+if [ ! -f "$copilot_pkg/index.js" ]; then
+    tmp_pack="$(mktemp -d)"
+    (cd "$tmp_pack" && npm pack --silent "@github/copilot@$copilot_old" >/dev/null)
+    mkdir -p "$copilot_pkg"
+    tar -xzf "$tmp_pack"/github-copilot-"$copilot_old".tgz -C "$copilot_pkg" --strip-components=1
+    rm -rf "$tmp_pack"
+fi
+echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"

@@ -49,6 +49,29 @@ def find_client(name: str) -> Path | None:
     return Path(found) if found else None
 
 
+# older releases (issue 33), one npm prefix each: <folder>/<name>-<version>/node_modules/<package>
+OLD_CLIENTS = {"pi": ("pi-coding-agent", "@mariozechner/pi-coding-agent", "dist/cli.js"),
+               "copilot": ("copilot", "@github/copilot", "index.js"),
+               "codex": ("codex", "@openai/codex", "dist/cli.js")}
+
+
+def old_client_dirs() -> list[Path]:
+    """Where older releases are looked for: $SESH_CLIENTS_OLD_DIR (``:``-separated), then
+    ``old/`` in each clients folder (scripts/install_clients.sh puts them there)."""
+    out = [Path(d).expanduser() for d in (os.environ.get("SESH_CLIENTS_OLD_DIR") or "").split(os.pathsep) if d]
+    return out + [d.parents[1] / "old" for d in client_dirs()]
+
+
+def find_old_client(vendor: str, version: str) -> Path | None:
+    """The entry script of an older release of ``vendor`` (a key of OLD_CLIENTS), or None."""
+    name, package, entry = OLD_CLIENTS[vendor]
+    for d in old_client_dirs():
+        p = d / f"{name}-{version}" / "node_modules" / package / entry
+        if p.is_file():
+            return p
+    return None
+
+
 def client_version(exe: Path) -> str:
     """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0', '1.0.102' from
     'GitHub Copilot CLI 1.0.102.'."""

@@ -1,6 +1,12 @@
 """GitHub Copilot CLI: the adapter (roots under ``COPILOT_HOME``, ``events.jsonl`` and its
 ``workspace.yaml`` companion, detect, parsers, emit).
 
+Layouts read: ``session-state/<uuid>/events.jsonl`` (0.0.400 - 1.0.x) and the flat
+``session-state/<uuid>.jsonl`` of 0.0.3xx (recorded with 0.0.370; 0.0.388 - 0.0.399 still
+resume a flat file but write folders), the same events in both, so one parser reads both.
+0.0.3xx keeps its state under ``$XDG_STATE_HOME/.copilot`` when that variable is set (and
+its logs and config under ``$XDG_CONFIG_HOME/.copilot``), so that is a root too.
+
 Parsing is in ``parse.py``, the session writer in ``emit.py``."""
 
 from __future__ import annotations
@@ -31,9 +37,15 @@ class CopilotAdapter(Adapter):
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "COPILOT_HOME") or home / ".copilot"
-        return [base / "session-state"]
+        roots = [base / "session-state"]
+        state = env_path(env, "XDG_STATE_HOME")
+        if state is not None and state / ".copilot" != base:
+            roots.append(state / ".copilot" / "session-state")  # 0.0.3xx (0.0.370, 0.0.399)
+        return roots
 
     def classify(self, path: Path) -> str | None:
+        if path.parent.name == "session-state" and path.suffix == ".jsonl" and UUID_RE.match(path.stem):
+            return LINES  # 0.0.3xx: the flat session-state/<uuid>.jsonl
         if not UUID_RE.match(path.parent.name):
             return None
         if path.name == "events.jsonl":

@@ -1,5 +1,11 @@
 """GitHub Copilot CLI sessions (``~/.copilot/session-state/<uuid>/events.jsonl`` and the
-``workspace.yaml`` beside it).
+``workspace.yaml`` beside it; 0.0.3xx: the flat ``session-state/<uuid>.jsonl``).
+
+0.0.3xx (recorded with 0.0.370) writes the same events to the flat file, fewer of them:
+``session.start`` without ``context`` or ``selectedModel`` (the model comes with the
+``session.model_change`` a resume writes), no usage records, no ``reasoningText``; its
+``session.info`` and ``session.truncation`` are metadata. ``copilot -p`` of that release
+writes no session; a ``-p --resume`` appends only ``session.resume`` and the model.
 
 Format (checked with Copilot CLI 1.0.102; its own JSON schema is
 ``schemas/session-events.schema.json`` in the package): one event per line,
@@ -154,7 +160,9 @@ class CopilotParser:
             # no session.start before content (a trimmed file): the folder's uuid, else a stand-in
             parts = self.source.path.replace("\\", "/").split("/")
             folder = parts[-2] if len(parts) >= 2 else ""
-            self.session = folder if len(folder) == 36 else "copilot-" + stable_id(self.source.source_id, "session")
+            flat = parts[-1].removesuffix(".jsonl")  # 0.0.3xx: session-state/<uuid>.jsonl
+            self.session = (folder if len(folder) == 36 else flat if len(flat) == 36
+                            else "copilot-" + stable_id(self.source.source_id, "session"))
         return self.session
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:

@@ -23,6 +23,8 @@ SESSION_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_[0-9a
 class PiAdapter(Adapter):
     name = NAME
     emits = True
+    # 2: session format v1 (pi 0.7 - 0.30) read, with ids by position (was: 0 messages)
+    revision = 2
     needs_cwd = True  # sessions are filed under the project folder
     env_vars = ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
     # pi 0.73.1's seven built-in tools

@@ -34,6 +34,23 @@ Invariants of this module (each is tested on real recordings):
 * **Thinking** keeps pi's ``thinkingSignature`` (Anthropic signatures, or the name of the
   OpenAI-compatible field the text came in, such as ``reasoning_content``) and
   ``redacted`` in ``Reasoning.extra``.
+* **Session format v1** (pi 0.7 - 0.30; checked with 0.7.6, 0.13.2, 0.27.9 and 0.30.2; format
+  v2, 0.31 on, has ids, checked with 0.31.1): a header
+  without ``version`` (0.7: ``model`` as ``provider/id``; 0.13: ``provider``, ``modelId``,
+  ``thinkingLevel``; a branch names its parent file in ``branchedFrom``) and entries without
+  ``id``/``parentId``. pi's own loader (0.45+, ``migrateV1ToV2``) gives each non-header
+  entry, in file order, a *random* 8-hex id and the previous entry as parent, and rewrites
+  the file in place (0.73.1 on ``--session``: ``version`` appended to the header, ``id`` and
+  ``parentId`` appended to each entry). Randomness cannot be repeated, so both readings use
+  the entry's position instead: the k-th entry after the header is ``v1-<k>`` with
+  ``v1-<k-1>`` as parent, in a v1 file and in its migrated copy alike (an entry whose
+  ``id`` is not its second key, in a file whose header has ``version`` after ``id``, is
+  such a migrated entry; its random id is remembered as an alias, the newest ``ALIAS_CAP``,
+  so entries pi appends later attach to it; one that grows from an older migrated entry
+  than that starts a branch). The rewritten file becomes a new generation whose
+  messages are the same messages of the same thread. A v1 header may come after the first
+  entries it describes (pi writes it at the first answer, 0.13 - 0.30): only a branch file's
+  entries stamped before its header are copies. ``branchedFrom`` is read as ``parentSession``.
 * **Bounded state.** The parser remembers only entries that are not plain messages of the
   file's own thread (copies, branches, settings entries), at most ``KNOWN_CAP``; an older
   one that was forgotten is taken as a message of the file's own thread (a warning names
@@ -83,6 +100,7 @@ from ..base import (
 
 NAME = "pi"
 KNOWN_CAP = 400  # remembered entries (branches, copies, settings entries)
+ALIAS_CAP = 128  # remembered random ids of migrated v1 entries (the newest; the leaf is the last)
 MAX_THREADS = 64
 _SESSION_FILE_RE = re.compile(r"_([0-9a-fA-F-]{36})\.jsonl$")
 
@@ -195,6 +213,11 @@ class PiParser:
         # [thread index, is a copy, nearest message id above it] for a settings entry
         self.known: dict[str, list[Any]] = s.get("known", {})
         self.facts: dict[str, JsonObject] = s.get("facts", {})  # last metadata emitted per thread
+        # session format v1 (no entry ids; see the module docstring): "v1" a v1 file,
+        # "migrated" a v1 file pi rewrote, None the current format
+        self.legacy: str | None = s.get("legacy")
+        self.position: int = s.get("position", 0)  # entries after the header so far (v1 ids)
+        self.aliases: dict[str, str] = s.get("aliases", {})  # migrated random id -> v1 id
 
     def state(self) -> JsonObject:
         return {
@@ -202,6 +225,7 @@ class PiParser:
             "session": self.session, "headerTs": self.header_ts, "parent": self.parent, "cwd": self.cwd,
             "ownStarted": self.own_started, "threads": self.threads, "leaves": self.leaves,
             "known": self.known, "facts": self.facts,
+            "legacy": self.legacy, "position": self.position, "aliases": self.aliases,
         }
 
     # -- identity
@@ -253,16 +277,36 @@ class PiParser:
         if kind == "session":
             yield from self._header(d)
             return
+        raw, d = d, self._v1_ids(d)  # pi numbers every entry, known or not
         handler = HANDLERS.get(kind)  # type: ignore[arg-type]
         if handler is None:
-            yield Report(UNKNOWN, f"entry type {kind}", _snippet(d))
+            yield Report(UNKNOWN, f"entry type {kind}", _snippet(raw))
             return
         if not _str(d.get("id")):
-            yield Report(INVALID, f"{kind}: entry without id", _snippet(d))
+            yield Report(INVALID, f"{kind}: entry without id", _snippet(raw))
             return
         thread, anchor_parent, origin, rows = self._place(d)
         yield from rows
         yield from handler(self, d, thread, anchor_parent, origin)
+
+    def _v1_ids(self, d: JsonObject) -> JsonObject:
+        """The entry with the ids pi's migration gives it, by position (module docstring):
+        a v1 entry, or a migrated one (its random id becomes an alias); a current entry
+        whose parent is a migrated one points at that one's v1 id."""
+        if self.legacy is None:
+            return d
+        keys = list(d)
+        pos = self.position
+        self.position += 1
+        if self.legacy == "v1" or (len(keys) < 2 or keys[1] != "id"):
+            eid = f"v1-{pos}"
+            if self.legacy == "migrated" and _str(d.get("id")):
+                self.aliases[d["id"]] = eid
+                while len(self.aliases) > ALIAS_CAP:
+                    del self.aliases[next(iter(self.aliases))]
+            return {**d, "id": eid, "parentId": f"v1-{pos - 1}" if pos else None}
+        pid = _str(d.get("parentId"))
+        return {**d, "parentId": self.aliases[pid]} if pid in self.aliases else d
 
     def _header(self, d: JsonObject) -> Iterator[Row]:
         sid = _str(d.get("id"))
@@ -275,14 +319,30 @@ class PiParser:
         self.session = sid
         self.header_ts = _str(d.get("timestamp"))
         self.cwd = _str(d.get("cwd"))
-        self.parent = parent_session_id(d.get("parentSession"))
+        keys = list(d)
+        if "version" not in d:
+            self.legacy = "v1"
+        elif "id" in keys and keys.index("version") > keys.index("id"):
+            self.legacy = "migrated"  # pi appended ``version`` when it rewrote a v1 file
+        parent_path = d.get("parentSession") or d.get("branchedFrom")
+        self.parent = parent_session_id(parent_path)
         self._tidx(sid)
         meta: JsonObject = {k: v for k, v in (("cwd", self.cwd), ("sessionVersion", d.get("version")),
-                                              ("parentSession", d.get("parentSession"))) if v is not None}
+                                              ("parentSession", parent_path)) if v is not None}
+        if self.legacy:
+            meta["sessionFormat"] = self.legacy
         fields: JsonObject = {"createdAt": self.header_ts or None, "metadata": meta}
         if self.parent:
             fields["parentThreadId"] = self.parent
         yield ThreadFact(sid, {k: v for k, v in fields.items() if v is not None})
+        # v1 headers name the model and thinking level the session started with
+        model, provider = _str(d.get("modelId")), _str(d.get("provider"))
+        combined = _str(d.get("model"))  # 0.7: "google/gemini-2.5-flash"
+        if model is None and combined:
+            provider, _, model = combined.partition("/") if "/" in combined else (None, "", combined)
+        yield from self.fact(sid, "model", model)
+        yield from self.fact(sid, "modelProvider", provider or None)
+        yield from self.fact(sid, "thinkingLevel", _str(d.get("thinkingLevel")))
 
     def _is_copy(self, d: JsonObject) -> bool:
         if self.parent is None or self.own_started:
