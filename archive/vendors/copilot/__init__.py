@@ -23,6 +23,7 @@ class CopilotAdapter(Adapter):
     name = NAME
     emits = True
     env_vars = ("COPILOT_HOME",)
+    revision = 2  # 2: usage of releases without usage records (assistant.message, session.shutdown)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "COPILOT_HOME") or home / ".copilot"
