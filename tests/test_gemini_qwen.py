@@ -176,3 +176,30 @@ def test_an_emitted_gemini_session_names_its_project(tmp_path: Path) -> None:
     again, _ = ingest(tmp_path / "b.db", [tmp_path / "out"])
     (back,) = load_threads(again.conn, "provider = 'gemini'")
     assert back.metadata["cwd"] == "/home/u/proj"
+
+
+def test_every_gemini_response_names_its_model_and_so_does_the_thread(tmp_path: Path) -> None:
+    """Issue 33: Gemini threads with usage had no model (the parser never named the
+    thread's); a response whose record names none (``recordMessage`` called without a
+    model) takes the model of the response before it."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [SHELL], IngestOptions(idle_seconds=10**9))
+    assert db.execute("SELECT model FROM threads WHERE provider = 'gemini'").fetchall() == [("gemini-2.5-pro",)]
+    assert db.execute("SELECT count(*), count(model) FROM usage").fetchone() == (3, 3)
+
+    tokens = {"input": 100, "output": 10, "cached": 40, "thoughts": 0, "tool": 0, "total": 110}
+    rows = _rows(GEMINI, _gemini_lines(
+        {"id": "u1", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": [{"text": "go"}]},
+        {"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "gemini", "content": "One.", "tokens": tokens,
+         "model": "gemini-2.5-flash"},
+        {"id": "m2", "timestamp": "2026-01-01T00:00:02Z", "type": "gemini", "content": "Two.", "tokens": tokens},
+        {"id": "m3", "timestamp": "2026-01-01T00:00:03Z", "type": "gemini", "content": "Three.", "tokens": tokens,
+         "model": "gemini-2.5-pro"},
+    ))
+    assert [(r.key[-2:], r.model) for r in rows if isinstance(r, UsageRow)] == [
+        ("m1", "gemini-2.5-flash"), ("m2", "gemini-2.5-flash"), ("m3", "gemini-2.5-pro")]
+    facts = [r.fields["metadata"]["model"] for r in rows if getattr(r, "fields", {}).get("metadata", {}).get("model")]
+    assert facts == ["gemini-2.5-flash", "gemini-2.5-pro"]  # the latest response's model is the thread's
