@@ -46,12 +46,11 @@ Invariants of this module (each is tested on real recordings):
   ``extra["planCovered"]`` is true when the request went through a Copilot plan (not
   ``isByok``), whose price is the plan's, not the token price.
 * **Usage without usage records** (1.0.20 and 1.0.34-1.0.60 log no
-  ``session.usage_record``; public sessions of 1.0.2x-1.0.6x show it): a response's
-  ``assistant.message`` carries only ``data.outputTokens``, and ``session.shutdown``
-  carries ``modelMetrics`` (per model: ``inputTokens``, ``outputTokens``,
-  ``cacheReadTokens``, ``cacheWriteTokens``, ``reasoningTokens``), the session's totals so
-  far (cumulative over resumes: 1.0.102's second shutdown after a resume repeats the
-  first's figures plus the new response). An assistant message with ``outputTokens`` and no
+  ``session.usage_record``; recorded with 1.0.40): a response's ``assistant.message``
+  carries only ``data.outputTokens`` (no ``apiCallId``, no ``model``), and
+  ``session.shutdown`` carries ``modelMetrics`` (per model: ``requests.count``,
+  ``inputTokens`` with the cache reads in it, ``outputTokens``, ``cacheReadTokens``,
+  ``cacheWriteTokens``, ``reasoningTokens``). An assistant message with ``outputTokens`` and no
   usage record yields its response's ``UsageRow`` (output only, keyed by its ``apiCallId``,
   else its event id). Each shutdown adds the part of its totals that no response row holds
   yet (inputs, cache reads and writes, output the messages did not log: Copilot logs no
@@ -169,7 +168,7 @@ class CopilotParser:
         self.facts: JsonObject = s.get("facts", {})
         self.agents: list[str] = s.get("agents", [])  # subagent ids announced as threads
         # model -> {"total": FIGURES counted, "since": those since the last shutdown, "n":
-        # responses since it, "requests": its requests.count}
+        # responses since it, "requests": its requests.count, "last": the last response}
         self.counted: dict[str, JsonObject] = s.get("counted", {})
 
     def state(self) -> JsonObject:
@@ -388,14 +387,15 @@ def _assistant_message(p: CopilotParser, d: JsonObject, data: JsonObject) -> Ite
     rec = p.pending.pop(api_call, None) if api_call else None
     if isinstance(rec, dict) and api_call:
         yield UsageRow(p.usage_key(api_call), m.thread_id, neutral_usage(rec), m.id, _str(rec.get("model")), ts)
-        p.tally(_str(rec.get("model")) or "")["last"] = [p.usage_key(api_call), m.thread_id, m.id, ts, rec]
+        p.tally(_str(rec.get("model")) or "")["last"] = {"key": p.usage_key(api_call), "message": m.id,
+                                                         "thread": m.thread_id, "ts": ts, "vendor": rec}
     elif _int(data.get("outputTokens")) is not None:
         # 1.0.20, 1.0.34-1.0.60: no usage record, the message logs its output tokens only;
         # the shutdown's modelMetrics give the rest (see the module docstring)
         u = {"outputTokens": data["outputTokens"]}
         key = p.usage_key(api_call or m.provenance.source_id or m.id)
         p.count(model, u)
-        p.tally(model or "")["last"] = [key, m.thread_id, m.id, ts, u]
+        p.tally(model or "")["last"] = {"key": key, "message": m.id, "thread": m.thread_id, "ts": ts, "vendor": u}
         yield UsageRow(key, m.thread_id, neutral_usage(u), m.id, model, ts)
 
 
@@ -490,13 +490,12 @@ def _shutdown(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row
             continue
         # added to the last response of the model (the same key: the later line wins), so
         # that the rest is one more figure of a response, not a response of its own
-        key, thread, message, ts, vendor, *added = last
-        added = {k: (_int((added[0] if added else {}).get(k)) or 0) + rest[k] for k in FIGURES}
+        vendor = last["vendor"]
+        added = last["added"] = {k: (last.get("added") or {}).get(k, 0) + rest[k] for k in FIGURES}
         usage = neutral_usage({**vendor, **{k: (_int(vendor.get(k)) or 0) + added[k] for k in FIGURES}})
-        t["last"] = [key, thread, message, ts, vendor, added]
-        yield UsageRow(key, thread, dataclasses.replace(usage, extra={**(usage.extra or {}), "vendor": vendor,
-                                                                      "shutdownRest": added}),
-                       message, model, ts)
+        extra = {**(usage.extra or {}), "vendor": vendor, "shutdownRest": added}
+        yield UsageRow(last["key"], last["thread"], dataclasses.replace(usage, extra=extra), last["message"], model,
+                       last["ts"])
     for t in p.counted.values():
         t["since"], t["n"] = [0] * len(FIGURES), 0
 
