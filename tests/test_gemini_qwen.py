@@ -176,3 +176,80 @@ def test_an_emitted_gemini_session_names_its_project(tmp_path: Path) -> None:
     again, _ = ingest(tmp_path / "b.db", [tmp_path / "out"])
     (back,) = load_threads(again.conn, "provider = 'gemini'")
     assert back.metadata["cwd"] == "/home/u/proj"
+
+
+def test_every_gemini_response_names_its_model_and_so_does_the_thread(tmp_path: Path) -> None:
+    """Issue 33: Gemini threads with usage had no model (the parser never named the
+    thread's); a response whose record names none (``recordMessage`` called without a
+    model) takes the model of the response before it."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [SHELL], IngestOptions(idle_seconds=10**9))
+    assert db.execute("SELECT model FROM threads WHERE provider = 'gemini'").fetchall() == [("gemini-2.5-pro",)]
+    assert db.execute("SELECT count(*), count(model) FROM usage").fetchone() == (3, 3)
+
+    tokens = {"input": 100, "output": 10, "cached": 40, "thoughts": 0, "tool": 0, "total": 110}
+    rows = _rows(GEMINI, _gemini_lines(
+        {"id": "u1", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": [{"text": "go"}]},
+        {"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "gemini", "content": "One.", "tokens": tokens,
+         "model": "gemini-2.5-flash"},
+        {"id": "m2", "timestamp": "2026-01-01T00:00:02Z", "type": "gemini", "content": "Two.", "tokens": tokens},
+        {"id": "m3", "timestamp": "2026-01-01T00:00:03Z", "type": "gemini", "content": "Three.", "tokens": tokens,
+         "model": "gemini-2.5-pro"},
+    ))
+    assert [(r.key[-2:], r.model) for r in rows if isinstance(r, UsageRow)] == [
+        ("m1", "gemini-2.5-flash"), ("m2", "gemini-2.5-flash"), ("m3", "gemini-2.5-pro")]
+    facts = [r.fields["metadata"]["model"] for r in rows if getattr(r, "fields", {}).get("metadata", {}).get("model")]
+    assert facts == ["gemini-2.5-flash", "gemini-2.5-pro"]  # the latest response's model is the thread's
+
+
+def test_qwen_0_5_counts_each_response_once(tmp_path: Path) -> None:
+    """Issue 33: Qwen Code 0.5.2's ``prompt_id`` is 13 hex digits, not 0.24.4's
+    ``<session>########<n>``: read as a helper's, each response was counted twice (its
+    telemetry as a helper's, its assistant record under a key of its own)."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    path = FIXTURES / "qwen" / "qwen-0.5.2-shell.jsonl"
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assistants = [r for r in records if r["type"] == "assistant"]
+    events = [r["systemPayload"]["uiEvent"] for r in records if r.get("subtype") == "ui_telemetry"]
+    prompt_ids = {e["prompt_id"] for e in events}
+    assert len(prompt_ids) == 1 and "#" not in next(iter(prompt_ids))
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [path], IngestOptions(idle_seconds=10**9))
+    rows = db.execute("SELECT key, message_id, output_tokens FROM usage ORDER BY ts").fetchall()
+    assert [r[1] for r in rows] == [a["uuid"] for a in assistants]  # one per response, on its message
+    assert [r[2] for r in rows] == [a["usageMetadata"]["candidatesTokenCount"] for a in assistants] == [58, 57, 14]
+    assert {r[0].rsplit(":", 1)[1] for r in rows} == {e["response_id"] for e in events if "input_token_count" in e}
+    assert db.execute("SELECT count(*) FROM messages WHERE role = 'system'").fetchone()[0] == 0  # no helper
+
+
+def test_qwen_assistant_record_claims_its_response_whatever_the_prompt_id() -> None:
+    """The assistant record repeats the latest pending response with its figures, the
+    session's first, a helper's only when none matches: never a second key."""
+    def line(uuid: str, kind: str, **kw) -> dict:
+        return {"uuid": uuid, "parentUuid": None, "sessionId": "s-1", "timestamp": "2026-01-01T00:00:00Z",
+                "type": kind, "cwd": "/w", "version": "0.5.2", **kw}
+
+    def telemetry(uuid: str, rid: str, prompt_id: str, out: int) -> dict:
+        return line(uuid, "system", subtype="ui_telemetry", systemPayload={"uiEvent": {
+            "event.name": "qwen-code.api_response", "response_id": rid, "prompt_id": prompt_id, "model": "m",
+            "input_token_count": 100, "output_token_count": out, "cached_content_token_count": 0,
+            "thoughts_token_count": 0, "total_token_count": 100 + out}})
+
+    meta = {"promptTokenCount": 100, "candidatesTokenCount": 7, "totalTokenCount": 107}
+    data = b"\n".join(orjson.dumps(r) for r in (
+        line("u1", "user", message={"role": "user", "parts": [{"text": "hi"}]}),
+        telemetry("t1", "r-main", "s-1########1", 7),
+        telemetry("t2", "r-helper", "s-1#managed-auto-memory-extractor-1a2b#0", 7),  # same figures
+        line("a1", "assistant", model="m", message={"role": "model", "parts": [{"text": "Hi."}]}, usageMetadata=meta),
+        telemetry("t3", "r-odd", "s-1#odd#0", 7),  # a response whose prompt id looks like a helper's
+        line("a2", "assistant", model="m", message={"role": "model", "parts": [{"text": "Again."}]}, usageMetadata=meta),
+    )) + b"\n"
+    rows = parse_bytes(QWEN, data, source_for(Path("/h/.qwen/projects/-w/chats/s-1.jsonl"), "qwen"))
+    latest = {r.key: r for _, r in rows if isinstance(r, UsageRow)}
+    assert {k.rsplit(":", 1)[1]: r.message_id for k, r in latest.items()} == {
+        "r-main": "a1", "r-helper": "t2", "r-odd": "a2"}

@@ -347,3 +347,70 @@ def test_copilot_task_subagent_is_a_child_thread_of_its_call(tmp_path: Path) -> 
     assert (inp + cache_read + cache_write, out, responses) == (
         metrics["usage"]["inputTokens"], metrics["usage"]["outputTokens"], metrics["requests"]["count"])
     assert db.execute("SELECT count(DISTINCT thread_id) FROM usage").fetchone()[0] == 2
+
+
+# ---------------------------------------------------------------- releases without usage records (issue 33)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "copilot"
+
+
+def ingest_file(tmp_path: Path, name: str):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copyfile(FIXTURES / name, folder / name)
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, [folder], IngestOptions(idle_seconds=10**9))
+    assert summary.failed == 0 and not summary.reports.get("unexplained") and not summary.reports.get("adapter_error")
+    events = [json.loads(line) for line in (FIXTURES / name).read_text().splitlines()]
+    return db, events
+
+
+def shutdown_usage(event: dict) -> tuple[int, int, int, int]:
+    (metrics,) = event["data"]["modelMetrics"].values()
+    u = metrics["usage"]
+    return u["inputTokens"], u["cacheReadTokens"], u["cacheWriteTokens"], u["outputTokens"]
+
+
+def archived(db) -> tuple[int, int, int, int]:
+    """The archive's totals in Copilot's convention (its inputTokens include the cache)."""
+    inp, cache_read, cache_write, out, _ = usage_totals(db, "copilot")
+    return inp + cache_read + cache_write, cache_read, cache_write, out
+
+
+def test_copilot_1_0_40_usage_is_its_messages_and_its_shutdown(tmp_path: Path) -> None:
+    """1.0.40 logs no session.usage_record: each assistant.message's outputTokens is its
+    response, the shutdown's modelMetrics the rest (before: 0 tokens)."""
+    db, events = ingest_file(tmp_path, "copilot-1.0.40-bash.events.jsonl")
+    assert not any(e["type"] == "session.usage_record" for e in events)
+    (shutdown,) = [e for e in events if e["type"] == "session.shutdown"]
+    assert archived(db) == shutdown_usage(shutdown) == (2637, 1318, 0, 121)
+    outputs = [e["data"]["outputTokens"] for e in events if e["type"] == "assistant.message"]
+    rows = db.execute("SELECT output_tokens, input_tokens, message_id, model FROM usage ORDER BY ts").fetchall()
+    assert [r[0] for r in rows] == outputs == [54, 53, 14]  # one row per response
+    # the rest (inputs and cache reads no message logged) is added to the last response
+    last = db.execute("SELECT id FROM messages WHERE role = 'assistant' ORDER BY ts DESC LIMIT 1").fetchone()[0]
+    assert [r[1] for r in rows] == [None, None, 2637 - 1318] and rows[-1][2:] == (last, "gpt-4.1")
+    assert all(r[2] is not None and r[3] == "gpt-4.1" for r in rows)
+
+
+def test_copilot_1_0_40_resume_restarts_its_totals_and_both_count(tmp_path: Path) -> None:
+    db, events = ingest_file(tmp_path, "copilot-1.0.40-text.events.jsonl")
+    first, second = [e for e in events if e["type"] == "session.shutdown"]
+    assert first["data"]["modelMetrics"]["gpt-4.1"]["requests"]["count"] == 1
+    assert second["data"]["modelMetrics"]["gpt-4.1"]["requests"]["count"] == 1  # restarted
+    assert archived(db) == tuple(a + b for a, b in zip(shutdown_usage(first), shutdown_usage(second)))
+
+
+def test_copilot_usage_once_per_response_where_records_and_shutdowns_both_exist(tmp_path: Path) -> None:
+    """A 1.0.40 session resumed by 1.0.102: old responses (outputTokens, a shutdown), then a
+    usage record, then a shutdown whose totals carry the first's: every figure once."""
+    db, events = ingest_file(tmp_path, "copilot-1.0.40-then-1.0.102.events.jsonl")
+    first, last = [e for e in events if e["type"] == "session.shutdown"]
+    assert last["data"]["modelMetrics"]["gpt-4.1"]["requests"]["count"] == 4  # cumulative
+    assert archived(db) == shutdown_usage(last) == (3330, 1664, 0, 132)
+    (record,) = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
+    rows = db.execute("SELECT input_tokens + cache_read_tokens, output_tokens FROM usage WHERE key LIKE ?",
+                      (f"%:{record['apiCallId']}",)).fetchall()
+    assert rows == [(record["inputTokens"], record["outputTokens"])]
+    # one row per response: the second shutdown adds nothing, the record counted its response
+    assert db.execute("SELECT count(*) FROM usage").fetchone()[0] == 4

@@ -29,6 +29,7 @@ class CopilotAdapter(Adapter):
     name = NAME
     emits = True
     env_vars = ("COPILOT_HOME",)
+    revision = 2  # 2: usage of releases without usage records (assistant.message, session.shutdown)
     # Copilot CLI 1.0.x's built-in tools (bash and its session helpers; view/create/edit; task runs a subagent)
     tool_kinds = {"bash": "shell", "write_bash": "shell", "read_bash": "shell", "stop_bash": "shell",
                   "list_bash": "shell", "edit": "edit", "create": "edit", "str_replace_editor": "edit",

@@ -51,6 +51,25 @@ Invariants of this module (each is tested on real recordings):
   ``outputTokens`` include reasoning. The vendor record stays in ``usage.extra["vendor"]``;
   ``extra["planCovered"]`` is true when the request went through a Copilot plan (not
   ``isByok``), whose price is the plan's, not the token price.
+* **Usage without usage records** (1.0.20 and 1.0.34-1.0.60 log no
+  ``session.usage_record``; recorded with 1.0.40): a response's ``assistant.message``
+  carries only ``data.outputTokens`` (no ``apiCallId``, no ``model``), and
+  ``session.shutdown`` carries ``modelMetrics`` (per model: ``requests.count``,
+  ``inputTokens`` with the cache reads in it, ``outputTokens``, ``cacheReadTokens``,
+  ``cacheWriteTokens``, ``reasoningTokens``). An assistant message with ``outputTokens`` and no
+  usage record yields its response's ``UsageRow`` (output only, keyed by its ``apiCallId``,
+  else its event id). Each shutdown adds the part of its totals that no response row holds
+  yet (inputs, cache reads and writes, output the messages did not log: Copilot logs no
+  per-response input before usage records) to the model's last response, as that
+  response's key again (the later line wins; ``usage.extra["shutdownRest"]`` says what was
+  added), so responses stay responses; with no response of that model, a row of its own
+  keyed ``copilot:<session>:shutdown:<event id>:<model>``. Whether a shutdown's totals
+  carry the earlier ones: 1.0.102 keeps them over a resume (``requests.count`` 1, then 2),
+  1.0.40 restarts them (1, then 1); totals whose ``requests.count`` did not grow by the
+  responses since the last shutdown are compared with the figures since it. **Once per response:**
+  the usage records, the messages' output tokens and the remainders counted so far are
+  kept per model in the state (``counted``), so in a file with usage records (1.0.61+)
+  the shutdown adds nothing, and the archive's totals are the file's totals.
 * **Subagents** (the ``task`` tool; recorded in copilot-1.0.102/agent). An event with a
   top-level ``agentId`` (absent for the main agent) belongs to the child thread
   ``<session>/agent-<agentId>`` (``parentThreadId`` the session): its prompt, system
@@ -66,6 +85,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -109,6 +129,9 @@ from ..base import (
 NAME = "copilot"
 PENDING_CAP = 32  # usage records waiting for their assistant.message
 AGENTS_CAP = 64  # subagent ids remembered (an older one is announced again: the same fact)
+MODELS_CAP = 8  # models whose counted usage (and last response) the state keeps
+# the figures of a usage record / modelMetrics entry kept per model (``counted``)
+FIGURES = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 ASSET_ID = re.compile(r"sha256:([0-9a-f]{64})")
 
 
@@ -150,10 +173,30 @@ class CopilotParser:
         self.pending: dict[str, JsonObject] = s.get("pending", {})  # apiCallId -> usage record
         self.facts: JsonObject = s.get("facts", {})
         self.agents: list[str] = s.get("agents", [])  # subagent ids announced as threads
+        # model -> {"total": FIGURES counted, "since": those since the last shutdown, "n":
+        # responses since it, "requests": its requests.count, "last": the last response}
+        self.counted: dict[str, JsonObject] = s.get("counted", {})
 
     def state(self) -> JsonObject:
         return {"emitted": self.emitted, "session": self.session, "cwd": self.cwd, "model": self.model, "turn": self.turn,
-                "pending": self.pending, "facts": self.facts, "agents": self.agents}
+                "pending": self.pending, "facts": self.facts, "agents": self.agents, "counted": self.counted}
+
+    def tally(self, model: str) -> JsonObject:
+        t = self.counted.pop(model, None) or {"total": [0] * len(FIGURES), "since": [0] * len(FIGURES), "n": 0,
+                                               "requests": 0}  # fmt: skip
+        self.counted[model] = t  # the latest used last: the oldest is forgotten first
+        while len(self.counted) > MODELS_CAP:
+            del self.counted[next(iter(self.counted))]
+        return t
+
+    def count(self, model: str | None, u: JsonObject, response: bool = True) -> None:
+        """Adds a counted response's (or a remainder's) figures to ``model``'s tally."""
+        t = self.tally(model or "")
+        for i, k in enumerate(FIGURES):
+            v = _int(u.get(k)) or 0
+            t["total"][i] += v
+            t["since"][i] += v
+        t["n"] += 1 if response else 0
 
     def _session(self) -> str:
         if self.session is None:
@@ -345,13 +388,23 @@ def _assistant_message(p: CopilotParser, d: JsonObject, data: JsonObject) -> Ite
         extra["model"] = model
     row = p.message(d, "assistant", blocks, extra)
     yield row
+    m = row.message
+    ts = _str(d.get("timestamp"))
     # the usage record of this response (kept in the state until now) names its carrier
     api_call = _str(data.get("apiCallId"))
     rec = p.pending.pop(api_call, None) if api_call else None
     if isinstance(rec, dict) and api_call:
-        m = row.message
-        yield UsageRow(p.usage_key(api_call), m.thread_id, neutral_usage(rec), m.id, _str(rec.get("model")),
-                       _str(d.get("timestamp")))
+        yield UsageRow(p.usage_key(api_call), m.thread_id, neutral_usage(rec), m.id, _str(rec.get("model")), ts)
+        p.tally(_str(rec.get("model")) or "")["last"] = {"key": p.usage_key(api_call), "message": m.id,
+                                                         "thread": m.thread_id, "ts": ts, "vendor": rec}
+    elif _int(data.get("outputTokens")) is not None:
+        # 1.0.20, 1.0.34-1.0.60: no usage record, the message logs its output tokens only;
+        # the shutdown's modelMetrics give the rest (see the module docstring)
+        u = {"outputTokens": data["outputTokens"]}
+        key = p.usage_key(api_call or m.provenance.source_id or m.id)
+        p.count(model, u)
+        p.tally(model or "")["last"] = {"key": key, "message": m.id, "thread": m.thread_id, "ts": ts, "vendor": u}
+        yield UsageRow(key, m.thread_id, neutral_usage(u), m.id, model, ts)
 
 
 def _usage_record(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
@@ -362,6 +415,8 @@ def _usage_record(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator
     api_call = _str(u.get("apiCallId")) or _str(d.get("id")) or ""
     yield UsageRow(p.usage_key(api_call), p.thread_of(d)[0], neutral_usage(u), None, _str(u.get("model")),
                    _str(d.get("timestamp")))
+    if api_call not in p.pending:  # a record written again for the same call counts once
+        p.count(_str(u.get("model")), u)
     p.pending[api_call] = u
     while len(p.pending) > PENDING_CAP:
         del p.pending[next(iter(p.pending))]
@@ -400,6 +455,57 @@ def _tool_complete(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterato
     extra = {k: v for k, v in data.items() if k not in ("toolCallId", "result", "success", "error", "shellExecution",
                                                          "toolTelemetry")}
     yield p.message(d, "tool", [block, *after], extra)
+
+
+def _shutdown(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
+    """The part of ``modelMetrics`` no response row holds yet, per model (see the module
+    docstring): nothing in a file whose usage records counted every response."""
+    yield Report(METADATA, "session.shutdown", _snippet(data)[:500])
+    metrics = data.get("modelMetrics")
+    models = {k: v for k, v in metrics.items() if isinstance(v, dict) and isinstance(v.get("usage"), dict)
+              } if isinstance(metrics, dict) else {}  # fmt: skip
+    if len(models) == 1:  # responses counted under another name (a message without its model)
+        (only,) = models
+        mine = p.tally(only)
+        for other in [k for k in p.counted if k != only]:
+            t = p.counted.pop(other)
+            for k in ("total", "since"):
+                mine[k] = [a + b for a, b in zip(mine[k], t[k])]
+            mine["n"] += t["n"]
+    eid = _str(d.get("id")) or stable_id(_snippet(data))
+    for model, entry in models.items():
+        usage = entry["usage"]
+        figures = [_int(usage.get(k)) or 0 for k in FIGURES]
+        t = p.tally(model)
+        requests = _int((entry.get("requests") or {}).get("count")) if isinstance(entry.get("requests"), dict) else None
+        # 1.0.102 carries the totals over a resume (requests 1, then 2); 1.0.40 restarts them
+        # (requests 1, then 1): totals that did not grow by the responses since the last
+        # shutdown are that process's, to compare with what came since
+        if requests is not None:
+            cumulative = requests >= t["requests"] + t["n"]
+        else:
+            cumulative = all(f >= c for f, c in zip(figures, t["total"]))
+        base = t["total"] if cumulative else t["since"]
+        rest = {k: max(f - c, 0) for k, f, c in zip(FIGURES, figures, base)}
+        t["requests"] = requests if requests is not None else t["requests"] + t["n"]
+        if not any(rest[k] for k in FIGURES[:4]):
+            continue
+        p.count(model, rest, response=False)
+        last = t.get("last")
+        if last is None:  # no response of this model to carry it
+            yield UsageRow(p.usage_key(f"shutdown:{eid}:{model}"), p._session(), neutral_usage(rest), None, model,
+                           _str(d.get("timestamp")))
+            continue
+        # added to the last response of the model (the same key: the later line wins), so
+        # that the rest is one more figure of a response, not a response of its own
+        vendor = last["vendor"]
+        added = last["added"] = {k: (last.get("added") or {}).get(k, 0) + rest[k] for k in FIGURES}
+        usage = neutral_usage({**vendor, **{k: (_int(vendor.get(k)) or 0) + added[k] for k in FIGURES}})
+        extra = {**(usage.extra or {}), "vendor": vendor, "shutdownRest": added}
+        yield UsageRow(last["key"], last["thread"], dataclasses.replace(usage, extra=extra), last["message"], model,
+                       last["ts"])
+    for t in p.counted.values():
+        t["since"], t["n"] = [0] * len(FIGURES), 0
 
 
 def _subagent_started(p: CopilotParser, d: JsonObject, data: JsonObject) -> Iterator[Row]:
@@ -479,6 +585,7 @@ HANDLERS: dict[str, Handler] = {
     "tool.execution_complete": _tool_complete,
     "session.binary_asset": _binary_asset,
     "subagent.started": _subagent_started,
+    "session.shutdown": _shutdown,
     "tool.execution_start": lambda p, d, data: iter([Report(DUPLICATE, "tool.execution_start",
                                                             "the call is the assistant message's toolRequests item")]),
     "assistant.reasoning": lambda p, d, data: iter([Report(DUPLICATE, "assistant.reasoning",
@@ -499,7 +606,7 @@ SKIPPED_EVENTS = {
 }
 # session facts kept in the stored line (accounting, compaction, errors, subagents...)
 METADATA_EVENTS = {
-    "session.shutdown", "session.error", "session.warning", "session.info", "session.compaction_start",
+    "session.error", "session.warning", "session.info", "session.compaction_start",
     "session.compaction_complete", "session.truncation", "session.context_changed", "session.mode_changed",
     "session.plan_changed", "session.snapshot_rewind", "session.handoff", "session.task_complete",
     "session.permissions_changed", "session.session_limits_changed", "model.call_failure", "abort",

@@ -21,7 +21,7 @@ class GeminiAdapter(Adapter):
     needs_cwd = True
     # 2: a rewritten message updates its canonical row (MessageRow.revises) instead of
     # adding its new tool calls as a second message
-    revision = 2
+    revision = 3  # 3: the thread's model and every response's model
     # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
     env_vars = ("GEMINI_CLI_HOME",)
     # the built-in tools' names in Gemini CLI 0.61.0's bundle (search_file_content before grep_search)

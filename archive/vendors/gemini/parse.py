@@ -47,6 +47,11 @@ Invariants:
   ``output_tokens = output + thoughts``, ``reasoning_tokens = thoughts``; the raw
   ``tokens`` stay in ``usage.extra["vendor"]``. One ``UsageRow`` per vendor message, key
   ``gemini:<thread>:<id>``: every rewrite repeats the key, the latest wins.
+* **Model.** Every response's ``UsageRow`` names a model: its record's ``model``, else that
+  of the response before it (a record without one: ``recordMessage`` called without a
+  model, a resume snapshot's reduced copy); the thread's ``metadata.model`` is the latest
+  response's (revision 2: before it, no Gemini thread had a model, public 0.x sessions
+  with usage included).
 * **Injected context.** The ``<session_context>`` user message the client prepends is
   kept with ``extra["injected"]``; the cwd comes from the header's ``directories`` or,
   failing that, from that message's "Workspace Directories" (the project mapping in
@@ -222,12 +227,13 @@ class GeminiParser:
         self.done: set[str] = set(s.get("done", []))  # digests of what was emitted
         self.bodies: dict[str, str] = dict(s.get("bodies", {}))  # vendor id -> digest of its last version
         self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
+        self.model: str | None = s.get("model")  # the latest response's model
         self.ts: str | None = None
         self.in_snapshot = False
 
     def state(self) -> JsonObject:
         return {"thread": self.thread, "turn": self.turn, "cwd": self.cwd, "done": sorted(self.done),
-                "bodies": self.bodies, "emitted": self.emitted}
+                "bodies": self.bodies, "emitted": self.emitted, "model": self.model}
 
     def _thread(self) -> str:
         if self.thread is None:  # content before any header: a stable stand-in
@@ -444,6 +450,12 @@ class GeminiParser:
                 blocks.extend(part_blocks(p)[0])
         extra: JsonObject = {"model": d["model"]} if _str(d.get("model")) else {}
         rows: list[Row] = []
+        if extra and extra["model"] != self.model:  # the thread's model: its latest response's
+            self.model = extra["model"]
+            rows.append(ThreadFact(thread, {"metadata": {"model": self.model}}))
+        # a response whose record names no model (a copy reduced by a resume snapshot, a
+        # recordMessage called without one) was made by the model of the response before it
+        model = _str(d.get("model")) or self.model
         calls = [c for c in d.get("toolCalls") or [] if isinstance(c, dict)]
         blocks.extend(self._call_block(c) for c in calls)
         head_new = not self._seen(vid, "head")
@@ -455,9 +467,10 @@ class GeminiParser:
             rows.extend(self._call_result(vid, c))
         usage = gemini_usage(d.get("tokens"))
         # a response's usage once, again only when its figures change or its message appears
-        if usage is not None and (self._once(vid, "tokens", d.get("tokens")) or (head_new and self._seen(vid, "head"))):
+        if usage is not None and (self._once(vid, "tokens", d.get("tokens"), model)
+                                  or (head_new and self._seen(vid, "head"))):
             head = stable_id(NAME, thread, vid, "head") if self._seen(vid, "head") else None
-            rows.append(UsageRow(f"{NAME}:{thread}:{vid}", thread, usage, head, _str(d.get("model")), self.ts))
+            rows.append(UsageRow(f"{NAME}:{thread}:{vid}", thread, usage, head, model, self.ts))
         if not rows:
             rows.append(Report(DUPLICATE, f"gemini message {vid}"))
         yield from rows

@@ -91,6 +91,7 @@ def _data_field(data: bytes) -> bytes:
 
 class OpenCodeAdapter(Adapter):
     name = NAME
+    revision = 2  # 2: tool parts in any state (a call left running is kept, unfinished)
     emits = True
     # restore writes the event documents byte for byte and, beside them, each session as
     # the JSON ``opencode import`` reads

@@ -5,12 +5,16 @@ The document is what ``opencode export <session>`` writes: ``{"info": <session>,
 session's messages and parts by id, so ids here sort in conversation order: a thread that
 came from OpenCode keeps its own ids (session, ``turn_id`` = message id, part ids); any
 other gets ``ses_``/``msg_``/``prt_`` ids made of a counter and a hash of the thread id.
+No id is written twice (``_Ids``): the parts of one OpenCode message that the archive holds
+as several canonical messages (parallel tool calls with their results between them, the
+steps of one message) go back into that one message.
 
 Mapping: a user message -> a user message with ``text`` parts; assistant messages up to
 the next user message -> assistant messages, a new one (an OpenCode *step*) after each
 round of tool results; ``Text`` -> ``text``, ``Reasoning`` -> ``reasoning`` (its text; a
 signature of another vendor is dropped, counted), ``ToolCall`` with its ``ToolResult`` ->
-one ``tool`` part (``completed``, or ``error`` with the output as the error), a response's
+one ``tool`` part (``completed``, or ``error`` with the output as the error; an OpenCode call
+left unfinished, ``running`` as it was), a response's
 usage -> the assistant message's ``tokens`` and a ``step-finish`` part (OpenCode's
 ``input`` without cache reads, ``output`` without reasoning). Other blocks become text
 (counted). The file goes to ``opencode-import/<session id>.json``; the resume hint imports
@@ -74,14 +78,19 @@ class _Ids:
     def __init__(self, thread_id: str, start_ms: int) -> None:
         self.thread_id = thread_id
         self.n = (start_ms << 12) & 0xFFFFFFFFFFFF
+        self.given: set[str] = set()  # every id handed out: OpenCode keys its rows by id
 
     def make(self, prefix: str, own: str | None = None, ms: int | None = None) -> str:
-        """``own`` when it is an id of this kind, else the next id, not before ``ms``
-        (OpenCode's own ids are ``(ms << 12) + counter`` in 12 hex digits: they interleave)."""
-        if own and own.startswith(prefix + "_"):
+        """``own`` when it is an id of this kind not handed out yet, else the next id, not
+        before ``ms`` (OpenCode's own ids are ``(ms << 12) + counter`` in 12 hex digits: they
+        interleave). Never the same id twice: ``opencode import`` would merge the two."""
+        if own and own.startswith(prefix + "_") and own not in self.given:
+            self.given.add(own)
             return own
         self.n = max(self.n + 1, (ms << 12) & 0xFFFFFFFFFFFF) if ms is not None else self.n + 1
-        return f"{prefix}_{self.n & 0xFFFFFFFFFFFF:012x}{_tail(self.thread_id, prefix, self.n)}"
+        made = f"{prefix}_{self.n & 0xFFFFFFFFFFFF:012x}{_tail(self.thread_id, prefix, self.n)}"
+        self.given.add(made)
+        return made
 
 
 def resume_hint(session_id: str, cwd: str | None) -> str:
@@ -159,6 +168,13 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             need_new = True
             continue
         # assistant
+        if own and need_new and current is not None and msg.turn_id == current["info"]["id"]:
+            # the same OpenCode message after its tool results (parallel calls, or its next
+            # step): its parts continue it, as OpenCode wrote them, under its one id
+            if current["parts"][-1]["type"] == "step-finish":
+                current["parts"].append({"type": "step-start", "id": ids.make("prt", None, ms), "sessionID": session_id,
+                                         "messageID": current["info"]["id"]})
+            need_new = False
         if current is None or need_new or (own and msg.turn_id and current["info"]["id"] != msg.turn_id):
             _close(current, ids)
             mid = ids.make("msg", msg.turn_id if own else None, ms)
@@ -187,6 +203,10 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
                         "state": {"status": "completed", "input": b.input if isinstance(b.input, dict) else {"input": b.input},
                                   "output": "", "title": (b.extra or {}).get("title") or b.name or "", "metadata": {},
                                   "time": {"start": ms, "end": ms}}, **base}
+                if own and (b.extra or {}).get("unfinished"):  # a call its session never finished
+                    part["state"] = {"status": "running", "input": part["state"]["input"], "time": {"start": ms}}
+                    result.count("tool call unfinished when its session ended: written as running")
+                    part["_answered"] = True
                 if not isinstance(b.input, dict):
                     result.count("tool input: not an object, wrapped as {input: ...}")
                 calls[b.call_id] = part

@@ -27,16 +27,21 @@ Event types (the suffix ``.1`` is the event's schema version):
 * ``message.part.updated`` (``part``: ``id``, ``messageID``, ``type``): one canonical
   message per part, id = the part id, ``turn_id`` = the OpenCode message id, role from the
   message. A part is written many times while it streams (``text`` from ``""``, ``tool``
-  through ``pending`` and ``running``): a version that is not finished is ``SKIPPED``
-  (``part in progress``); a finished one (text or reasoning with ``time.end``, a user's
-  text, a tool ``completed`` or ``error``) is a ``MessageRow`` that ``revises`` any earlier
-  version, so a part changed after it was archived (OpenCode clearing an old tool output on
-  compaction) updates the canonical row in place and nothing is counted twice.
+  through ``pending`` and ``running``): every version is a ``MessageRow`` that ``revises``
+  any earlier one, so a part changed after it was archived (OpenCode clearing an old tool
+  output on compaction) updates the canonical row in place, nothing is counted twice, and
+  the message keeps the place of the part's first version (OpenCode's part order: a text
+  still streaming when the next tool part starts stays before it). A version not finished
+  (text or reasoning without ``time.end``, a tool ``pending`` or ``running``) has
+  ``extra.unfinished`` on its block (a tool's ``extra.status`` too; a call has no result
+  until ``completed`` or ``error``): a session that ended there (the client killed
+  mid-call) keeps it as it was (issue 33: such a call was dropped; before revision 2, an
+  unfinished version was a ``SKIPPED`` report);
 
   - ``text`` -> ``Text`` (``synthetic`` text the client adds is ``extra.injected``);
     ``reasoning`` -> ``Reasoning`` (``metadata``, such as signatures, in ``extra``);
-  - ``tool`` -> an assistant ``ToolCall`` (``callID``, ``tool``, ``state.input``) and a
-    ``tool`` message with the ``ToolResult`` (``state.output`` or ``state.error``;
+  - ``tool`` -> an assistant ``ToolCall`` (``callID``, ``tool``, ``state.input``) and, once
+    ``completed`` or ``error``, a ``tool`` message with the ``ToolResult`` (``state.output`` or ``state.error``;
     ``title``, ``metadata`` such as the exit code in ``extra``), ids ``<part>`` and
     ``<part>:result``;
   - ``step-finish`` -> the ``UsageRow`` of one model response, key ``opencode:<part id>``,
@@ -111,6 +116,7 @@ from ..base import (
 
 NAME = "opencode"
 KNOWN_CAP = 48
+UNFINISHED = {"unfinished": True}  # the extra of a block from a part version not finished
 
 
 def iso_ms(value: Any) -> str | None:
@@ -377,37 +383,43 @@ class OpenCodeParser:
             x["agent"] = info[3]
         msg = Message(id=cid, thread_id=session, role=role or info[0], ts=ts, content=tuple(blocks), turn_id=mid,
                       provenance=Provenance(NAME, session_id=session, source_id=pid), extra=x or None)
-        if msg.role != "tool":
-            info[5] = cid  # the carrier of the step's usage: its last assistant message
+        if msg.role != "tool" and (info[5] is None or cid >= info[5]):
+            # the carrier of the step's usage: its last assistant message in OpenCode's part
+            # order (ids sort by creation), not the last one updated (parallel tool calls
+            # finish in any order: public v1.16.0 session, issue 33)
+            info[5] = cid
         yield MessageRow(msg, revises=True)
 
     def text(self, session: str, part: dict[str, Any], pid: str, mid: str) -> Iterator[Row]:
         info = self.msgs.get(mid)
         user = info is not None and info[0] == "user"
-        if not user and _dict(part.get("time")).get("end") is None:
-            yield Report(SKIPPED, "part in progress", "text")
-            return
+        unfinished = UNFINISHED if not user and _dict(part.get("time")).get("end") is None else None
         extra = {"injected": True if part.get("synthetic") else None, "ignored": True if part.get("ignored") else None,
                  "metadata": part.get("metadata")}
-        yield from self._msg(session, part, pid, mid, None, [Text(part.get("text") if isinstance(part.get("text"), str) else "")], extra)
+        text = part.get("text") if isinstance(part.get("text"), str) else ""
+        yield from self._msg(session, part, pid, mid, None, [Text(text, extra=unfinished)], extra)
 
     def reasoning(self, session: str, part: dict[str, Any], pid: str, mid: str) -> Iterator[Row]:
-        if _dict(part.get("time")).get("end") is None:
-            yield Report(SKIPPED, "part in progress", "reasoning")
-            return
         text = part.get("text") if isinstance(part.get("text"), str) else ""
-        extra = {"metadata": part["metadata"]} if part.get("metadata") else None
-        yield from self._msg(session, part, pid, mid, "assistant", [Reasoning(text=text, extra=extra)])
+        extra = {"metadata": part["metadata"]} if part.get("metadata") else {}
+        if _dict(part.get("time")).get("end") is None:
+            extra.update(UNFINISHED)
+        yield from self._msg(session, part, pid, mid, "assistant", [Reasoning(text=text, extra=extra or None)])
 
     def tool(self, session: str, part: dict[str, Any], pid: str, mid: str) -> Iterator[Row]:
         state = _dict(part.get("state"))
         status = state.get("status")
-        if status not in ("completed", "error"):
-            yield Report(SKIPPED, "part in progress", f"tool {status}")
-            return
         call_id = _str(part.get("callID")) or pid
         name = _str(part.get("tool")) or ""
         call_extra = {k: v for k, v in {"title": state.get("title"), "metadata": part.get("metadata")}.items() if v is not None}
+        if status not in ("completed", "error"):
+            # a call in any state is the model's: one still pending or running when the
+            # session ended (the client killed mid-call) stays, unfinished; a later version
+            # of the part revises it
+            call_extra.update({"status": status, **UNFINISHED} if isinstance(status, str) else UNFINISHED)
+            yield from self._msg(session, part, pid, mid, "assistant",
+                                 [ToolCall(call_id=call_id, name=name, input=state.get("input"), extra=call_extra)])
+            return
         yield from self._msg(session, part, pid, mid, "assistant",
                              [ToolCall(call_id=call_id, name=name, input=state.get("input"), extra=call_extra or None)])
         error = status == "error"

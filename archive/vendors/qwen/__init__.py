@@ -20,6 +20,7 @@ from .parse import NAME, QwenParser
 
 class QwenAdapter(Adapter):
     name = NAME
+    revision = 2  # 2: a response counted once in every release (0.5.2's prompt ids, issue 33)
     emits = True
     needs_cwd = True
     # QWEN_HOME replaces ~/.qwen; QWEN_RUNTIME_DIR, when set, holds the conversations (0.24.4)

@@ -26,12 +26,17 @@ Invariants:
 * **Usage: every API response once, helpers included; helper content kept out.** Each
   ``ui_telemetry`` ``api_response`` is one response: ``UsageRow`` keyed
   ``qwen:<thread>:<response_id>``. Those of background helpers (a ``subagent_name``, or a
-  ``prompt_id`` that is not the session's ``<session>########<n>``) count as the session's
+  helper's ``prompt_id`` ``<session>#<helper>-<hex>#<n>``, 0.24.4) count as the session's
   usage, carried by a content-free ``system`` message (``extra["helper"]``, injected) so
-  that emits hand it on, but their ``response_text`` is never stored as content. The ``assistant`` record that follows the session's own response carries
-  the same figures: it repeats that key (so the response is counted once and attached to
-  its message); an ``assistant`` record without a matching telemetry line (older releases)
-  gets its own key ``qwen:<thread>:msg:<uuid>``.
+  that emits hand it on, but their ``response_text`` is never stored as content. Any other
+  ``prompt_id`` is the session's own: ``<session>########<n>`` (0.24.4), 13 hex digits
+  (0.5.2; read as a helper's before revision 2, which counted each 0.5 response twice).
+  The ``assistant`` record that follows a response carries the same figures: it repeats
+  the key of the latest pending ``api_response`` with those figures (the session's first,
+  a helper's only if none matches: a response is never counted twice, whatever its
+  ``prompt_id`` says), so the response is counted once and attached to its message; an
+  ``assistant`` record without a matching telemetry line (older releases) gets its own key
+  ``qwen:<thread>:msg:<uuid>``.
 * **Neutral buckets.** Qwen counts cached input inside ``promptTokenCount``:
   ``input_tokens = prompt - cached``, ``cache_read_tokens = cached``. Whether
   ``candidatesTokenCount`` includes the thoughts depends on the provider (OpenAI-compatible:
@@ -72,7 +77,8 @@ from ..base import nonempty_str as _str
 from ..gemini.parse import fold_result_images, part_blocks
 
 NAME = "qwen"
-_MAIN_PROMPT = re.compile(r"^[^#]*########\d+$")
+_HELPER_PROMPT = re.compile(r"^[^#]*#[^#]+#\d+$")  # <session>#<helper>-<hex>#<n> (0.24.4)
+PENDING_CAP = 8  # api_responses awaiting the assistant record that repeats them
 # system subtypes that are client bookkeeping (the model never sees them again)
 BOOKKEEPING = {
     "attribution_snapshot", "slash_command", "chat_compression", "goal_turn_end", "branch_checkpoint",
@@ -117,7 +123,9 @@ class QwenParser:
         self.thread: str | None = s.get("thread")
         self.turn: str | None = s.get("turn")
         self.facts: JsonObject = s.get("facts", {})  # metadata emitted so far
-        self.pending: list[Any] | None = s.get("pending")  # [key, figures] of the last main api_response
+        # [key, figures, helper] of the latest api_responses, for the assistant record that repeats one
+        pending = s.get("pending") or []
+        self.pending: list[list[Any]] = [[*pending, False]] if pending and isinstance(pending[0], str) else pending
         self.ts: str | None = None
 
     def state(self) -> JsonObject:
@@ -225,9 +233,12 @@ class QwenParser:
             return
         thread = self._thread()
         key = f"{NAME}:{thread}:msg:{d['uuid']}"
-        if self.pending is not None and self.pending[1] == _figures(usage):
-            key = self.pending[0]
-        self.pending = None
+        figures = _figures(usage)
+        same = [p for p in self.pending if p[1] == figures]
+        match = next((p for p in reversed(same) if not p[2]), same[-1] if same else None)
+        if match is not None:
+            key = match[0]
+            self.pending.remove(match)
         yield UsageRow(key, thread, usage, d["uuid"], _str(d.get("model")), self.ts)
 
     def _tool_result(self, d: JsonObject) -> Iterator[Row]:
@@ -255,6 +266,10 @@ class QwenParser:
         else:
             yield Report(UNKNOWN, f"system {sub}")
 
+    def _pend(self, key: str, usage: Usage, helper: bool) -> None:
+        self.pending.append([key, _figures(usage), helper])
+        del self.pending[:-PENDING_CAP]
+
     def _telemetry(self, d: JsonObject) -> Iterator[Row]:
         payload = d.get("systemPayload")
         ev = payload.get("uiEvent") if isinstance(payload, dict) else None
@@ -269,11 +284,12 @@ class QwenParser:
             key = f"{NAME}:{thread}:{rid}"
             prompt_id = ev.get("prompt_id")
             helper = _str(ev.get("subagent_name")) or (
-                None if isinstance(prompt_id, str) and _MAIN_PROMPT.match(prompt_id) else "helper")
+                "helper" if isinstance(prompt_id, str) and _HELPER_PROMPT.match(prompt_id) else None)
             if usage is None:
                 yield Report(INVALID, "api_response without usage")
                 return
             model = _str(ev.get("model"))
+            self._pend(key, usage, bool(helper))
             if helper:
                 # the call becomes a content-free system message that carries its usage, so
                 # that every emit (canonical, Qwen Code) can hand the usage on
@@ -287,7 +303,6 @@ class QwenParser:
                 yield Report(SKIPPED, "ui_telemetry api_response of a helper: usage counted, response text kept out", helper)
                 yield UsageRow(key, thread, usage, msg.id, model, _str(ev.get("event.timestamp")) or self.ts)
                 return
-            self.pending = [key, _figures(usage)]
             yield Report(DUPLICATE, "ui_telemetry api_response (the assistant record repeats it)")
             yield UsageRow(key, thread, usage, None, model, _str(ev.get("event.timestamp")) or self.ts)
         elif name == "qwen-code.tool_call":
