@@ -62,6 +62,7 @@ from .db import ArchiveError
 from .identity import ThreadNames, same_session
 from .lines import Codec, iter_stored_lines, iter_stored_spans
 from .projection import Projector, dumps, index_text, needs_taming, resolve_origins, tame_rows
+from .unread import Unclaimed, find_unread
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
@@ -217,6 +218,7 @@ class Summary:
     reports: Counter[str] = field(default_factory=Counter)
     problems: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unread: list[dict[str, Any]] | None = None  # folders of sessions not read, when every root was walked (archive/unread.py)
     failed: int = 0
     elapsed: float = 0.0
     run_id: int | None = None
@@ -233,6 +235,7 @@ class Summary:
             "reports": dict(sorted(self.reports.items())),
             "problems": self.problems,
             "warnings": self.warnings,
+            "unread": self.unread or [],
             "failed": self.failed,
             "elapsed_seconds": round(self.elapsed, 3),
         }
@@ -314,10 +317,11 @@ def discover(
     env: Mapping[str, str],
     problems: list[dict[str, str]],
     unchanged: Callable[[str], bool] | None = None,
+    unclaimed: Unclaimed | None = None,
 ) -> Iterator[Candidate]:
     """Candidates from explicit paths (files or folders), or from each vendor's default roots.
     A path for which ``unchanged`` says True is passed over before any work (no adapter, no
-    read of its head)."""
+    read of its head); a file under a root that its adapter does not take goes to ``unclaimed``."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     seen: set[str] = set()
 
@@ -349,6 +353,8 @@ def discover(
                     kind = a.classify(p)
                     if kind:
                         yield from emit(p, a, kind)
+                    elif unclaimed is not None:
+                        unclaimed.add(a, root, s)
         return
     for given in paths:
         p = Path(os.path.abspath(given))
@@ -682,7 +688,8 @@ class Engine:
             (
                 datetime.now(timezone.utc).isoformat(timespec="seconds"), round(s.elapsed, 3), s.files_seen,
                 s.files_changed, s.bytes_read, s.lines, s.messages_added, dumps(dict(s.reports)),
-                dumps({"problems": s.problems, "warnings": s.warnings}),
+                dumps({"problems": s.problems, "warnings": s.warnings,
+                       **({"unread": s.unread} if s.unread is not None else {})}),
                 "failed" if s.failed else "ok", s.run_id,
             ),
         )  # fmt: skip
@@ -743,7 +750,8 @@ class Engine:
             seen_paths.add(path)
             return True
 
-        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged):
+        unclaimed = Unclaimed() if not paths and not self.options.providers else None
+        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed):
             self.summary.files_seen += 1
             seen_paths.add(str(cand.path))
             try:
@@ -771,6 +779,8 @@ class Engine:
         self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
             self._mark_missing(seen_paths | self.document_paths, {a.name for a in adapters})
+            if unclaimed is not None:
+                self.summary.unread = find_unread(env, unclaimed, seen_paths)
         self.conn.execute("BEGIN IMMEDIATE")
         if self.names.outranked:  # a vendor ranked first took a thread id: re-derive the other's rows
             from .rebuild import rederive_outranked  # it builds on the engine

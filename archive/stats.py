@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -72,10 +73,16 @@ def archive_status(db: Database, db_path: Path) -> dict[str, Any]:
     ).fetchone()
     keys = ("command", "started_at", "finished_at", "status", "files_seen", "files_changed", "bytes_read",
             "lines", "messages_added")  # fmt: skip
+    # the folders of sessions the last ingest over the default locations did not read (archive/unread.py)
+    unread = db.execute(
+        "SELECT json_extract(problems, '$.unread') FROM ingest_runs WHERE command = 'ingest' AND finished_at IS NOT NULL "
+        "AND json_valid(problems) AND json_type(problems, '$.unread') IS NOT NULL ORDER BY id DESC LIMIT 1"
+    ).fetchone()
     return {
         "database": str(db_path),
         "size_bytes": size,
         "providers": sorted(providers.values(), key=lambda p: p["provider"]),
         "last_run": dict(zip(keys, run)) if run else None,
         "missing_sources": missing,
+        "unread": json.loads(unread[0]) if unread and unread[0] else [],
     }

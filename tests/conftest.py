@@ -37,6 +37,10 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("QWEN_HOME", str(home / ".qwen"))
     monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("SESH_ARCHIVE_DB", raising=False)
+    from archive.vendors.layouts import LAYOUTS  # the unread vendors' own variables (issue 33)
+
+    for var in {v for layout in LAYOUTS for v in layout.env_vars if not v.startswith("XDG_")}:
+        monkeypatch.delenv(var, raising=False)
     return home
 
 
