@@ -37,7 +37,8 @@ class ClaudeCodeAdapter(Adapter):
     # 2: a thread's cwd is where it started (later ones: metadata.lastCwd); 3: attachments
     # the model read are messages, agent_progress fills the child thread (issue 18);
     # 4: task notifications and slash-command prompts carry extra["conversation"]
-    revision = 4
+    # 5: 1.0.x main-thread ids a resume's copy shares with its original (issue 33)
+    revision = 5
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",
                   "Write": "edit", "NotebookEdit": "edit", "Read": "read", "NotebookRead": "read", "Glob": "search",
