@@ -18,7 +18,9 @@ Invariants:
   holds the id, the other vendor's sources that hold the thread are re-derived from their
   stored lines (``Engine`` calls ``rederive_outranked`` at the end of the run), so the
   archive is the one the other order gives. ``rebuild`` keeps the claims (they say what
-  the stored lines name), so it maps as ingest did.
+  the stored lines name), so it maps as ingest did. An archive from before the claims
+  claims what its rows name (m070) and, on its next open, re-derives the sources of a
+  vendor whose rows sit in a thread another vendor holds (``rebuild.split_merged``).
 * Only vendor thread ids are mapped: a row's ``thread_id``, ``parentThreadId`` and
   ``metadata.forkedFrom`` (a fork's parent, same vendor). ``metadata.emittedFrom`` is
   already an archive thread id (a hand-off mark) and message ids are untouched (the
@@ -125,6 +127,20 @@ class ThreadNames:
 
 def _winner(providers: Iterable[str]) -> str | None:
     return min(providers, key=lambda p: (_RANK.get(p, len(_RANK)), p), default=None)
+
+
+def merged_claims(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    """(vendor id, vendor) for every vendor that shares an id with one ranked first: its rows
+    belong under its namespaced id. In an archive from before the claims (m070), where two
+    vendors' sessions were folded into one thread, ``outranked_sources`` finds them there."""
+    out: set[tuple[str, str]] = set()
+    for vendor_id, providers in conn.execute(
+        "SELECT thread_id, group_concat(provider, char(31)) FROM thread_claims GROUP BY thread_id HAVING count(*) > 1"
+    ):
+        names = providers.split("\x1f")
+        winner = _winner(names)
+        out |= {(vendor_id, p) for p in names if p != winner}
+    return out
 
 
 def outranked_sources(conn: sqlite3.Connection, outranked: set[tuple[str, str]]) -> list[str]:

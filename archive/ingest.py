@@ -1481,6 +1481,9 @@ def upgrade(db: Database) -> list[str]:
                 "INSERT OR REPLACE INTO adapter_revisions (provider, revision) VALUES (?, ?)",
                 (adapter.name, adapter.revision),
             )
+    from .rebuild import split_merged  # two vendors' sessions in one thread, from before m070
+
+    split_merged(db)
     return rebuilt
 
 

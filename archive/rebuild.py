@@ -19,7 +19,7 @@ from sqlite_utils import Database
 
 from . import secrets
 from .db import ArchiveError
-from .identity import outranked_sources
+from .identity import merged_claims, outranked_sources
 from .ingest import BATCH_LINES, Engine, Summary, _source_rows
 from .lines import Pieces, iter_stored_spans
 from .projection import dumps, fold_thread, index_text, resolve_origins
@@ -29,14 +29,28 @@ from .vendors.base import SourceInfo
 
 def rebuild(db: Database, provider: str | None = None, source: str | None = None) -> Summary:
     """Re-derive the projection of the chosen sources from their stored lines alone."""
+    sources = _source_rows(db, provider, source)
+    if (provider or source) and not sources:
+        raise ArchiveError("no source matches")
+    return rebuild_sources(db, sources)
+
+
+def split_merged(db: Database) -> list[str]:
+    """Re-derive the sources of vendors whose rows sit in a thread another vendor, ranked
+    first, holds (an archive from before thread claims: ``identity.merged_claims``); their
+    uids. Nothing to do, and one indexed query, on an archive that has none."""
+    uids = outranked_sources(db.conn, merged_claims(db.conn))
+    if uids:
+        rebuild_sources(db, [s for uid in uids for s in _source_rows(db, None, uid) if s[1] == uid])
+    return uids
+
+
+def rebuild_sources(db: Database, sources: list[tuple[int, str, str, str]]) -> Summary:
     engine = Engine(db, command="rebuild")
     started = time.monotonic()
     with engine.guard(started):
         engine._start_run()
         conn = engine.conn
-        sources = _source_rows(db, provider, source)
-        if (provider or source) and not sources:
-            raise ArchiveError("no source matches")
         conn.execute("BEGIN IMMEDIATE")
         try:
             rederive(engine, sources)

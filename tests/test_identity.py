@@ -228,3 +228,29 @@ def test_a_live_file_extending_another_live_files_bytes_is_a_second_source(tmp_p
     assert dump_tables(db) == before
     db = _ingest(tmp_path / "x.db", home)
     assert dump_tables(db) == before
+
+
+def test_an_archive_where_two_vendors_shared_a_thread_is_split_on_open(tmp_path):
+    """Before m070 the Codex rollout and the Copilot session above were one thread. Such an
+    archive claims what its rows name (m070) and is split on its next open: the same tables
+    as an archive made today."""
+    from archive import migrations
+
+    home = tmp_path / "home"
+    for path, data in _shared_id_pair(home):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    db = _ingest(tmp_path / "x.db", home)
+    want = dump_tables(db)
+    # the archive as the code before m070 left it: the Copilot rows in the Codex thread
+    ns = f"copilot-{SHARED_ID}"
+    for table in ("messages", "message_occurrences", "thread_facts", "usage"):
+        db.execute(f"UPDATE {table} SET thread_id = ? WHERE thread_id = ?", (SHARED_ID, ns))
+    db.execute("DELETE FROM threads WHERE id = ?", (ns,))
+    db.execute("DELETE FROM thread_claims")
+    migrations.m070_33_thread_claims(db)
+    assert db.execute("SELECT count(*) FROM thread_claims WHERE thread_id = ?", (SHARED_ID,)).fetchone()[0] == 2
+    assert db.execute("SELECT count(*) FROM threads").fetchone()[0] == 1
+    db.conn.close()
+    db = open_db(tmp_path / "x.db")
+    assert dump_tables(db) == want
