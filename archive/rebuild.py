@@ -71,12 +71,16 @@ def rederive_outranked(engine: Engine) -> None:
     """At the end of an ingest run, inside the caller's transaction: re-derive the sources
     whose thread id another vendor, ranked first, now holds (``ThreadNames.outranked``), so
     that they take their namespaced id, as they would have had that vendor come first."""
+    # the run's summary counts what it read, not these lines read again from the archive
+    summary, added = engine.summary, engine.projector.messages_added
+    lines, reports = summary.lines, summary.reports.copy()
     while engine.names.outranked:
         outranked, engine.names.outranked = engine.names.outranked, set()
         uids = outranked_sources(engine.conn, outranked)
         sources = [s for uid in uids for s in _source_rows(Database(engine.conn), None, uid) if s[1] == uid]
         rederive(engine, sources)
     index_text(engine.conn)
+    summary.lines, summary.reports, engine.projector.messages_added = lines, reports, added
 
 
 def rederive(engine: Engine, sources: list[tuple[int, str, str, str]]) -> None:

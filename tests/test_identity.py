@@ -166,6 +166,12 @@ def test_two_vendors_sharing_a_session_id_are_two_threads(tmp_path, order):
     assert db is not None
     threads = db.execute("SELECT id, provider FROM threads ORDER BY provider").fetchall()
     assert threads == [(SHARED_ID, "codex"), (f"copilot-{SHARED_ID}", "copilot")]
+    if order == "copilot first":  # the Copilot rows re-derived: the run still counts only what it read
+        (lines, added), codex = db.execute(
+            "SELECT lines, messages_added FROM ingest_runs ORDER BY id DESC LIMIT 1").fetchone(), files[1][1]
+        assert lines == len(codex.splitlines())
+        assert added == db.execute(
+            "SELECT count(*) FROM messages m JOIN sources s ON s.id = m.source_id WHERE s.provider = 'codex'").fetchone()[0]
     for tid, provider in threads:
         mixed = db.execute(
             "SELECT DISTINCT s.provider FROM messages m JOIN sources s ON s.id = m.source_id WHERE m.thread_id = ?", (tid,)
