@@ -25,6 +25,7 @@ from .pricing import ENV_VAR as PRICES_ENV_VAR
 from .records import unpack_restored
 from .queries import STATS_BY
 from .serve import DEFAULT_HOST, DEFAULT_PORT
+from .unread import describe as describe_unread
 from .vendors import names as vendor_names
 
 
@@ -284,7 +285,8 @@ def _summary_line(summary: Any) -> str:
         f"{_plural(d['bytes_read'], 'byte')}, {_plural(d['lines'], 'line')}, "
         f"{_plural(d['messages_added'], 'message')} {added}; reports: {reports}; "
         f"{_plural(len(d['problems']), 'problem')}, {_plural(len(d['warnings']), 'warning')}; "
-        f"{d['elapsed_seconds']:.2f}s"
+        + (f"{_plural(len(d['unread']), 'folder')} of sessions not read; " if d.get("unread") else "")
+        + f"{d['elapsed_seconds']:.2f}s"
     )
 
 
@@ -294,6 +296,8 @@ def _finish(summary: Any, as_json: bool, failed: bool = False) -> None:
         click.echo(f"  problem: {p['path']}: {p['problem']}" + (f" ({p['detail']})" if p.get("detail") else ""), err=True)
     for w in summary.warnings:
         click.echo(f"  warning: {w}", err=True)
+    for u in summary.unread or []:
+        click.echo(f"  not read: {describe_unread(u)}", err=True)
     if as_json:
         _echo_json(summary.to_dict())
     if summary.failed or failed:
@@ -424,6 +428,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     else:
         click.echo("last run: never")
     _print_coverage(info["coverage"])
+    for u in info["unread"]:
+        click.echo(f"not read: {describe_unread(u)}")
     gone = info["missing_sources"]
     if gone:
         click.echo(f"sources whose file is gone ({len(gone)}; their data stays in the archive):")

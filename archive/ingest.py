@@ -19,10 +19,12 @@ Invariants (DESIGN.md; each has a test in tests/test_ingest*.py):
   whose first line it shares (``provider + sha256(first line)``; snapshots: the adapter's
   path key) when its bytes continue one of that source's generations and it is the same
   file: read at the same path, or the source's other paths are gone (moved, archived), or
-  one has the same session key (``Adapter.session_key``), or it repeats every committed
-  byte past the first line (a copy). A file that continues an *older* generation (clm's
-  ``.bak``) extends that one. Two files that exist at once and only share a first line are
-  two sources (``Engine._choose_generation``).
+  one has the same session key (``Adapter.session_key``), or (keys unknown) it repeats
+  every committed byte past the first line (a copy). A file that continues an *older*
+  generation (clm's ``.bak``) extends that one. Two files that exist at once with different
+  session keys are two sources, even when one's bytes begin with all of the other's
+  (``Engine._choose_generation``, ``archive/identity.py``); thread ids are namespaced by
+  vendor where two vendors use one (``identity.ThreadNames``).
 * **Nothing silent.** A line that yields no row gets an ``unexplained`` report; a blank
   line a ``skipped`` one; a parser exception an ``adapter_error``; unreadable files,
   broken links and link loops are listed in the run's problems.
@@ -57,8 +59,10 @@ from sqlite_utils import Database
 
 from . import forget, records, secrets
 from .db import ArchiveError
-from .lines import Codec, Pieces, iter_stored_lines, iter_stored_spans
-from .projection import Projector, dumps, fold_thread, index_text, needs_taming, resolve_origins, tame_rows
+from .identity import ThreadNames, same_session
+from .lines import Codec, iter_stored_lines, iter_stored_spans
+from .projection import Projector, dumps, index_text, needs_taming, resolve_origins, tame_rows
+from .unread import Unclaimed, find_unread
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import (
@@ -214,6 +218,7 @@ class Summary:
     reports: Counter[str] = field(default_factory=Counter)
     problems: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unread: list[dict[str, Any]] | None = None  # folders of sessions not read, when every root was walked (archive/unread.py)
     failed: int = 0
     elapsed: float = 0.0
     run_id: int | None = None
@@ -230,6 +235,7 @@ class Summary:
             "reports": dict(sorted(self.reports.items())),
             "problems": self.problems,
             "warnings": self.warnings,
+            "unread": self.unread or [],
             "failed": self.failed,
             "elapsed_seconds": round(self.elapsed, 3),
         }
@@ -311,10 +317,11 @@ def discover(
     env: Mapping[str, str],
     problems: list[dict[str, str]],
     unchanged: Callable[[str], bool] | None = None,
+    unclaimed: Unclaimed | None = None,
 ) -> Iterator[Candidate]:
     """Candidates from explicit paths (files or folders), or from each vendor's default roots.
     A path for which ``unchanged`` says True is passed over before any work (no adapter, no
-    read of its head)."""
+    read of its head); a file under a root that its adapter does not take goes to ``unclaimed``."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     seen: set[str] = set()
 
@@ -346,6 +353,8 @@ def discover(
                     kind = a.classify(p)
                     if kind:
                         yield from emit(p, a, kind)
+                    elif unclaimed is not None:
+                        unclaimed.add(a, root, s)
         return
     for given in paths:
         p = Path(os.path.abspath(given))
@@ -608,6 +617,7 @@ class Engine:
         self.codec = Codec()
         self.summary = Summary(command=command)
         self.projector = Projector(self.conn)
+        self.names = ThreadNames(self.conn)  # vendor thread ids -> archive thread ids
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
         self.document_paths: set[str] = set()  # virtual paths of the documents read this run
         self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
@@ -638,7 +648,8 @@ class Engine:
             (
                 datetime.now(timezone.utc).isoformat(timespec="seconds"), round(s.elapsed, 3), s.files_seen,
                 s.files_changed, s.bytes_read, s.lines, s.messages_added, dumps(dict(s.reports)),
-                dumps({"problems": s.problems, "warnings": s.warnings}),
+                dumps({"problems": s.problems, "warnings": s.warnings,
+                       **({"unread": s.unread} if s.unread is not None else {})}),
                 status or ("failed" if s.failed else "ok"), s.run_id,
             ),
         )  # fmt: skip
@@ -716,7 +727,8 @@ class Engine:
             seen_paths.add(path)
             return True
 
-        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged):
+        unclaimed = Unclaimed() if not paths and not self.options.providers else None
+        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed):
             self.summary.files_seen += 1
             seen_paths.add(str(cand.path))
             try:
@@ -744,7 +756,13 @@ class Engine:
         self.summary.failed += sum(1 for p in self.summary.problems if p["problem"] == UNREADABLE_FOLDER)
         if not paths:
             self._mark_missing(seen_paths | self.document_paths, {a.name for a in adapters})
+            if unclaimed is not None:
+                self.summary.unread = find_unread(env, unclaimed, seen_paths)
         self.conn.execute("BEGIN IMMEDIATE")
+        if self.names.outranked:  # a vendor ranked first took a thread id: re-derive the other's rows
+            from .rebuild import rederive_outranked  # it builds on the engine
+
+            rederive_outranked(self)
         resolve_origins(self.conn)
         if self.options.scan_secrets:
             secrets.scan_new(self.conn)  # blocks a run without scanning left behind
@@ -760,6 +778,7 @@ class Engine:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
         self.projector.discard()
+        self.names.discard()
 
     # -- transactions: several files' batches share one
     def _begin(self) -> None:
@@ -890,9 +909,9 @@ class Engine:
         the same line (a leading summary record, a common context line). A file read at a
         path the source was not read at continues it only when the bytes continue one of
         its generations *and* it is the same file: the source's other paths are gone (moved,
-        renamed, archived), or one of them has the same session key (a rollout being
-        archived, a log beside its ``.bak``), or the file repeats every committed byte of
-        more than the first line (a copy)."""
+        renamed, archived, copied from elsewhere), or one of them has the same session key (a
+        rollout being archived, a log beside its ``.bak``). Where keys are unknown, a file that
+        repeats every committed byte of more than the first line is a copy."""
         provider = adapter.name
         candidates = self.conn.execute(
             "SELECT s.id, s.uid FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
@@ -944,10 +963,10 @@ class Engine:
         live = [p for p in others if os.path.exists(p)]
         if not live:
             return True  # moved, renamed, archived: the old path is gone
-        key = adapter.session_key(path)
-        if key is not None and any(adapter.session_key(Path(p)) == key for p in live):
-            return True  # one session in two places
-        # two files at once: the same only as a copy of more than the shared first line
+        same = same_session(adapter, path, live)
+        if same is not None:
+            return same
+        # no session keys: the same only as a copy of more than the shared first line
         return gen.line_count > 1 and self._repeats_generation(gen, path)
 
     def _repeats_generation(self, gen: _Gen, path: Path) -> bool:
@@ -1161,7 +1180,7 @@ class Engine:
                 )
             apply = self.projector.apply
             for offset, _line, _t, rows in batch:
-                apply(gen.provider, (sid, g, offset), rows)
+                apply(gen.provider, (sid, g, offset), self.names.map_rows(gen.provider, rows))
             if tm is not None:
                 t = _lap(tm, "insert", t)
             self.projector.flush()
@@ -1428,75 +1447,11 @@ def _source_rows(db: Database, provider: str | None, source: str | None) -> list
 
 
 def rebuild(db: Database, provider: str | None = None, source: str | None = None) -> Summary:
-    """Re-derive the projection of the chosen sources from their stored lines alone."""
-    engine = Engine(db, command="rebuild")
-    started = time.monotonic()
-    with engine.guard(started):
-        engine._start_run()
-        conn = engine.conn
-        sources = _source_rows(db, provider, source)
-        if (provider or source) and not sources:
-            raise ArchiveError("no source matches")
-        ids = [s[0] for s in sources]
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            marks = ", ".join("?" * len(ids))
-            threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
-            threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
-            conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
-            for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
-                conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
-            # derived from the copies: found again while the lines are applied
-            conn.execute("DELETE FROM thread_lineage WHERE thread_id IN (SELECT value FROM json_each(?))", (dumps(sorted(threads)),))
-            for sid, uid, prov, kind in sources:
-                adapter = get_adapter(prov)
-                gens = conn.execute(
-                    "SELECT generation FROM generations WHERE source_id = ? ORDER BY generation", (sid,)
-                ).fetchall()
-                # parsers may read ids from the file name (Claude's agent meta.json, a session's
-                # leading summary): they see the first path, as at ingest (Engine._parser_path)
-                first_path = conn.execute("SELECT coalesce(first_path, last_path, '') FROM sources WHERE id = ?", (sid,)).fetchone()[0]
-                for (g,) in gens:
-                    parser = adapter.parser(SourceInfo(uid, prov, first_path, g, kind), None)
-                    for n, (offset, length, _term, line) in enumerate(iter_stored_spans(conn, sid, g), 1):
-                        rows = engine._refused(length) if isinstance(line, Pieces) else engine._feed(parser, offset, line)
-                        engine.projector.apply(prov, (sid, g, offset), rows)
-                        if n % BATCH_LINES == 0:
-                            engine.projector.flush()  # memory stays bounded whatever the archive's size
-                    engine.projector.flush()
-                    conn.execute(
-                        "UPDATE generations SET parser_state = ? WHERE source_id = ? AND generation = ?",
-                        (dumps(parser.state()), sid, g),
-                    )
-                engine.summary.files_seen += 1
-            engine.projector.flush()
-            for tid in sorted(threads | engine.projector.dirty_threads):
-                exists = conn.execute(
-                    "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
-                    (tid, tid),
-                ).fetchone()
-                if exists:
-                    fold_thread(conn, tid)
-                else:
-                    conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
-            engine.projector.dirty_threads.clear()
-            resolve_origins(conn)
-            index_text(conn)
-            secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
-            conn.execute("COMMIT")
-        except KeyboardInterrupt:
-            # one transaction: nothing of it stays, and the run says so
-            engine._rollback()
-            engine.summary = Summary(command="rebuild", run_id=engine.summary.run_id)
-            engine.projector.messages_added = 0
-            engine._end_interrupted(started)
-            raise
-        except BaseException:
-            engine._rollback()
-            raise
-        engine.summary.messages_added = engine.projector.messages_added
-        engine._finish_run(started)
-    return engine.summary
+    """Re-derive the projection of the chosen sources from their stored lines alone
+    (``archive/rebuild.py``)."""
+    from .rebuild import rebuild as rebuild_sources  # it builds on the engine
+
+    return rebuild_sources(db, provider, source)
 
 
 def upgrade(db: Database) -> list[str]:
@@ -1518,6 +1473,9 @@ def upgrade(db: Database) -> list[str]:
                 "INSERT OR REPLACE INTO adapter_revisions (provider, revision) VALUES (?, ?)",
                 (adapter.name, adapter.revision),
             )
+    from .rebuild import split_merged  # two vendors' sessions in one thread, from before m070
+
+    split_merged(db)
     return rebuilt
 
 

@@ -969,6 +969,24 @@ def m012_17_handoff_lineage(db: Database) -> None:
 
 
 @migrations()
+def m070_33_thread_claims(db: Database) -> None:
+    """Thread identity across vendors (issue 33, ``archive/identity.py``): every vendor
+    thread id a source names, with the vendor naming it. An id two vendors name stays the
+    thread id of the vendor registered first; the other's becomes ``<vendor>-<id>``. Existing
+    archives claim what their rows name (a thread already merged by two vendors is split by
+    ``rebuild``)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS thread_claims (thread_id TEXT NOT NULL, provider TEXT NOT NULL, PRIMARY KEY (thread_id, provider))"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO thread_claims (thread_id, provider) "
+        "SELECT f.thread_id, s.provider FROM thread_facts f JOIN sources s ON s.id = f.source_id "
+        "UNION SELECT m.thread_id, s.provider FROM message_occurrences m JOIN sources s ON s.id = m.source_id "
+        "WHERE m.thread_id IS NOT NULL"
+    )
+
+
+@migrations()
 def m080_38_side_files(db: Database) -> None:
     """Side files (issue 38): what the vendors keep beside their transcripts (prompt
     histories, file backups, todos, plans, usage logs) is archived as sources of its own;

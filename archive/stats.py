@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,16 @@ def archive_status(db: Database, db_path: Path) -> dict[str, Any]:
         # killed (SIGKILL, power loss) before it could close its row: the next run marks it
         # interrupted too; until then readers say so instead of trusting its empty counts
         last["status"] = "interrupted"
+    # the folders of sessions the last ingest over the default locations did not read (archive/unread.py)
+    unread = db.execute(
+        "SELECT json_extract(problems, '$.unread') FROM ingest_runs WHERE command = 'ingest' AND finished_at IS NOT NULL "
+        "AND json_valid(problems) AND json_type(problems, '$.unread') IS NOT NULL ORDER BY id DESC LIMIT 1"
+    ).fetchone()
     return {
         "database": str(db_path),
         "size_bytes": size,
         "providers": sorted(providers.values(), key=lambda p: p["provider"]),
         "last_run": last,
         "missing_sources": missing,
+        "unread": json.loads(unread[0]) if unread and unread[0] else [],
     }

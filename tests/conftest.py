@@ -55,9 +55,12 @@ _ARCHIVE_VARS = ("SESH_ARCHIVE_DB", "SESH_ARCHIVE_PRICES", "SESH_ARCHIVE_MAX_LIN
 
 
 def _adapter_vars() -> set[str]:
+    """Every variable an adapter reads, and those of the layouts the archive knows but does not
+    read yet (archive/vendors/layouts.py: ingest names their folders)."""
     from archive.vendors import VENDORS
+    from archive.vendors.layouts import LAYOUTS
 
-    return {v for a in VENDORS for v in a.env_vars}
+    return {v for a in VENDORS for v in a.env_vars} | {v for layout in LAYOUTS for v in layout.env_vars}
 
 
 def isolation_env(home: Path) -> dict[str, str | None]:

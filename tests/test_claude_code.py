@@ -36,6 +36,11 @@ RECORDED = "recorded/cc-2.1.197-bash-resume.jsonl"
 SHORT = "marot__spotter__short.jsonl"
 COMPACT_MAIN = "oneryalcin__fasthooks__sample_main_transcript.jsonl"
 INLINE = "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+# Claude Code 1.0.x --resume (issue 33): the first session, and the new file that repeats it
+RESUMED = {v: sorted(n for n in NAMES if n.startswith(f"resume-1.0/{v}/")) for v in ("1.0.3", "1.0.56")}
+RESUME_FIRST = [n for v in RESUMED.values() for n in v if n.endswith(("89678499-0c8c-4424-8998-a2a8783053af.jsonl",
+                                                                      "ab6f3510-1626-4bff-b991-a3b11c85f4c6.jsonl"))]
+RESUME_COPY = [n for v in RESUMED.values() for n in v if n not in RESUME_FIRST]
 
 
 def parse(name: str, resume_every: int | None = None) -> list[tuple[int, Row]]:
@@ -93,6 +98,8 @@ COUNTS: dict[str, tuple[dict[str, int], int, int, int, int, int, int]] = {
     "oneryalcin__fasthooks__sample_agent_sidechain.jsonl": ({"user": 1, "assistant": 1}, 0, 0, 0, 0, 1, 0),
     COMPACT_MAIN: ({"user": 19, "assistant": 28, "system": 1}, 10, 10, 3, 0, 6, 3),
     RECORDED: ({"user": 3, "assistant": 4}, 1, 1, 0, 0, 2, 0),
+    **{n: ({"user": 2, "assistant": 2}, 1, 1, 0, 0, 1, 0) for n in RESUME_FIRST},
+    **{n: ({"user": 3, "assistant": 3}, 1, 1, 0, 0, 2, 0) for n in RESUME_COPY},
 }
 
 
@@ -111,7 +118,8 @@ def test_counts(name: str) -> None:
     assert len(blocks(rows, Attachment)) == 0
     assert len({m.turn_id for m in msgs if m.turn_id}) == n_turns
     assert sum(1 for m in msgs if (m.extra or {}).get("injected")) == n_injected
-    # a message id is the line's uuid, and every line is its own message
+    # every line is its own message (its id the line's uuid, or for 1.0.x main-thread lines
+    # what a resume's copy repeats: archive/vendors/claude_code/resume.py)
     assert len({m.id for m in msgs}) == len(msgs)
 
 
@@ -127,6 +135,7 @@ REPORTS: dict[str, dict[tuple[str, str], int]] = {
     COMPACT_MAIN: {(SKIPPED, "file-history-snapshot"): 2, (METADATA, "file checkpoint"): 15,
                    (SKIPPED, "system/stop_hook_summary"): 5},
     RECORDED: {(SKIPPED, "attachment"): 2, (SKIPPED, "last-prompt"): 2, (SKIPPED, "mode"): 1, (SKIPPED, "queue-operation"): 4},
+    **{n: {} for n in RESUME_FIRST + RESUME_COPY},
 }
 
 
@@ -237,25 +246,27 @@ def test_multiedit_file_change_from_structured_patch() -> None:
 def test_inline_sidechains_become_child_threads() -> None:
     rows = parse(INLINE)
     sid = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+    # 1.0.x main-thread messages are named by what a resume repeats, their uuid in provenance
+    by_uuid = {m.provenance.source_id: m.id for m in messages(rows) if m.provenance is not None}
     threads = facts(rows)
     children = {k: v for k, v in threads.items() if k != sid}
     assert children == {
         f"{sid}/sidechain-6340ddef-f656-4b72-a065-82390f637678": {
             "parentThreadId": sid,
-            "originMessageId": "a2bbaa8d-3c70-46f0-8abf-933c123d557d",  # holds Task toolu_014YF9...
+            "originMessageId": by_uuid["a2bbaa8d-3c70-46f0-8abf-933c123d557d"],  # holds Task toolu_014YF9...
             "title": "Check package configuration",
             "createdAt": "2025-09-07T09:52:27.016Z",
             "metadata": children[f"{sid}/sidechain-6340ddef-f656-4b72-a065-82390f637678"]["metadata"],
         },
         f"{sid}/sidechain-83e2917c-8940-4df6-a5a5-f2514f0d08c5": {
             "parentThreadId": sid,
-            "originMessageId": "cfca867b-e0bb-4682-a5ff-2dd1b228a44f",
+            "originMessageId": by_uuid["cfca867b-e0bb-4682-a5ff-2dd1b228a44f"],
             "title": "Analyze current project structure",
             "createdAt": "2025-09-07T09:52:53.270Z",
             "metadata": children[f"{sid}/sidechain-83e2917c-8940-4df6-a5a5-f2514f0d08c5"]["metadata"],
         },
     }
-    origin = next(m for m in messages(rows) if m.id == "a2bbaa8d-3c70-46f0-8abf-933c123d557d")
+    origin = next(m for m in messages(rows) if m.id == by_uuid["a2bbaa8d-3c70-46f0-8abf-933c123d557d"])
     assert any(isinstance(b, ToolCall) and b.name == "Task" for b in origin.content)
     per_thread = Counter(m.thread_id for m in messages(rows))
     assert per_thread == {sid: 31, f"{sid}/sidechain-6340ddef-f656-4b72-a065-82390f637678": 7, f"{sid}/sidechain-83e2917c-8940-4df6-a5a5-f2514f0d08c5": 15}

@@ -130,3 +130,133 @@ def test_rollout_at_its_live_and_archived_path_at_once_is_one_source(tmp_path):
     before = dump_tables(db)["source_lines"]
     db = _ingest(tmp_path / "x.db", home)
     assert dump_tables(db)["source_lines"] == before
+
+
+SHARED_ID = "0123abcd-0000-4000-8000-00000000abcd"
+
+
+def _shared_id_pair(home: Path) -> list[tuple[Path, bytes]]:
+    """A Codex rollout and a Copilot CLI session given one session id (agentsview's
+    fixtures name both ``abc-123``; Copilot's folder must be a uuid to be read)."""
+    codex = (FIXTURES / "codex" / "lanegrid__agtrace__codex_session.jsonl").read_bytes()
+    copilot = (FIXTURES / "copilot" / "copilot-1.0.102-text.events.jsonl").read_bytes()
+    return [
+        (home / ".codex" / "sessions" / "2026" / "01" / "01" / f"rollout-2026-01-01T00-00-00-{SHARED_ID}.jsonl",
+         codex.replace(b"019b04ae-b1c6-7c72-a134-a4c2de66058c", SHARED_ID.encode())),
+        (home / ".copilot" / "session-state" / SHARED_ID / "events.jsonl",
+         copilot.replace(b"01628e4f-e3e5-4a21-aac0-1f26a2d7ca18", SHARED_ID.encode())),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("order", ["one run", "codex first", "copilot first"])
+def test_two_vendors_sharing_a_session_id_are_two_threads(tmp_path, order):
+    """Issue 33: a thread is its vendor and the vendor's id. The vendor registered first
+    keeps the id (no existing id moves); the other's thread is namespaced, whatever order
+    the files arrive in; rebuild gives the same archive."""
+    home = tmp_path / "home"
+    files = _shared_id_pair(home)
+    if order == "copilot first":
+        files.reverse()
+    db = None
+    for n, (path, data) in enumerate(files):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        if order != "one run" or n == len(files) - 1:
+            db = _ingest(tmp_path / "x.db", home)
+    assert db is not None
+    threads = db.execute("SELECT id, provider FROM threads ORDER BY provider").fetchall()
+    assert threads == [(SHARED_ID, "codex"), (f"copilot-{SHARED_ID}", "copilot")]
+    if order == "copilot first":  # the Copilot rows re-derived: the run still counts only what it read
+        (lines, added), codex = db.execute(
+            "SELECT lines, messages_added FROM ingest_runs ORDER BY id DESC LIMIT 1").fetchone(), files[1][1]
+        assert lines == len(codex.splitlines())
+        assert added == db.execute(
+            "SELECT count(*) FROM messages m JOIN sources s ON s.id = m.source_id WHERE s.provider = 'codex'").fetchone()[0]
+    for tid, provider in threads:
+        mixed = db.execute(
+            "SELECT DISTINCT s.provider FROM messages m JOIN sources s ON s.id = m.source_id WHERE m.thread_id = ?", (tid,)
+        ).fetchall()
+        assert mixed == [(provider,)]
+        assert db.execute("SELECT DISTINCT provider FROM usage WHERE thread_id = ?", (tid,)).fetchall() in ([], [(provider,)])
+    alone = {p.name: _alone(tmp_path, home, p, d) for p, d in files}
+    assert {r[0] for r in db.execute("SELECT id FROM messages")} == set().union(*alone.values())
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+    other = tmp_path / "other"
+    for path, data in reversed(files):
+        target = other / path.relative_to(home)
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data)
+        again = _ingest(tmp_path / "other.db", other)
+    for sql in ("SELECT * FROM threads", "SELECT id, thread_id, role, ts FROM messages",
+                "SELECT key, thread_id, message_id, provider, input_tokens, output_tokens FROM usage"):
+        assert sorted(again.execute(sql).fetchall()) == sorted(db.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("how", ["one run", "parent first", "branch first", "branch while it repeats the parent"])
+def test_a_live_file_extending_another_live_files_bytes_is_a_second_source(tmp_path, how):
+    """Issue 33: a Codex branch file begins with its parent's bytes and goes on; both exist
+    at once (different session ids in their names), so they are two sources and restore
+    gives both back byte for byte, whatever order they were read in and even when the
+    branch was first read while it held only the parent's bytes."""
+    home = tmp_path / "home"
+    ((parent, data), (other, _)) = _codex_pair(home)
+    branch = other.with_name(other.name.replace(".jsonl", "-branch.jsonl"))
+    extra = b"".join(line + b"\n" for line in CODEX[1].read_bytes().splitlines()[1:6])
+    files = [(parent, data), (branch, data + extra)]
+    parent.parent.mkdir(parents=True)
+    if how == "one run":
+        for p, d in files:
+            p.write_bytes(d)
+    elif how == "branch while it repeats the parent":
+        parent.write_bytes(data)
+        branch.write_bytes(data)
+        _ingest(tmp_path / "x.db", home)
+        branch.write_bytes(data + extra)
+    else:
+        first, second = files if how == "parent first" else files[::-1]
+        first[0].write_bytes(first[1])
+        _ingest(tmp_path / "x.db", home)
+        second[0].write_bytes(second[1])
+    db = _ingest(tmp_path / "x.db", home)
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 2
+    out = tmp_path / "restored"
+    restored = {f.path: f for f in restore(db, out)}
+    assert len(restored) == 2
+    for path, d in files:
+        f = restored[out / str(path).lstrip("/")]
+        assert f.sha256 == sha(d) and f.path.read_bytes() == d
+    ids = {r[0] for r in db.execute("SELECT id FROM messages")}
+    assert ids == _alone(tmp_path, home, branch, data + extra)
+    before = dump_tables(db)
+    rebuild(db)
+    assert dump_tables(db) == before
+    db = _ingest(tmp_path / "x.db", home)
+    assert dump_tables(db) == before
+
+
+def test_an_archive_where_two_vendors_shared_a_thread_is_split_on_open(tmp_path):
+    """Before m070 the Codex rollout and the Copilot session above were one thread. Such an
+    archive claims what its rows name (m070) and is split on its next open: the same tables
+    as an archive made today."""
+    from archive import migrations
+
+    home = tmp_path / "home"
+    for path, data in _shared_id_pair(home):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    db = _ingest(tmp_path / "x.db", home)
+    want = dump_tables(db)
+    # the archive as the code before m070 left it: the Copilot rows in the Codex thread
+    ns = f"copilot-{SHARED_ID}"
+    for table in ("messages", "message_occurrences", "thread_facts", "usage"):
+        db.execute(f"UPDATE {table} SET thread_id = ? WHERE thread_id = ?", (SHARED_ID, ns))
+    db.execute("DELETE FROM threads WHERE id = ?", (ns,))
+    db.execute("DELETE FROM thread_claims")
+    migrations.m070_33_thread_claims(db)
+    assert db.execute("SELECT count(*) FROM thread_claims WHERE thread_id = ?", (SHARED_ID,)).fetchone()[0] == 2
+    assert db.execute("SELECT count(*) FROM threads").fetchone()[0] == 1
+    db.conn.close()
+    db = open_db(tmp_path / "x.db")
+    assert dump_tables(db) == want

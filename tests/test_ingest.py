@@ -170,12 +170,24 @@ def test_move_and_copy_are_not_duplicated(tmp_path):
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
     assert db.execute("SELECT count(*) FROM source_lines").fetchone()[0] == before + 5
     assert db.execute("SELECT current_generation FROM sources").fetchone()[0] == 1
+    # a copy beside its live original is a file of its own (issue 33: two files that exist
+    # at once are two sources, both restored); its messages are the original's, not added
     copy = tmp_path / "copy.jsonl"
     shutil.copy(moved, copy)
     db, s = ingest(tmp_path / "x.db", [copy])
-    assert s.messages_added == 0 and s.lines == 0
+    assert s.messages_added == 0
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 2
+    restored = {f.path.name: f.sha256 for f in restore(db, tmp_path / "out")}
+    assert restored == {"a.jsonl": sha(moved.read_bytes()), "copy.jsonl": sha(copy.read_bytes())}
     paths = {r[0] for r in db.execute("SELECT path FROM source_paths")}
     assert paths == {str(a), str(moved), str(copy)}
+    # copied from elsewhere, its original not here: it continues the source, nothing read again
+    elsewhere = tmp_path / "elsewhere" / "a.jsonl"
+    elsewhere.parent.mkdir()
+    shutil.copy(moved, elsewhere)
+    moved.unlink()
+    db, s = ingest(tmp_path / "x.db", [elsewhere])
+    assert s.messages_added == 0 and s.lines == 0
 
 
 def test_deleted_and_moved_vendor_files_lose_nothing(tmp_path):

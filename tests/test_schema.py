@@ -117,6 +117,7 @@ def test_an_archive_from_before_neutral_usage_is_rederived_on_open(tmp_path):
     old = Database(old_path)
     migrations.migrations.apply(old, stop_before="m008_neutral_usage")
     migrations.m010_17_fork_lineage(old)  # what today's projection writes to (idempotent, applied again on open)
+    migrations.m070_33_thread_claims(old)  # the thread claims today's ingest records (idempotent too)
     old.conn.close()
     # today's parser on the m007 schema, then Codex's input put back as Codex reported it
     # (what the adapter of that time stored); the m006 triggers keep the totals as they were

@@ -197,6 +197,7 @@ CREATE TABLE sources (
     first_path TEXT,
     last_path TEXT
 );
+CREATE TABLE thread_claims (thread_id TEXT NOT NULL, provider TEXT NOT NULL, PRIMARY KEY (thread_id, provider));
 CREATE TABLE thread_facts (
     source_id INTEGER NOT NULL REFERENCES sources(id),
     generation INTEGER NOT NULL,

@@ -477,6 +477,9 @@ class Adapter:
     #: vendor tool name -> neutral kind (shell, edit, read, search, web, agent, plan, ...),
     #: so statistics can group the same action across vendors; unmapped names stay as they are
     tool_kinds: Mapping[str, str] = {}
+    #: globs (relative to a default root) of files there that look like sessions but are the
+    #: client's own bookkeeping: not named as unread (``archive/unread.py``)
+    not_sessions: tuple[str, ...] = ()
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []

@@ -150,14 +150,17 @@ def claude_env(home: Path, base_url: str) -> dict[str, str]:
 
 
 def run_claude(exe: Path, home: Path, cwd: Path, base_url: str, prompt: str, resume: str | None = None,
-               timeout: float = 120, fork: bool = False) -> RunResult:
+               timeout: float = 120, fork: bool = False, permission_mode: bool = True) -> RunResult:
+    """``permission_mode=False`` for releases without ``--permission-mode`` (1.0.3)."""
     args = [str(exe), "-p"]
     if resume:
         args += ["--resume", resume]
         if fork:
             args.append("--fork-session")
-    args += [prompt, "--allowedTools", "Bash Write Edit Read Agent", "--permission-mode", "acceptEdits",
-             "--output-format", "json", "--model", CLAUDE_MODEL]
+    args += [prompt, "--allowedTools", "Bash Write Edit Read Agent"]
+    if permission_mode:
+        args += ["--permission-mode", "acceptEdits"]
+    args += ["--output-format", "json", "--model", CLAUDE_MODEL]
     return _run(args, cwd, claude_env(home, base_url), timeout)
 
 

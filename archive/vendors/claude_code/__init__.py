@@ -41,6 +41,7 @@ class ClaudeCodeAdapter(Adapter):
     # the model read are messages, agent_progress fills the child thread (issue 18);
     # 4: task notifications and slash-command prompts carry extra["conversation"]
     # 5: file-history-snapshot and file-history-delta lines name file checkpoints (issue 38)
+    # 5: 1.0.x main-thread ids a resume's copy shares with its original (issue 33)
     revision = 5
     needs_cwd = True  # sessions are filed under the project folder's slug
     tool_kinds = {"Bash": "shell", "BashOutput": "shell", "KillShell": "shell", "Edit": "edit", "MultiEdit": "edit",

@@ -45,6 +45,8 @@ Field notes: ``formats/claude-code.md`` of the shared docs. Invariants of this m
   ``uuid``) into the trunk: it is projected into the child thread under that uuid, so it
   is the same message as the subagent file's line when that file is archived (one message,
   two occurrences) and the only copy when it is gone.
+* **A 1.0.x resume is a continuation** (issue 33): its new file repeats the resumed turns
+  under new uuids, so 1.0.x main-thread lines take ids the copy shares (``resume.py``).
 * **Agent meta.json** names neither session nor agent: both come from the file's last
   path components (the same components that identify a snapshot source).
 """
@@ -98,6 +100,7 @@ from ..base import (
     UsageRow,
     stable_id,
 )
+from .resume import ResumeIds
 
 NAME = "claude-code"
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -398,6 +401,7 @@ class ClaudeCodeParser:
         self.pending: dict[str, str] = dict(s.get("pending") or {})
         self.commands: dict[str, str] = dict(s.get("commands") or {})  # thread -> its last slash command line
         self.seen = _Bloom(s.get("seen"))
+        self.resume_ids = ResumeIds(s.get("resumeIds"))
 
     def state(self) -> JsonObject:
         return {
@@ -413,6 +417,7 @@ class ClaudeCodeParser:
             "pending": self.pending,
             "commands": self.commands,
             "seen": self.seen.pack(),
+            "resumeIds": self.resume_ids.state(),
         }
 
     # -- entry point
@@ -746,7 +751,8 @@ class ClaudeCodeParser:
         self._links(d, tid, out)
         # a line emit wrote: the message it was written from (claim_emitted), also for the
         # subagents and results that name it
-        uid = emitted_id(d) or _str(d.get("uuid")) or stable_id(self.source.source_id, self.source.generation, offset)
+        uid = (emitted_id(d) or self.resume_ids.id(d, msg, tid == self.sid) or _str(d.get("uuid"))
+               or stable_id(self.source.source_id, self.source.generation, offset))
         if d["type"] == "assistant":
             message, more = self._assistant(d, msg, tid, uid)
         else:
@@ -805,7 +811,7 @@ class ClaudeCodeParser:
             ts=_str(d.get("timestamp")),
             content=tuple(blocks),
             turn_id=self.turn.get(tid),
-            parent_id=_str(d.get("parentUuid")),
+            parent_id=self.resume_ids.parent(_str(d.get("parentUuid"))),
             provenance=self._provenance(d),
             extra=extra or None,
         )
@@ -864,7 +870,7 @@ class ClaudeCodeParser:
         m = re.search(r"<command-name>([^<]*)</command-name>", text)
         if m and not injected:
             extra["command"] = m.group(1).strip()
-            self.commands[tid] = uid
+            self.commands[tid] = _str(d.get("uuid")) or uid  # compared with a later line's parentUuid
         if tur is not None:
             extra["toolUseResult"] = tur
         return self._build(d, tid, uid, "user", blocks, extra), more

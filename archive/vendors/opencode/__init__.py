@@ -101,6 +101,9 @@ class OpenCodeAdapter(Adapter):
                   "glob": "search", "list": "search", "webfetch": "web", "websearch": "web", "task": "agent",
                   "todowrite": "plan", "todoread": "plan"}
 
+    # the provider logins OpenCode keeps beside its database (1.x)
+    not_sessions = ("auth.json", "mcp-auth.json")
+
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         data = env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
         return [data / "opencode"]

@@ -1,0 +1,89 @@
+"""Known layouts the archive does not read yet: vendors without an adapter, where they keep
+sessions, and which files there are sessions (DESIGN.md "Nothing passed over").
+
+``ingest`` and ``status`` name every such folder that holds sessions (``archive/unread.py``)
+instead of passing over it in silence. Each entry honours the vendor's own variables, as an
+adapter's ``default_roots`` does. Sources: /work/shared/formats/next-vendors.md and the
+repositories it names (OpenClaw ``docs/reference/session-management-compaction.md``,
+cline ``sdk/packages/shared/src/storage/paths.ts``, Kilo ``packages/opencode/src/storage/db.ts``,
+mistral-vibe ``vibe/core/session/session_logger.py``, agentsview ``internal/parser/``).
+
+Aider and Crush write inside project folders, not under one root: they are not here.
+
+Turning one into a reader is a one-line move: an adapter whose ``name`` is the layout's
+takes it over (``unread_layouts`` leaves out every registered name), and can reuse its
+``roots`` as ``default_roots``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import env_path
+
+Roots = Callable[[Mapping[str, str], Path], list[Path]]
+
+
+@dataclass(frozen=True)
+class KnownLayout:
+    name: str
+    env_vars: tuple[str, ...]
+    roots: Roots  # (env, home) -> folders that may hold its sessions
+    patterns: tuple[str, ...]  # globs below a root: one match per session (or session store)
+    what: str  # what the files are, for the message
+
+
+def _data(env: Mapping[str, str], home: Path) -> Path:
+    return env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
+
+
+def _openclaw(env: Mapping[str, str], home: Path) -> list[Path]:
+    state = env_path(env, "OPENCLAW_STATE_DIR")
+    return [state] if state else [home / ".openclaw", home / ".clawdbot", home / ".moltbot"]
+
+
+def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
+    sessions = env_path(env, "CLINE_SESSION_DATA_DIR")
+    if sessions:
+        return [sessions]
+    data = env_path(env, "CLINE_DATA_DIR") or (env_path(env, "CLINE_DIR") or home / ".cline") / "data"
+    return [data / "sessions"]
+
+
+def _kilo(env: Mapping[str, str], home: Path) -> list[Path]:
+    db = env_path(env, "KILO_DB")
+    return [db.parent, _data(env, home) / "kilo"] if db else [_data(env, home) / "kilo"]
+
+
+def _goose(env: Mapping[str, str], home: Path) -> list[Path]:
+    root = env_path(env, "GOOSE_PATH_ROOT")  # goose: <root>/data replaces the data folder
+    return [(root / "data" if root else _data(env, home) / "goose") / "sessions"]
+
+
+LAYOUTS: tuple[KnownLayout, ...] = (
+    KnownLayout("openclaw", ("OPENCLAW_STATE_DIR",), _openclaw,
+                ("agents/*/sessions/*.jsonl", "agents/*/agent/openclaw-agent.sqlite"),
+                "OpenClaw session logs and agent databases"),
+    KnownLayout("cline", ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR"), _cline,
+                ("*/*.messages.json",), "Cline CLI sessions"),
+    KnownLayout("kilo", ("KILO_DB", "XDG_DATA_HOME"), _kilo,
+                ("kilo*.db", "storage/session/*/*.json"), "Kilo Code CLI databases and sessions"),
+    KnownLayout("mistral-vibe", ("VIBE_HOME",), lambda env, home: [env_path(env, "VIBE_HOME") or home / ".vibe"],
+                ("logs/session/unified/*/meta.json", "logs/session/session_*/messages.jsonl"),
+                "Mistral Vibe sessions"),
+    KnownLayout("hermes", ("HERMES_HOME",), lambda env, home: [env_path(env, "HERMES_HOME") or home / ".hermes"],
+                ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
+    KnownLayout("factory-droid", (), lambda env, home: [home / ".factory"],
+                ("sessions/*/*.jsonl",), "Factory Droid sessions"),
+    KnownLayout("goose", ("GOOSE_PATH_ROOT", "XDG_DATA_HOME"), _goose,
+                ("sessions.db", "*.jsonl"), "Goose session database and sessions"),
+    KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
+                ("T-*.json",), "Amp thread files"),
+)  # fmt: skip
+
+
+def unread_layouts(registered: set[str]) -> list[KnownLayout]:
+    """The known layouts no registered adapter reads."""
+    return [layout for layout in LAYOUTS if layout.name not in registered]
