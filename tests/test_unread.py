@@ -34,9 +34,9 @@ UNREAD = {
     "goose": (".local/share/goose/sessions", ["sessions.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
-# a supported vendor's files in a layout its adapter does not take: Copilot CLI 0.0.3xx kept
-# flat ``session-state/<uuid>.jsonl`` files (formats/old-versions.md)
-OLD_LAYOUT = ".copilot/session-state/7d3f1c2e-0000-4000-8000-000000000004.jsonl"
+# a supported vendor's files in a layout its adapter does not take, as a newer release might
+# write (the example was Copilot CLI 0.0.3xx's flat ``session-state/<uuid>.jsonl``, read now)
+OLD_LAYOUT = ".copilot/session-state/archived/7d3f1c2e-0000-4000-8000-000000000004.jsonl"
 
 
 def _plant(home: Path) -> dict[str, tuple[Path, int]]:
