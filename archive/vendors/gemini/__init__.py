@@ -1,6 +1,14 @@
 """Gemini CLI: the adapter (roots under ``GEMINI_CLI_HOME``, chat file names, detect, parser, emit).
 
-Parsing is in ``parse.py``, the chat-recording writer in ``emit.py``."""
+Parsing is in ``parse.py`` (chat recordings) and ``saved.py`` (``/chat save`` checkpoints
+and the ``logs.json`` prompt log, the only files 0.1.x writes), the chat-recording writer
+in ``emit.py``.
+
+Layouts read, under ``tmp/<project>/``: ``chats/session-*.jsonl`` (0.20 and later, LINES),
+``chats/session-*.json`` (0.4-0.19, SNAPSHOT), ``chats/<session>/<id>.jsonl`` (subagents),
+``checkpoint-<tag>.json`` and ``logs.json`` (0.1.x and later, SNAPSHOT: rewritten whole).
+Not read: ``tmp/<project>/checkpoints/`` (the tool-call snapshots ``/restore`` uses) and
+``shell_history``."""
 
 from __future__ import annotations
 
@@ -21,7 +29,8 @@ class GeminiAdapter(Adapter):
     needs_cwd = True
     # 2: a rewritten message updates its canonical row (MessageRow.revises) instead of
     # adding its new tool calls as a second message
-    revision = 2
+    # 3: /chat save checkpoints and logs.json are read (saved.py)
+    revision = 3
     # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
     env_vars = ("GEMINI_CLI_HOME",)
 
@@ -30,6 +39,8 @@ class GeminiAdapter(Adapter):
         return [base / ".gemini" / "tmp"]
 
     def classify(self, path: Path) -> str | None:
+        if saved_document(path):
+            return SNAPSHOT
         # main sessions: chats/session-*.json[l]; subagents: chats/<parent session>/<id>.jsonl
         main = path.parent.name == "chats" and path.name.startswith("session-")
         sub = path.parent.parent.name == "chats" and path.name.endswith(".jsonl")
@@ -67,6 +78,14 @@ class GeminiAdapter(Adapter):
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id, cwd)
+
+
+def saved_document(path: Path) -> bool:
+    """``tmp/<project>/checkpoint-<tag>.json`` or ``tmp/<project>/logs.json`` (Gemini CLI
+    0.1.22; Qwen Code 0.1.4 under ``~/.qwen``)."""
+    name = path.name
+    return path.parent.parent.name == "tmp" and (
+        name == "logs.json" or (name.startswith("checkpoint-") and name.endswith(".json")))
 
 
 ADAPTER = GeminiAdapter()

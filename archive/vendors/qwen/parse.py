@@ -69,7 +69,7 @@ from ..base import (
 )
 from ..base import claim_emitted
 from ..base import nonempty_str as _str
-from ..gemini.parse import fold_result_images, part_blocks
+from ..gemini.parts import fold_result_images, part_blocks
 
 NAME = "qwen"
 _MAIN_PROMPT = re.compile(r"^[^#]*########\d+$")
