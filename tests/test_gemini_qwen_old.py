@@ -194,3 +194,23 @@ def test_a_call_without_id_takes_its_response_id() -> None:
     assert [c.call_id for c in calls] == [r.call_id for r in results] and all(c.call_id for c in calls)
     assert all(c.extra == {"callIdFrom": "functionResponse"} for c in calls)
     assert not [r for r in rows if isinstance(r, (UsageRow,)) or (isinstance(r, Report) and r.kind == DUPLICATE)]
+
+
+def test_shapes_the_recordings_do_not_show() -> None:
+    """An empty log (the client writes ``[]`` when it starts), a log entry of another shape,
+    and a checkpoint wrapped in an object (``{"history": [...]}``) read like the array."""
+    gemini = get("gemini")
+
+    def rows(doc) -> list:
+        return [r for _, r in parse_bytes(gemini, orjson.dumps(doc), source_for(Path("t/p/checkpoint-x.json"), "gemini", SNAPSHOT))]
+
+    assert [(r.kind, r.reason) for r in rows([])] == [("skipped", "empty document")]
+    log = rows([{"sessionId": "s", "messageId": 0, "type": "user", "message": "hi", "timestamp": "2025-07-01T00:00:00Z"},
+                {"sessionId": "s", "messageId": "1", "message": "bad"}])
+    assert [type(r).__name__ for r in log] == ["ThreadFact", "MessageRow", "Report"] and log[2].kind == INVALID
+    (one,) = OLD["gemini"].rglob("checkpoint-one.json")
+    history = orjson.loads(one.read_bytes())
+    plain = [r for r in rows(history) if isinstance(r, MessageRow)]
+    wrapped = rows({"history": history, "authType": "gemini-api-key"})
+    assert [r.message for r in wrapped if isinstance(r, MessageRow)] == [r.message for r in plain]
+    assert wrapped[0].fields["metadata"]["checkpointFields"] == {"authType": "gemini-api-key"}

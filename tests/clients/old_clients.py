@@ -6,7 +6,7 @@ Invariants:
 
 * Each old release is installed pinned in a folder of its own, ``<dir>/<package>-<version>``
   (scripts/install_clients.sh puts them in ``$SESH_CLIENTS_DIR/old/``); ``find_old`` looks
-  there and in ``$SESH_CLIENTS_OLD_DIR``.
+  there and in ``$SESH_CLIENTS_OLD_DIR`` (``runner.find_old_client``).
 * A step waits for what the client shows when it is done (the scripted reply, the
   "checkpoint saved" notice), then for a still screen: the files are written by then.
 * Same isolation as tests/clients/runner.py: a fresh HOME, an explicit environment,
@@ -16,7 +16,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,22 +29,9 @@ QWEN_OLD = ("qwen-code", "0.1.4", "qwen")
 OLD = {"gemini": GEMINI_OLD, "qwen": QWEN_OLD}
 
 
-def old_dirs() -> list[Path]:
-    out = [Path(d).expanduser() for d in (os.environ.get("SESH_CLIENTS_OLD_DIR") or "").split(os.pathsep) if d]
-    for d in (os.environ.get("SESH_CLIENTS_DIR") or "").split(os.pathsep):
-        if d:
-            out.append(Path(d).expanduser() / "old")
-    out.append(runner.REPO / ".clients" / "old")
-    return out
-
-
 def find_old(vendor: str) -> Path | None:
     package, version, exe = OLD[vendor]
-    for d in old_dirs():
-        p = d / f"{package}-{version}" / "node_modules" / ".bin" / exe
-        if p.exists() and os.access(p, os.X_OK):
-            return p
-    return None
+    return runner.find_old_client(package, version, exe)
 
 
 @dataclass
@@ -142,13 +128,16 @@ def run_tui(vendor: str, exe: Path, home: Path, cwd: Path, base_url: str, steps:
             until = step.until or EMPTY_BOX
             before = tui.screen().count(until) if step.until else 0
             tui.type(step.text)
-            try:
-                tui.wait_for(until, 8, after=before)
-            except TimeoutError:
-                # the completion menu of a slash command took the Enter (it completed the
-                # tag the line already names, 0.1.22 /chat resume): one more submits it
-                tui.type("", enter=True)
-                tui.wait_for(until, timeout, after=before)
+            # the completion menu of a slash command takes an Enter (it completes the tag the
+            # line already names, 0.1.22 /chat resume): Enter again until the line is taken
+            for attempt in range(4):
+                try:
+                    tui.wait_for(until, 6 if attempt < 3 else timeout, after=before)
+                    break
+                except TimeoutError:
+                    if attempt == 3:
+                        raise
+                    tui.type("", enter=True)
             tui.wait_quiet(2, timeout)
         return tui.screen()
 

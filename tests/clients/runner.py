@@ -49,6 +49,24 @@ def find_client(name: str) -> Path | None:
     return Path(found) if found else None
 
 
+def old_client_dirs() -> list[Path]:
+    """Where pinned older releases are looked for, each in a prefix of its own
+    (``<dir>/<package>-<version>``): $SESH_CLIENTS_OLD_DIR, then ``old/`` in each clients
+    folder (scripts/install_clients.sh installs them there)."""
+    out = [Path(d).expanduser() for d in (os.environ.get("SESH_CLIENTS_OLD_DIR") or "").split(os.pathsep) if d]
+    out += [d.parents[1] / "old" for d in client_dirs()]
+    return out
+
+
+def find_old_client(package: str, version: str, name: str) -> Path | None:
+    """``gemini`` of ``gemini-cli`` 0.1.22 and the like, from ``old_client_dirs``."""
+    for d in old_client_dirs():
+        p = d / f"{package}-{version}" / "node_modules" / ".bin" / name
+        if p.exists() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
 def client_version(exe: Path) -> str:
     """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0', '1.0.102' from
     'GitHub Copilot CLI 1.0.102.'."""

@@ -21,6 +21,7 @@ from ...model import JsonObject, Message, Thread
 from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
 from .emit import emit_session, resume_hint
 from .parse import NAME, GeminiParser
+from .saved import saved_resume_hint
 
 
 class GeminiAdapter(Adapter):
@@ -77,7 +78,7 @@ class GeminiAdapter(Adapter):
         return found or super().install_path(stored_path)
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
-        return resume_hint(session_id, cwd)
+        return saved_resume_hint(NAME, "gemini", session_id, cwd, resume_hint)
 
 
 def saved_document(path: Path) -> bool:

@@ -35,8 +35,8 @@ Invariants:
 * **Calls and results pair.** A ``functionCall`` without ``id`` takes the id of the
   ``functionResponse`` that answers it (the next unanswered call of the same name, in
   order); ``extra["callIdFrom"] = "functionResponse"`` says so.
-* **The prompt log** gives one thread per ``sessionId`` (id ``stable_id(provider,
-  "prompt-log", sessionId)``, ``metadata.promptLogOf`` = the session id, ``promptLog``),
+* **The prompt log** gives one thread per ``sessionId`` (id ``<provider>-prompts-`` +
+  ``stable_id(provider, "prompt-log", sessionId)``, ``metadata.promptLogOf`` = the session id, ``promptLog``),
   each entry a user message at its timestamp (a slash command: ``extra["command"]``). It is
   kept apart from the session's own thread: where a session file exists (0.4 and later) that
   thread already holds the prompts with the answers.
@@ -48,14 +48,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
 import orjson
 
 from ...model import Block, JsonObject, Message, Provenance, Text, ToolCall, ToolResult, Unknown
-from ..base import INVALID, SKIPPED, UNKNOWN, MessageRow, Report, Row, SourceInfo, ThreadFact, stable_id
+from ..base import INVALID, SKIPPED, UNKNOWN, MessageRow, Report, Row, SourceInfo, ThreadFact, command, stable_id
 from ..base import nonempty_str as _str
 from .parts import part_blocks
 
@@ -94,6 +94,18 @@ def saved_document_rows(provider: str, source: SourceInfo, d: Any) -> list[Row] 
     if isinstance(d, list):
         return [Report(INVALID, "JSON array that is neither a checkpoint nor a prompt log")]
     return None
+
+
+def saved_resume_hint(provider: str, exe: str, thread_id: str, cwd: str | None,
+                      fallback: Callable[[str, str | None], str | None]) -> str | None:
+    """How a restored checkpoint is resumed (``/chat resume TAG`` in the client started in
+    its folder); a prompt log is nothing to resume (None); another thread: ``fallback``."""
+    if thread_id.startswith(f"{provider}-prompts-"):
+        return None
+    if not thread_id.startswith(f"{provider}-checkpoint-"):
+        return fallback(thread_id, cwd)
+    hint = command(exe) + "  # then: /chat resume <the checkpoint's tag>"
+    return f"cd {command(cwd)} && {hint}" if cwd else hint
 
 
 def _tag(path: str) -> str | None:
@@ -185,7 +197,7 @@ def _prompt_log(provider: str, entries: list[Any]) -> Iterator[Row]:
             yield Report(INVALID, "prompt log entry", f"missing or mistyped: {', '.join(bad)}")
             continue
         sid = e["sessionId"]
-        thread = stable_id(provider, "prompt-log", sid)
+        thread = f"{provider}-prompts-" + stable_id(provider, "prompt-log", sid)
         if sid not in started:
             started.add(sid)
             title = " ".join(e["message"].split())[:80]

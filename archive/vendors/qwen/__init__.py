@@ -23,6 +23,7 @@ from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo
 from .emit import emit_session, resume_hint
 from ..gemini import saved_document
 from ..gemini.parse import GeminiParser
+from ..gemini.saved import saved_resume_hint
 from .parse import NAME, QwenParser
 
 
@@ -85,7 +86,7 @@ class QwenAdapter(Adapter):
         return found or super().install_path(stored_path)
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
-        return resume_hint(session_id, cwd)
+        return saved_resume_hint(NAME, "qwen", session_id, cwd, resume_hint)
 
 
 # a pretty-printed 0.1.x session document with an assistant message (JSON.stringify(doc, null, 2))
