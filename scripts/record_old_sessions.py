@@ -4,7 +4,9 @@ against the mock model servers, offline.
 
     npm install --prefix DIR/gemini-cli-0.1.22 @google/gemini-cli@0.1.22
     npm install --prefix DIR/qwen-code-0.1.4 @qwen-code/qwen-code@0.1.4
-    SESH_CLIENTS_OLD_DIR=DIR python scripts/record_old_sessions.py [gemini] [qwen]
+    SESH_CLIENTS_OLD_DIR=DIR python scripts/record_old_sessions.py [gemini] [qwen] [gemini@0.19.4]
+
+``VENDOR@VERSION`` records another release installed the same way (DIR/<package>-<version>).
 
 Writes ``tests/fixtures/recorded/<vendor>-<version>/checkpoints/``: the files the client
 wrote under ``~/.gemini/tmp/`` or ``~/.qwen/tmp/`` (relative to the home, so the folder names
@@ -34,10 +36,12 @@ WORK = Path("/tmp/sesh-record")
 LABELS = {"gemini": ("Gemini CLI", "@google/gemini-cli"), "qwen": ("Qwen Code", "@qwen-code/qwen-code")}
 
 
-def record(vendor: str) -> Path:
-    exe = old.find_old(vendor)
+def record(spec: str) -> Path:
+    vendor, _, wanted = spec.partition("@")
+    package, pinned, name = old.OLD[vendor]
+    exe = runner.find_old_client(package, wanted or pinned, name)
     if exe is None:
-        raise SystemExit(f"{vendor} {old.OLD[vendor][1]} is not installed (see the docstring)")
+        raise SystemExit(f"{vendor} {wanted or pinned} is not installed (see the docstring)")
     version = runner.client_version(exe)
     scenario = old.old_scenario(vendor)
     base = WORK / f"old-{vendor}"

@@ -27,10 +27,12 @@ from ingest_helpers import NEVER_IDLE, ingest
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 GOLDEN = Path(__file__).parent / "golden"
-OLD = {"gemini": RECORDED / "gemini-0.1.22" / "checkpoints" / ".gemini" / "tmp",
-       "qwen": RECORDED / "qwen-0.1.4" / "checkpoints" / ".qwen" / "tmp"}
+# release -> the recorded tmp/ folder; Gemini CLI 0.19.4: checkpoints beside a session document
+RELEASES = {"gemini-0.1.22": ".gemini", "gemini-0.19.4": ".gemini", "qwen-0.1.4": ".qwen"}
+TMP = {r: RECORDED / r / "checkpoints" / h / "tmp" for r, h in RELEASES.items()}
+OLD = {"gemini": TMP["gemini-0.1.22"], "qwen": TMP["qwen-0.1.4"]}
 HOME_DIR = {"gemini": ".gemini", "qwen": ".qwen"}
-FILES = [pytest.param(v, p, id=f"{v}:{p.name}") for v, root in OLD.items() for p in sorted(root.rglob("*.json"))]
+FILES = [pytest.param(r.split("-")[0], p, id=f"{r}:{p.name}") for r, root in TMP.items() for p in sorted(root.rglob("*.json"))]
 
 
 def _rows(vendor: str, path: Path) -> list:
@@ -44,7 +46,7 @@ def test_every_document_explained_and_golden(vendor: str, path: Path, update_gol
     assert any(isinstance(r, MessageRow) for r in rows)
     ids = [r.message.id for r in rows if isinstance(r, MessageRow)]
     assert len(ids) == len(set(ids))
-    version = OLD[vendor].parents[2].name
+    version = path.relative_to(RECORDED).parts[0]
     check_golden(GOLDEN / vendor / "old" / f"{version}-{path.name.replace('.json', '')}.jsonl",
                  rows_dump([(0, r) for r in rows]), update_golden)
 
@@ -65,27 +67,28 @@ def test_classify_and_roots() -> None:
         Path("/srv/q/projects"), Path("/home/me/.qwen/tmp")]
 
 
-def _home(tmp_path: Path, vendor: str) -> Path:
+def _home(tmp_path: Path, release: str) -> Path:
     """A home with the recorded files where the client wrote them."""
     home = tmp_path / "home"
-    shutil.copytree(OLD[vendor], home / HOME_DIR[vendor] / "tmp")
+    shutil.copytree(TMP[release], home / RELEASES[release] / "tmp")
     return home
 
 
-def _ingest_home(tmp_path: Path, vendor: str, monkeypatch: pytest.MonkeyPatch, db_name: str = "a.db"):
-    home = _home(tmp_path, vendor) if not (tmp_path / "home").exists() else tmp_path / "home"
+def _ingest_home(tmp_path: Path, release: str, monkeypatch: pytest.MonkeyPatch, db_name: str = "a.db"):
+    home = _home(tmp_path, release)
     for var, value in (("HOME", home), ("GEMINI_CLI_HOME", home), ("QWEN_HOME", home / ".qwen")):
         monkeypatch.setenv(var, str(value))
     db, summary = ingest(tmp_path / db_name, None)
     return db, summary, home
 
 
-@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
-def test_everything_the_client_wrote_is_archived(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db, summary, home = _ingest_home(tmp_path, vendor, monkeypatch)
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vendor = release.split("-")[0]
+    db, summary, home = _ingest_home(tmp_path, release, monkeypatch)
     assert summary.failed == 0 and not summary.reports.get("unexplained") and not summary.reports.get("adapter_error")
     files = sorted(p for p in (home / HOME_DIR[vendor] / "tmp").rglob("*") if p.is_file())
-    assert len(files) == len(list(OLD[vendor].rglob("*.json")))
+    assert len(files) == len(list(TMP[release].rglob("*.json")))
     paths = {r[0] for r in db.execute("SELECT path FROM source_paths")}
     assert paths == {str(p) for p in files}
     assert {r[0] for r in db.execute("SELECT provider FROM sources")} == {vendor}
@@ -95,6 +98,7 @@ def test_everything_the_client_wrote_is_archived(vendor: str, tmp_path: Path, mo
         if not f.name.startswith("checkpoint-"):
             continue
         contents = orjson.loads(f.read_bytes())
+        contents = contents["history"] if isinstance(contents, dict) else contents  # 0.19.4: {history, authType}
         (tid,) = [t for t, title in threads.items() if title == f"checkpoint {f.name[11:-5]}"]
         view = load_view(db.conn, tid)
         assert len(view) == len(contents)
@@ -107,11 +111,13 @@ def test_everything_the_client_wrote_is_archived(vendor: str, tmp_path: Path, mo
             results = [p["functionResponse"]["id"] for p in c["parts"] if "functionResponse" in p]
             assert [b.call_id for b in m.content if type(b).__name__ == "ToolResult"] == results
     # the checkpoints of one conversation share their messages: stored once
-    n_contents = sum(len(orjson.loads(f.read_bytes())) for f in files if f.name.startswith("checkpoint-"))
+    n_contents = sum(len(orjson.loads(f.read_bytes()).get("history", [])) if release == "gemini-0.19.4"
+                     else len(orjson.loads(f.read_bytes())) for f in files if f.name.startswith("checkpoint-"))
     stored = db.execute("SELECT count(*) FROM messages WHERE thread_id IN (SELECT id FROM threads WHERE title LIKE 'checkpoint %')").fetchone()[0]
     # one: 9 contents (Qwen Code: 8, a model turn's text and call in one content); two and
     # three add their last exchange each
-    assert stored == len(orjson.loads((OLD[vendor] / next(iter(_project(vendor))) / "checkpoint-one.json").read_bytes())) + 4
+    one = orjson.loads(next(TMP[release].rglob("checkpoint-one.json")).read_bytes())
+    assert stored == len(one["history"] if isinstance(one, dict) else one) + 4
     assert n_contents > stored
     forks = db.execute("SELECT count(*) FROM thread_lineage").fetchone()[0]
     assert forks == 2
@@ -121,10 +127,16 @@ def test_everything_the_client_wrote_is_archived(vendor: str, tmp_path: Path, mo
         "(SELECT 1 FROM blocks r WHERE r.type = 'tool_result' AND r.call_id = c.call_id)").fetchone()[0]
     assert unpaired == 0
     # the prompt log: every prompt typed, slash commands marked
-    log = orjson.loads(next(OLD[vendor].rglob("logs.json")).read_bytes())
+    log = orjson.loads(next(TMP[release].rglob("logs.json")).read_bytes())
     rows = db.execute("SELECT m.id FROM messages m JOIN threads t ON t.id = m.thread_id "
                       "WHERE json_extract(t.metadata, '$.promptLog') AND m.role = 'user'").fetchall()
     assert len(rows) == len(log) == 7
+    for doc in TMP[release].rglob("session-*.json"):
+        # every message of the session document is archived, in its thread
+        d = orjson.loads(doc.read_bytes())
+        kept = {r[0] for r in db.execute("SELECT json_extract(provenance, '$.sourceId') FROM messages WHERE thread_id = ?",
+                                         (d["sessionId"],))}
+        assert {m["id"] for m in d["messages"]} <= kept
     if vendor == "qwen":
         # the session document: every prompt and answer, with each response's tokens
         (doc,) = OLD[vendor].rglob("session-*.json")
@@ -138,14 +150,11 @@ def test_everything_the_client_wrote_is_archived(vendor: str, tmp_path: Path, mo
         assert usage == (len(toks), sum(t["input"] - t["cached"] for t in toks), sum(t["cached"] for t in toks))
 
 
-def _project(vendor: str) -> list[str]:
-    return [p.name for p in OLD[vendor].iterdir() if p.is_dir()]
-
-
-@pytest.mark.parametrize("vendor", ["gemini", "qwen"])
-def test_rerun_rebuild_restore_and_a_checkpoint_saved_again(vendor: str, tmp_path: Path,
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_rerun_rebuild_restore_and_a_checkpoint_saved_again(release: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    db, _, home = _ingest_home(tmp_path, vendor, monkeypatch)
+    vendor = release.split("-")[0]
+    db, _, home = _ingest_home(tmp_path, release, monkeypatch)
     before = dump_tables(db)
     assert ingest_paths(db, None, NEVER_IDLE).files_changed == 0 and dump_tables(db) == before
     rebuild(db)
@@ -155,7 +164,7 @@ def test_rerun_rebuild_restore_and_a_checkpoint_saved_again(vendor: str, tmp_pat
     assert sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in files) == sorted(restored.values())
     # /chat save one again, later in the conversation: the file is rewritten; the archive
     # keeps both versions (generations) and the messages of both
-    (proj,) = _project(vendor)
+    (proj,) = [p.name for p in TMP[release].iterdir() if p.is_dir()]
     one = home / HOME_DIR[vendor] / "tmp" / proj / "checkpoint-one.json"
     first = one.read_bytes()
     one.write_bytes((one.parent / "checkpoint-two.json").read_bytes())
