@@ -63,7 +63,7 @@ def test_old_release_archived_whole_and_resumed_from_the_archive(vendor: str, tm
     with MOCKS[vendor](scenario.script) as mock:
         old.run_tui(vendor, exe, home, cwd, mock.url, scenario.steps)
     files = old.written_files(vendor, home)
-    recorded = json.loads(next((RECORDED).glob(f"{vendor}-*/checkpoints/steps.json")).read_text())
+    recorded = json.loads((RECORDED / f"{vendor}-{old.OLD[vendor][1]}" / "checkpoints" / "steps.json").read_text())
     # the same files as the recording (the project folder is the hash of another cwd)
     def shape(rel: str) -> str:
         parts = Path(rel).parts

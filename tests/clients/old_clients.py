@@ -86,7 +86,8 @@ def old_scenario(vendor: str) -> OldScenario:
     ]
     return OldScenario("checkpoints", vendor, steps, script,
                        "a shell turn, /chat save one; a text turn, /chat save two; /chat resume one, another turn, "
-                       "/chat save three (logs.json, three checkpoints" + (", the chats/session-*.json documents)" if vendor == "qwen" else ")"))
+                       "/chat save three (logs.json, three checkpoints, and the chats/session-*.json document of a "
+                       "release that writes one: Qwen Code 0.1.x, Gemini CLI 0.4-0.19)")
 
 
 def _settings(vendor: str, home: Path) -> None:

@@ -21,8 +21,10 @@ Format (Gemini CLI 0.61.0, ``ChatRecordingService``): JSON Lines, append-only, b
 The older layout (before JSON Lines) is one JSON document per session,
 ``chats/session-*.json``: the header fields plus ``messages[]``; it is read as a SNAPSHOT
 source (the whole document is one "line" at offset 0), through the same upsert code
-(public examples show the same fields, ``content`` sometimes a plain string). The
-``logs.json`` beside the chats (the prompts typed, without answers) is not read.
+(public examples show the same fields, ``content`` sometimes a plain string; Qwen Code
+0.1.x writes them too, assistant type ``qwen``). The ``logs.json`` prompt log and the
+``/chat save`` checkpoints beside the chats are JSON documents this parser hands to
+``saved.py``.
 
 Invariants:
 
@@ -64,7 +66,6 @@ from typing import Any
 import orjson
 
 from ...model import (
-    Attachment,
     Block,
     JsonObject,
     Message,
@@ -94,7 +95,7 @@ from ..base import (
     stable_id,
 )
 from ..base import nonempty_str as _str
-from .parts import fold_result_images, part_blocks, response_output  # noqa: F401 (Qwen Code imports them here)
+from .parts import fold_result_images, part_blocks
 from .saved import saved_document_rows
 
 NAME = "gemini"
