@@ -75,7 +75,13 @@ def build_home(home: Path) -> dict[str, Path]:
                     rel = f.relative_to(scenario)
                     # the old releases' recordings are relative to the home (.gemini/tmp/...,
                     # .qwen/tmp/...: scripts/record_old_sessions.py), the others to the vendor home
-                    target = home / rel if rel.parts[0] == vendor.split("/")[0] else home / vendor / rel
+                    if rel.parts[0] == vendor.split("/")[0]:
+                        # two releases recorded in the same folder share the project folder
+                        # name (sha256 of the cwd): each gets one of its own
+                        parts = rel.parts
+                        target = home.joinpath(*parts[:2], f"{parts[2]}-{vendor_dir.name}", *parts[3:])
+                    else:
+                        target = home / vendor / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(f, target)
                     placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target
