@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from vendor_home import build_home  # noqa: E402
 
+FIXED_NAMES = ("logs.json",)
 UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -71,7 +72,11 @@ def main() -> int:
     while total < target:
         for rel, data in originals:
             path = args.out_dir / replicate(str(rel).encode(), k).decode()
-            if k and path.exists():  # a name without a UUID: copy k beside it, named so that
+            if k and path.exists() and path.name in FIXED_NAMES:
+                # a name the vendor fixes (Gemini CLI's and Qwen Code's prompt log): copy k in a
+                # project folder of its own beside the original's
+                path = path.parent.with_name(f"{path.parent.name}-r{k}") / path.name
+            elif k and path.exists():  # a name without a UUID: copy k beside it, named so that
                 # the vendor's own pattern (rollout-*.jsonl, session-*.json, agent-*.jsonl) still finds it
                 stem, dot, ext = path.name.partition(".")
                 path = path.with_name(f"{stem}-r{k}{dot}{ext}")

@@ -89,3 +89,20 @@ if [ ! -f "$copilot_pkg/index.js" ]; then
     rm -rf "$tmp_pack"
 fi
 echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"
+
+# Older releases whose layouts no newer release writes (issue 33), each pinned in a prefix of
+# its own, DIR/old/<package>-<version> (tests/clients/old_clients.py looks there): Gemini CLI
+# 0.1.x (checkpoints and logs.json only) and Qwen Code 0.1.x (~/.qwen/tmp/<hash>/...). Their
+# tests drive the terminal UI under tmux. Installed once: an existing prefix is kept.
+gemini_old_version="${GEMINI_CLI_OLD_VERSION:-0.1.22}"
+qwen_old_version="${QWEN_CODE_OLD_VERSION:-0.1.4}"
+for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "qwen-code @qwen-code/qwen-code $qwen_old_version qwen"; do
+    read -r folder package version bin <<< "$spec"
+    prefix="$dir/old/$folder-$version"
+    if [ ! -x "$prefix/node_modules/.bin/$bin" ]; then
+        mkdir -p "$prefix"
+        PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$prefix" --no-fund --no-audit --no-save \
+            "$package@$version"
+    fi
+    echo "$bin (old): $("$node22" "$prefix/node_modules/.bin/$bin" --version 2>&1)"
+done

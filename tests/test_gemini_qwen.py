@@ -22,9 +22,10 @@ def test_roots_honour_the_vendor_variables(tmp_path: Path) -> None:
     home = Path("/home/me")
     assert GEMINI.default_roots({}, home) == [home / ".gemini" / "tmp"]
     assert GEMINI.default_roots({"GEMINI_CLI_HOME": "/srv/g"}, home) == [Path("/srv/g/.gemini/tmp")]
-    assert QWEN.default_roots({}, home) == [home / ".qwen" / "projects"]
-    assert QWEN.default_roots({"QWEN_HOME": "/srv/q"}, home) == [Path("/srv/q/projects")]
-    assert QWEN.default_roots({"QWEN_HOME": "/srv/q", "QWEN_RUNTIME_DIR": "/run/q"}, home) == [Path("/run/q/projects")]
+    # the second root: 0.1.x's tmp/ layout, always under the home's .qwen
+    assert QWEN.default_roots({}, home) == [home / ".qwen" / "projects", home / ".qwen" / "tmp"]
+    assert QWEN.default_roots({"QWEN_HOME": "/srv/q"}, home)[0] == Path("/srv/q/projects")
+    assert QWEN.default_roots({"QWEN_HOME": "/srv/q", "QWEN_RUNTIME_DIR": "/run/q"}, home)[0] == Path("/run/q/projects")
 
 
 def test_classify() -> None:
@@ -32,7 +33,7 @@ def test_classify() -> None:
     assert GEMINI.classify(g / "chats" / "session-2026-11-30T16-32-57053931.jsonl") == LINES
     assert GEMINI.classify(g / "chats" / "session-2025-06-01T10-00-1a2b3c4d.json") == SNAPSHOT
     assert GEMINI.classify(g / "chats" / "57053931-af8b" / "0f1e2d3c.jsonl") == LINES  # a subagent
-    assert GEMINI.classify(g / "logs.json") is None
+    assert GEMINI.classify(g / "logs.json") == SNAPSHOT  # the prompt log (tests/test_gemini_qwen_old.py)
     assert GEMINI.classify(g / ".project_root") is None
     q = Path("/h/.qwen/projects/-work-app")
     assert QWEN.classify(q / "chats" / "34cc8787-e443-4cd2-b8fb-a266f876d01d.jsonl") == LINES

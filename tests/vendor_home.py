@@ -71,8 +71,17 @@ def build_home(home: Path) -> dict[str, Path]:
         vendor = next(h for v, h in homes.items() if vendor_dir.name.startswith(v + "-"))
         for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
             for f in sorted(scenario.rglob("*")):
-                if f.is_file() and f.name != "scenario.json":
-                    target = home / vendor / f.relative_to(scenario)
+                if f.is_file() and f.name not in ("scenario.json", "steps.json"):
+                    rel = f.relative_to(scenario)
+                    # the old releases' recordings are relative to the home (.gemini/tmp/...,
+                    # .qwen/tmp/...: scripts/record_old_sessions.py), the others to the vendor home
+                    if rel.parts[0] == vendor.split("/")[0]:
+                        # two releases recorded in the same folder share the project folder
+                        # name (sha256 of the cwd): each gets one of its own
+                        parts = rel.parts
+                        target = home.joinpath(*parts[:2], f"{parts[2]}-{vendor_dir.name}", *parts[3:])
+                    else:
+                        target = home / vendor / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(f, target)
                     placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target

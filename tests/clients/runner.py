@@ -72,6 +72,15 @@ def find_old_client(vendor: str, version: str) -> Path | None:
     return None
 
 
+def find_old_bin(package: str, version: str, name: str) -> Path | None:
+    """``gemini`` of ``gemini-cli`` 0.1.22 and the like (an npm bin), from ``old_client_dirs``."""
+    for d in old_client_dirs():
+        p = d / f"{package}-{version}" / "node_modules" / ".bin" / name
+        if p.exists() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
 def client_version(exe: Path) -> str:
     """'2.1.197' from '2.1.197 (Claude Code)', '0.171.0' from 'codex-cli 0.171.0', '1.0.102' from
     'GitHub Copilot CLI 1.0.102.'."""

@@ -1,6 +1,14 @@
 """Gemini CLI: the adapter (roots under ``GEMINI_CLI_HOME``, chat file names, detect, parser, emit).
 
-Parsing is in ``parse.py``, the chat-recording writer in ``emit.py``."""
+Parsing is in ``parse.py`` (chat recordings) and ``saved.py`` (``/chat save`` checkpoints
+and the ``logs.json`` prompt log, the only files 0.1.x writes), the chat-recording writer
+in ``emit.py``.
+
+Layouts read, under ``tmp/<project>/``: ``chats/session-*.jsonl`` (0.20 and later, LINES),
+``chats/session-*.json`` (0.4-0.19, SNAPSHOT), ``chats/<session>/<id>.jsonl`` (subagents),
+``checkpoint-<tag>.json`` and ``logs.json`` (0.1.x and later, SNAPSHOT: rewritten whole).
+Not read: ``tmp/<project>/checkpoints/`` (the tool-call snapshots ``/restore`` uses) and
+``shell_history``."""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ from ...model import JsonObject, Message, Thread
 from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
 from .emit import emit_session, resume_hint
 from .parse import NAME, GeminiParser
+from .saved import saved_resume_hint
 
 
 class GeminiAdapter(Adapter):
@@ -21,7 +30,9 @@ class GeminiAdapter(Adapter):
     needs_cwd = True
     # 2: a rewritten message updates its canonical row (MessageRow.revises) instead of
     # adding its new tool calls as a second message
-    revision = 3  # 3: the thread's model and every response's model
+    # 3: the thread's model and every response's model; /chat save checkpoints and logs.json
+    # are read (saved.py)
+    revision = 3
     # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
     env_vars = ("GEMINI_CLI_HOME",)
     # the built-in tools' names in Gemini CLI 0.61.0's bundle (search_file_content before grep_search)
@@ -35,6 +46,8 @@ class GeminiAdapter(Adapter):
         return [base / ".gemini" / "tmp"]
 
     def classify(self, path: Path) -> str | None:
+        if saved_document(path):
+            return SNAPSHOT
         # main sessions: chats/session-*.json[l]; subagents: chats/<parent session>/<id>.jsonl
         main = path.parent.name == "chats" and path.name.startswith("session-")
         sub = path.parent.parent.name == "chats" and path.name.endswith(".jsonl")
@@ -71,7 +84,15 @@ class GeminiAdapter(Adapter):
         return found or super().install_path(stored_path)
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
-        return resume_hint(session_id, cwd)
+        return saved_resume_hint(NAME, "gemini", session_id, cwd, resume_hint)
+
+
+def saved_document(path: Path) -> bool:
+    """``tmp/<project>/checkpoint-<tag>.json`` or ``tmp/<project>/logs.json`` (Gemini CLI
+    0.1.22; Qwen Code 0.1.4 under ``~/.qwen``)."""
+    name = path.name
+    return path.parent.parent.name == "tmp" and (
+        name == "logs.json" or (name.startswith("checkpoint-") and name.endswith(".json")))
 
 
 ADAPTER = GeminiAdapter()

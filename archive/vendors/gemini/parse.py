@@ -21,8 +21,10 @@ Format (Gemini CLI 0.61.0, ``ChatRecordingService``): JSON Lines, append-only, b
 The older layout (before JSON Lines) is one JSON document per session,
 ``chats/session-*.json``: the header fields plus ``messages[]``; it is read as a SNAPSHOT
 source (the whole document is one "line" at offset 0), through the same upsert code
-(public examples show the same fields, ``content`` sometimes a plain string). The
-``logs.json`` beside the chats (the prompts typed, without answers) is not read.
+(public examples show the same fields, ``content`` sometimes a plain string; Qwen Code
+0.1.x writes them too, assistant type ``qwen``). The ``logs.json`` prompt log and the
+``/chat save`` checkpoints beside the chats are JSON documents this parser hands to
+``saved.py``.
 
 Invariants:
 
@@ -69,7 +71,6 @@ from typing import Any
 import orjson
 
 from ...model import (
-    Attachment,
     Block,
     JsonObject,
     Message,
@@ -99,6 +100,8 @@ from ..base import (
     stable_id,
 )
 from ..base import nonempty_str as _str
+from .parts import fold_result_images, part_blocks
+from .saved import saved_document_rows
 
 NAME = "gemini"
 CONTEXT_TAG = "<session_context>"
@@ -110,78 +113,7 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
 
 
-# ---------------------------------------------------------------- Gemini parts (shared with Qwen Code)
-
-
-def response_output(response: Any) -> tuple[Any, bool | None]:
-    """A ``functionResponse.response`` as a tool output: ``output`` or ``error`` text when
-    that is all it holds, else the whole object; ``is_error`` when it has an ``error``."""
-    if isinstance(response, dict):
-        keys = set(response)
-        if keys == {"output"}:
-            return response["output"], None
-        if keys == {"error"}:
-            return response["error"], True
-        return response, True if "error" in response else None
-    return response, None
-
-
-def part_blocks(part: Any, result_seen: Callable[[str], bool] | None = None) -> tuple[list[Block], list[str]]:
-    """Blocks for one Gemini part, and the call ids of function responses skipped as
-    already stored (``result_seen``)."""
-    if not isinstance(part, dict):
-        return [Unknown(source_type="part", raw=part)], []
-    if isinstance(part.get("text"), str):
-        if part.get("thought"):
-            extra = {k: v for k, v in part.items() if k not in ("text", "thought")}
-            return [Reasoning(text=part["text"], extra=extra or None)], []
-        extra = {k: v for k, v in part.items() if k != "text"}
-        return [Text(text=part["text"], extra=extra or None)], []
-    if isinstance(part.get("functionCall"), dict):
-        fc = part["functionCall"]
-        return [ToolCall(call_id=_str(fc.get("id")) or "", name=_str(fc.get("name")) or "", input=fc.get("args"))], []
-    if isinstance(part.get("functionResponse"), dict):
-        fr = part["functionResponse"]
-        cid = _str(fr.get("id")) or ""
-        if result_seen is not None and cid and result_seen(cid):
-            return [], [cid]
-        output, is_error = response_output(fr.get("response"))
-        extra = {"name": fr["name"]} if _str(fr.get("name")) else None
-        return [ToolResult(call_id=cid, output=output, is_error=is_error, extra=extra)], []
-    if isinstance(part.get("inlineData"), dict):
-        d = part["inlineData"]
-        return [Attachment(media_type=_str(d.get("mimeType")), data=_str(d.get("data")))], []
-    if isinstance(part.get("fileData"), dict):
-        d = part["fileData"]
-        return [Attachment(media_type=_str(d.get("mimeType")), uri=_str(d.get("fileUri")))], []
-    return [Unknown(source_type=next(iter(part), "part"), raw=part)], []
-
-
-def fold_result_images(blocks: list[Block]) -> list[Block]:
-    """Inline data parts that follow a function response (an image a tool returned) belong
-    to that result: its output becomes the canonical list ``[text?, {"type": "image",
-    "attachment": k}...]`` referring to the Attachment blocks that follow it (as Claude
-    Code results are stored)."""
-    out: list[Block] = []
-    i = 0
-    while i < len(blocks):
-        b = blocks[i]
-        j = i + 1
-        while j < len(blocks) and isinstance(blocks[j], Attachment):
-            j += 1
-        if isinstance(b, ToolResult) and j > i + 1:
-            items: list[Any] = []
-            if isinstance(b.output, str) and b.output:
-                items.append({"type": "text", "text": b.output})
-            elif b.output not in (None, ""):
-                items.append({"type": "text", "text": orjson.dumps(b.output).decode()})
-            items += [{"type": "image", "attachment": k} for k in range(j - i - 1)]
-            out.append(ToolResult(call_id=b.call_id, output=items, is_error=b.is_error, extra=b.extra))
-            out.extend(blocks[i + 1:j])
-        else:
-            out.extend(blocks[i:j])
-        i = j
-    return out
+# ---------------------------------------------------------------- usage and context
 
 
 def gemini_usage(tokens: Any) -> Usage | None:
@@ -216,7 +148,12 @@ def context_cwd(text: str) -> str | None:
 
 
 class GeminiParser:
-    """Feeds chat-recording lines (or one legacy JSON document); see the module docstring."""
+    """Feeds chat-recording lines (or one legacy JSON document); see the module docstring.
+    Qwen Code 0.1.x writes the same documents (its assistant type is ``qwen``): its adapter
+    reads them with this parser under its own ``name`` and ``assistant_types``."""
+
+    name = NAME
+    assistant_types: tuple[str, ...] = ("gemini",)
 
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
@@ -237,7 +174,7 @@ class GeminiParser:
 
     def _thread(self) -> str:
         if self.thread is None:  # content before any header: a stable stand-in
-            self.thread = "gemini-" + stable_id(self.source.source_id, "thread")
+            self.thread = f"{self.name}-" + stable_id(self.source.source_id, "thread")
         return self.thread
 
     def _once(self, *key: object) -> bool:
@@ -258,6 +195,9 @@ class GeminiParser:
             d = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
+        saved = saved_document_rows(self.name, self.source, d)
+        if saved is not None:  # a /chat save checkpoint or the prompt log (logs.json)
+            return iter(saved)
         if not isinstance(d, dict):
             return iter([Report(PARSE_ERROR, "not a JSON object")])
         rows = list(claim_emitted(d, self._dispatch(d), self.emitted))
@@ -359,6 +299,8 @@ class GeminiParser:
     def _message(self, d: JsonObject) -> Iterator[Row]:
         kind = d.get("type")
         handler = MESSAGE_HANDLERS.get(kind) if isinstance(kind, str) else None
+        if kind in self.assistant_types:
+            handler = GeminiParser._gemini
         self.ts = _str(d.get("timestamp"))
         if handler is None:
             yield from self._emit_new(d, "system", [Unknown(source_type=f"message {kind}", raw=d)], {})
@@ -368,11 +310,11 @@ class GeminiParser:
 
     def _msg(self, vid: str, slot: str, role: str, blocks: list[Block], extra: JsonObject, turn: bool = True) -> Message:
         thread = self._thread()
-        mid = stable_id(NAME, thread, vid, slot)
+        mid = stable_id(self.name, thread, vid, slot)
         return Message(
             id=mid, thread_id=thread, role=role, ts=self.ts, content=tuple(blocks),
             turn_id=self.turn if turn else None,
-            provenance=Provenance(provider=NAME, session_id=thread, source_id=vid),
+            provenance=Provenance(provider=self.name, session_id=thread, source_id=vid),
             extra=extra or None,
         )  # fmt: skip
 
@@ -416,7 +358,7 @@ class GeminiParser:
             rows.extend(self._emit_new(d, "tool", blocks, extra))
         elif blocks or not dup_results:
             if not injected and not results and not self._seen(d["id"], "head"):
-                self.turn = stable_id(NAME, self._thread(), d["id"], "head")
+                self.turn = stable_id(self.name, self._thread(), d["id"], "head")
             for r in results:
                 self.done.add(_digest("result", r.call_id))
             rows.extend(self._emit_new(d, "user", blocks, extra))
@@ -469,8 +411,8 @@ class GeminiParser:
         # a response's usage once, again only when its figures change or its message appears
         if usage is not None and (self._once(vid, "tokens", d.get("tokens"), model)
                                   or (head_new and self._seen(vid, "head"))):
-            head = stable_id(NAME, thread, vid, "head") if self._seen(vid, "head") else None
-            rows.append(UsageRow(f"{NAME}:{thread}:{vid}", thread, usage, head, model, self.ts))
+            head = stable_id(self.name, thread, vid, "head") if self._seen(vid, "head") else None
+            rows.append(UsageRow(f"{self.name}:{thread}:{vid}", thread, usage, head, model, self.ts))
         if not rows:
             rows.append(Report(DUPLICATE, f"gemini message {vid}"))
         yield from rows
@@ -512,8 +454,8 @@ class GeminiParser:
         ts, self.ts = self.ts, _str(c.get("timestamp")) or self.ts
         thread = self._thread()
         yield MessageRow(Message(
-            id=stable_id(NAME, thread, "result", cid), thread_id=thread, role="tool", ts=self.ts, content=tuple(out),
-            turn_id=self.turn, provenance=Provenance(provider=NAME, session_id=thread, source_id=vid),
+            id=stable_id(self.name, thread, "result", cid), thread_id=thread, role="tool", ts=self.ts, content=tuple(out),
+            turn_id=self.turn, provenance=Provenance(provider=self.name, session_id=thread, source_id=vid),
         ))  # fmt: skip
         self.ts = ts
 
@@ -526,6 +468,5 @@ class GeminiParser:
 
 MESSAGE_HANDLERS: dict[str, Callable[[GeminiParser, JsonObject], Iterator[Row]]] = {
     "user": GeminiParser._user,
-    "gemini": GeminiParser._gemini,
     **{t: GeminiParser._notice for t in NOTICE_TYPES},
 }

@@ -74,7 +74,7 @@ from ..base import (
 )
 from ..base import claim_emitted
 from ..base import nonempty_str as _str
-from ..gemini.parse import fold_result_images, part_blocks
+from ..gemini.parts import fold_result_images, part_blocks
 
 NAME = "qwen"
 _HELPER_PROMPT = re.compile(r"^[^#]*#[^#]+#\d+$")  # <session>#<helper>-<hex>#<n> (0.24.4)
