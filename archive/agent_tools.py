@@ -34,7 +34,8 @@ from .file_touches import sessions_touching
 from .model import Attachment, FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Unknown, WebSearch
 from .pricing import PriceTable, load_prices
 from .projection import one_line
-from .queries import Filters, MessagePages, QueryError, resolve_thread, search, show, stats, threads
+from .queries import Filters, MessagePages, QueryError, ThreadNotFound, search, show, stats, threads
+from .queries import resolve_thread as _resolve_thread
 from .secrets import Redactor, redact_hits, redactor_all, redactor_for_threads, thread_scope
 
 CHARS_PER_TOKEN = 4
@@ -101,6 +102,15 @@ def _prices() -> PriceTable:
     if not _PRICES:  # the price tables take ~100 ms to load: once a process
         _PRICES.append(load_prices())
     return _PRICES[0]
+
+
+def resolve_thread(db: Database, ref: str) -> str:
+    """``queries.resolve_thread``, its not-found message pointing at this server's tools."""
+    try:
+        return _resolve_thread(db, ref)
+    except ThreadNotFound:
+        raise ThreadNotFound(f"unknown session {ref.strip()!r}: no session id starts with it "
+                             "(list_sessions or search give ids)") from None  # fmt: skip
 
 
 # ---------------------------------------------------------------- search
@@ -193,7 +203,7 @@ def list_sessions(db: Database, *, vendor: str | None = None, project: str | Non
 
 def session_overview(db: Database, session: str, *, max_tokens: int = 2000) -> dict[str, Any]:
     """What a session was: title, vendor, project, dates, models, usage, cost, lineage, children."""
-    view = show(db, session)
+    view = show(db, resolve_thread(db, session))
     tid = view.thread.id
     s = threads(db, ids=[tid], limit=None, prices=_prices())[0]
     models = [{"model": m, "responses": n} for m, n in db.conn.execute(
@@ -327,7 +337,7 @@ def usage_summary(db: Database, *, by: str = "day", since: str | None = None, un
     args = {"by": by, "since": since, "until": until, "vendor": vendor, "session": session, "tz": tz}
     offset = read_cursor(cursor, "usage", args)
     report = stats(db, "provider" if by == "vendor" else by, _prices(), since=since, until=until, provider=vendor,
-                   tz=tz, thread=session)  # fmt: skip
+                   tz=tz, thread=resolve_thread(db, session) if session else None)  # fmt: skip
     keep = ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens",
             "cost_usd")  # fmt: skip
     rows = [{by: r["key"], **({"vendor": r["provider"]} if by == "model" else {}), **{k: r[k] for k in keep},

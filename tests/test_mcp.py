@@ -147,7 +147,11 @@ def test_bad_arguments_are_clear_errors_and_the_server_stays_up(archive: Path) -
     async def go() -> None:
         async with Client(_stdio(archive), mode="legacy") as c:
             cases = [
-                ("read_session", {"session": "no-such-session"}, "no thread id starts with 'no-such-session'"),
+                ("read_session", {"session": "no-such-session"}, "unknown session 'no-such-session'"),
+                ("session_overview", {"session": "zzz"}, "unknown session 'zzz'"),
+                ("usage", {"session": "zzz"}, "unknown session 'zzz'"),
+                ("search", {"query": "x", "session": "zzz"}, "unknown session 'zzz'"),
+                ("session_overview", {"session": "0"}, "matches 2 threads; give more of the id"),
                 ("session_overview", {}, "session"),  # a required argument missing
                 ("search", {"query": ""}, "at least 1 character"),
                 ("search", {"query": "x", "mode": "semantic"}, "lexical"),
