@@ -461,3 +461,16 @@ def test_a_100k_message_session_pages_within_bounded_memory(tmp_path: Path) -> N
     # the page, the ordered ids (~100 bytes a message) and SQLite's own: not the thread (~15 MB of text)
     assert mem["peak"] < 20 << 20, mem
     assert overview["messages"] == n
+
+
+def test_bench_mcp_measures_search_and_pages(archive: Path) -> None:
+    import subprocess
+
+    script = Path(__file__).parent.parent / "scripts" / "bench_mcp.py"
+    out = subprocess.run([sys.executable, str(script), "--db", str(archive), "--reps", "1", "--json"],
+                         capture_output=True, check=True, timeout=300, env=dict(os.environ))  # fmt: skip
+    r = orjson.loads(out.stdout)
+    assert r["largest_thread"]["id"] == T_SIDE
+    assert r["search"]["calls"] == 11 and r["read_session"]["calls"] >= 4
+    assert 0 < r["search"]["p50_ms"] <= r["search"]["p95_ms"] and 0 < r["read_session"]["p50_ms"] <= r["read_session"]["p95_ms"]
+    assert set(r["once_ms"]) == {"list_sessions", "session_overview", "usage", "file_sessions"}
