@@ -471,6 +471,6 @@ def test_bench_mcp_measures_search_and_pages(archive: Path) -> None:
                          capture_output=True, check=True, timeout=300, env=dict(os.environ))  # fmt: skip
     r = orjson.loads(out.stdout)
     assert r["largest_thread"]["id"] == T_SIDE
-    assert r["search"]["calls"] == 11 and r["read_session"]["calls"] >= 4
+    assert r["search"]["calls"] == 15 and r["read_session"]["calls"] >= 4
     assert 0 < r["search"]["p50_ms"] <= r["search"]["p95_ms"] and 0 < r["read_session"]["p50_ms"] <= r["read_session"]["p95_ms"]
     assert set(r["once_ms"]) == {"list_sessions", "session_overview", "usage", "file_sessions"}
