@@ -155,8 +155,17 @@ def build_server(db_path: str | Path, tz: str | None = None) -> Any:
     return server
 
 
+def _warm_in_background() -> None:
+    import threading
+
+    # while the client initializes: the first usage or listing call then answers at once
+    threading.Thread(target=agent_tools.warm, name="warm-prices", daemon=True).start()
+
+
 def run_stdio(db_path: str | Path, tz: str | None = None) -> None:
-    build_server(db_path, tz).run("stdio")
+    server = build_server(db_path, tz)
+    _warm_in_background()
+    server.run("stdio")
 
 
 def http_app(db_path: str | Path, host: str, allow_hosts: tuple[str, ...] = (), tz: str | None = None) -> Any:
@@ -178,6 +187,7 @@ def make_http_server(db_path: str | Path, host: str, port: int, allow_hosts: tup
     """A uvicorn server for ``http_app``, not yet running (``port=0`` picks a free port)."""
     import uvicorn
 
+    _warm_in_background()
     config = uvicorn.Config(http_app(db_path, host, allow_hosts, tz), host=host, port=port, log_level="warning",
                             lifespan="on")  # fmt: skip
     return uvicorn.Server(config)

@@ -324,7 +324,7 @@ def test_no_secret_leaves_by_any_tool(archive: Path) -> None:
     async def go() -> list[str]:
         async with Client(build_server(archive, "UTC")) as c:
             outs = []
-            for name, args in [("search", {"query": "zebrafinch"}), ("search", {"query": AWS}),
+            for name, args in [("search", {"query": "zebrafinch"}), ("search", {"query": AWS}),  # the query is not echoed
                                ("list_sessions", {"limit": 50}), ("session_overview", {"session": "mcp-secret"}),
                                ("read_session", {"session": "mcp-secret"}),
                                ("read_session", {"session": "mcp-secret", "full_tools": True}),
