@@ -942,5 +942,5 @@ def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | No
         _echo_json(summary.to_dict())
 
 
-from . import cli_secrets  # noqa: E402,F401  the secrets and forget commands (issue 23)
+from . import cli_mcp, cli_secrets  # noqa: E402,F401  the mcp (issue 39), secrets and forget (issue 23) commands
 from . import cli_side  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)

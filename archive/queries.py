@@ -325,19 +325,23 @@ def _split_snippet(marked: str) -> tuple[str, list[list[int]]]:
 
 
 def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | None = 20, literal: bool = False,
-           tokens: int = 16) -> list[dict[str, Any]]:  # fmt: skip
+           tokens: int = 16, offset: int = 0, kinds: Iterable[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
     """Blocks matching an FTS5 ``query``, best match first (bm25).
 
     Each hit: ``thread_id, thread_title, provider, project, message_id, role, ts,
     block_type, tool_name, snippet, matches, also_in`` (``matches``: ``[start, end)`` character
     ranges of the highlighted terms in ``snippet``; ``also_in``: the forks whose conversation
     holds the message too, inherited from ``thread_id``). A query FTS5 rejects raises
-    ``QueryError``; with ``literal`` the words are quoted first and never rejected."""
+    ``QueryError``; with ``literal`` the words are quoted first and never rejected. ``kinds``
+    keeps blocks of those types (text, tool_call, ...); ``offset`` skips that many hits."""
     if not query.strip():
         raise QueryError("empty search query")
     q = fts_literal(query) if literal else fts_query(query)
     where, params = _where(f, ts="m.ts", project="coalesce(t.cwd, p.cwd)", provider="t.provider",
                            thread="m.thread_id", role="m.role")  # fmt: skip
+    if kinds:
+        where.append("b.type IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(kinds)))
     sql = f"""
         SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
                m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name,
@@ -349,9 +353,10 @@ def search(db: Database, query: str, f: Filters = Filters(), *, limit: int | Non
         LEFT JOIN threads p ON p.id = t.parent_thread_id
         WHERE blocks_fts MATCH ? {''.join(' AND ' + w for w in where)}
         ORDER BY blocks_fts.rank, m.ts, b.id
-        LIMIT ?"""
+        LIMIT ? OFFSET ?"""
     try:
-        hits = _rows(db.conn, sql, [MARK_START, MARK_END, max(1, min(tokens, 64)), q, *params, -1 if limit is None else max(limit, 0)])
+        hits = _rows(db.conn, sql, [MARK_START, MARK_END, max(1, min(tokens, 64)), q, *params, -1 if limit is None else max(limit, 0),
+                                max(offset, 0)])
     except sqlite3.OperationalError as e:
         raise QueryError(
             f"invalid search query {query!r} ({e}); FTS5 syntax: words, \"quoted phrases\", AND/OR/NOT, "
@@ -422,8 +427,8 @@ def session_root_sql(alias: str = "t") -> str:
 
 def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
             ids: Iterable[str] | None = None, top_level: bool = False, include_empty: bool = True,
-            prices: PriceTable | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Threads, most recent activity first.
+            prices: PriceTable | None = None, offset: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+    """Threads, most recent activity first (``offset``: skip that many).
 
     Each: ``id, title, label, provider, project, model, parent_thread_id, created_at,
     first_ts, last_ts, messages, children, input_tokens, output_tokens, cache_read_tokens,
@@ -474,9 +479,8 @@ def threads(db: Database, f: Filters = Filters(), *, limit: int | None = 50,
         LEFT JOIN cs ON cs.parent_thread_id = t.id
         {'WHERE ' + ' AND '.join(where) if where else ''}
         ORDER BY coalesce(ms.last_ts, t.created_at, '') DESC, t.id
-        {'LIMIT ?' if limit is not None else ''}"""
-    if limit is not None:
-        params.append(max(limit, 0))
+        LIMIT ? OFFSET ?"""
+    params += [-1 if limit is None else max(limit, 0), max(offset, 0)]
     rows = _rows(db.conn, sql, params)
     labels = first_prompts(db.conn, (r["id"] for r in rows if not r["title"]))
     costs = _thread_costs(db, [r["id"] for r in rows], prices) if prices is not None else {}
@@ -607,8 +611,12 @@ class MessagePages:
         return len(self.ids)
 
     def __iter__(self) -> Iterator[Message]:
-        for i in range(0, len(self.ids), self.page):
-            chunk = self.ids[i : i + self.page]
+        return self.between(0, len(self.ids))
+
+    def between(self, start: int, stop: int) -> Iterator[Message]:
+        """Messages ``start`` to ``stop`` (thread order, end exclusive), read a page at a time."""
+        for i in range(max(start, 0), min(stop, len(self.ids)), self.page):
+            chunk = self.ids[i : min(i + self.page, stop)]
             page, self.replaced[i] = with_full_outputs(self.db, load_messages(self.conn, "m.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk),)))
             # a tool output the vendor kept in a companion file reads in full, not as its preview
             msgs = {m.id: m for m in page}
