@@ -875,7 +875,9 @@ def stats_cmd(ctx: click.Context, by: str, since: str | None, until: str | None,
     if by in ("tool", "vendor-tool"):
         cols = ("calls", "errors", "error_rate", "no_result")
         extra = "vendor_tools" if by == "tool" else "providers"
-        body = [[r["key"], *(r[c] for c in cols), ", ".join(x.split(":", 1)[-1] for x in r[extra])] for r in rows]
+        # a name several vendors share (bash) once; --json keeps each vendor's
+        body = [[r["key"], *(r[c] for c in cols), ", ".join(dict.fromkeys(x.split(":", 1)[-1] for x in r[extra]))]
+                for r in rows]  # fmt: skip
         body.append(["TOTAL", *(total[c] for c in cols), ""])
         head = ("TOOL", "CALLS", "ERRORS", "ERROR RATE", "NO RESULT", "VENDOR NAMES" if by == "tool" else "PROVIDERS")
         for line in table(head, body):
