@@ -56,6 +56,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Protocol, Union
 
@@ -693,6 +694,32 @@ _SURROGATE_ESCAPE = re.compile(
     rb"(\\\\)|(\\u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
 _LONE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def decode_object(line: bytes) -> dict[str, Any] | Report | None:
+    """A session line as a parser wants it: None for a blank line, a ``PARSE_ERROR`` report
+    for one that is not JSON or not a JSON object, else the object."""
+    if not line.strip():
+        return None
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        return Report(PARSE_ERROR, "invalid JSON", str(e))
+    if not isinstance(d, dict):
+        return Report(PARSE_ERROR, "not a JSON object")
+    return d
+
+
+def epoch_iso(value: Any, scale: float = 1000) -> str | None:
+    """An epoch number (milliseconds; ``scale=1`` for seconds) as an ISO-8601 UTC time with
+    milliseconds (``2026-01-02T03:04:05.678Z``), as the side files' readers report it; None
+    for anything else, or a number no date has."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(value / scale, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def loads_line(line: bytes) -> tuple[Any, Report | None]:

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..base import INVALID, PARSE_ERROR, SKIPPED, LINES, SNAPSHOT, Report, Retention, Row, SourceInfo
-from ..base import checkpoint_report, env_path, loads_line, prompt_report, side_report
+from ..base import checkpoint_report, env_path, epoch_iso, loads_line, prompt_report, side_report
 from ..base import nonempty_str as _str
 
 CLAUDE_JSON = ".claude.json"
@@ -106,12 +105,10 @@ def stored_form(path: Path, data: bytes) -> bytes:
 
 
 def _ms_to_iso(value: Any) -> str | None:
+    """Epoch milliseconds as an ISO time; a string (an ISO time already) as it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return _str(value)
-    try:
-        return datetime.fromtimestamp(value / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
+    return epoch_iso(value)
 
 
 class SideFileParser:

@@ -11,14 +11,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo
-from ..base import loads_line, prompt_report
+from ..base import epoch_iso, loads_line, prompt_report
 from ..base import nonempty_str as _str
 
 HISTORY_LINES = "history.jsonl"
@@ -29,12 +28,7 @@ def classify(path: Path) -> str | None:
 
 
 def _iso(value: Any, scale: float) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(value / scale, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
+    return epoch_iso(value, scale)
 
 
 class HistoryParser:

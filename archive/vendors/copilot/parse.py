@@ -109,6 +109,7 @@ from ...model import (
 from ..base import claim_emitted
 from ..base import nonempty_str as _str
 from ..base import (
+    decode_object,
     DUPLICATE,
     INVALID,
     METADATA,
@@ -209,14 +210,9 @@ class CopilotParser:
         return self.session
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            return iter(())
-        try:
-            d = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
+        d = decode_object(line)
         if not isinstance(d, dict):
-            return iter([Report(PARSE_ERROR, "not a JSON object")])
+            return iter(() if d is None else [d])
         return iter(list(claim_emitted(d, self._dispatch(d), self.emitted)))
 
     def _dispatch(self, d: JsonObject) -> Iterator[Row]:

@@ -55,13 +55,12 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
 
 from ...model import Block, JsonObject, Message, Provenance, ToolResult, Unknown, Usage
 from ..base import (
+    decode_object,
     DUPLICATE,
     INVALID,
-    PARSE_ERROR,
     SKIPPED,
     UNKNOWN,
     MessageRow,
@@ -133,14 +132,9 @@ class QwenParser:
                 "emitted": self.emitted}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            return iter(())
-        try:
-            d = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            return iter([Report(PARSE_ERROR, "invalid JSON", str(e))])
+        d = decode_object(line)
         if not isinstance(d, dict):
-            return iter([Report(PARSE_ERROR, "not a JSON object")])
+            return iter(() if d is None else [d])
         rows = list(claim_emitted(d, self._dispatch(d), self.emitted))
         return iter(rows or [Report(SKIPPED, "empty record")])
 

@@ -18,14 +18,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo
-from ..base import loads_line, side_report
+from ..base import epoch_iso, loads_line, side_report
 from ..base import nonempty_str as _str
 
 USAGE_RECORD = "usage_record.jsonl"
@@ -40,12 +39,10 @@ def classify(path: Path) -> str | None:
 
 
 def _iso(value: Any) -> str | None:
+    """Epoch milliseconds as an ISO time; a string (an ISO time already) as it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return _str(value)
-    try:
-        return datetime.fromtimestamp(value / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
+    return epoch_iso(value)
 
 
 class UsageRecordParser:
