@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import click
 
-from .cli import _check_port, _db_after, _db_path, _open_read, _tz, _tz_options, cli
-from .db import ArchiveError
+from .cli_common import (
+    _check_port,
+    _db_after,
+    _db_path,
+    _open_read,
+    _tz,
+    _tz_options,
+    cli,
+)
+from .errors import ArchiveError
 from .serve import DEFAULT_HOST
 
 DEFAULT_MCP_PORT = 8765

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .db import ArchiveError
+from .errors import ArchiveError
 
 
 class _Progress:
@@ -59,11 +59,11 @@ class _Progress:
 
 def _prescan(paths: list[Path], providers: tuple[str, ...]) -> tuple[int, int]:
     """How many candidate files and bytes a run will look at (for the progress bar's total)."""
-    from .ingest import _adapters, discover
+    from .ingest.discovery import chosen_adapters, discover
 
     files = size = 0
     try:
-        for cand in discover(paths or None, _adapters(providers), os.environ, []):
+        for cand in discover(paths or None, chosen_adapters(providers), os.environ, []):
             files += 1
             try:
                 size += cand.path.stat().st_size

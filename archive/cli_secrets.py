@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import click
 
-from .cli import _db_after, _db_path, _echo_json, _lock, _open_read, _plural, _time_option, _tz, _tz_options, cli
-from .db import ArchiveError, open_db
+from .cli_common import (
+    _db_after,
+    _db_path,
+    _echo_json,
+    _lock,
+    _open_read,
+    _plural,
+    _time_option,
+    _tz,
+    _tz_options,
+    cli,
+)
+from .errors import ArchiveError
+from .ingest import open_archive
 
 
 @cli.command(name="secrets")
@@ -31,7 +43,7 @@ def secrets_cmd(ctx: click.Context, as_json: bool, thread_ref: str | None, since
         db_path = _db_path(ctx)
         try:
             with _lock(db_path, 600, False):
-                db = open_db(db_path)
+                db = open_archive(db_path)
                 n = secrets.rescan(db.conn)
         except ArchiveError as e:
             raise click.ClickException(str(e))
@@ -74,7 +86,7 @@ def forget_cmd(ctx: click.Context, finding: int | None, thread_ref: str | None, 
     db_path = _db_path(ctx)
     try:
         with _lock(db_path, 600, False):
-            done = forget(open_db(db_path), finding=finding, thread=thread_ref)
+            done = forget(open_archive(db_path), finding=finding, thread=thread_ref)
     except ArchiveError as e:
         raise click.ClickException(str(e))
     lines = sum(s["lines"] for s in done.sources)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .cli import _db_after, _echo_json, _open_read, _plural, cli
+from .cli_common import _db_after, _echo_json, _open_read, _plural, cli
 from .vendors import names as vendor_names
 
 

@@ -6,9 +6,10 @@ Invariants:
   byte: it holds whatever secrets users pasted into their agents. WAL and SHM side files
   (and the ingest lock) get the same mode.
 * Every open applies pending migrations (``archive.migrations``), so a database is always
-  at the current schema, and re-derives the rows of any provider whose adapter revision is
-  newer than the rows' (``ingest.upgrade``: the archive then reads as a fresh ingest of
-  its stored lines would); a read-only open never migrates and never creates.
+  at the current schema, and records the current adapter revision of every provider that
+  has no rows yet. Re-deriving the rows of a provider whose adapter is newer than its rows
+  is ``ingest.open_archive``'s part (the layer that can rebuild); the commands open the
+  archive through it. A read-only open never migrates and never creates.
 * WAL journal and a busy timeout, so readers (Datasette, ``search``) keep working while an
   ingest writes.
 """
@@ -22,13 +23,14 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from .errors import ArchiveError
 from .migrations import migrations
+
+__all__ = ["ArchiveError", "default_db_path", "dump_tables", "open_db", "open_readonly", "private_dir"]
 
 BUSY_TIMEOUT_MS = 30_000
 
 
-class ArchiveError(Exception):
-    """A domain error the CLI turns into a message and exit code 1."""
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
@@ -76,12 +78,23 @@ def open_db(path: str | os.PathLike[str], *, migrate: bool = True) -> Database:
         db = Database(conn, execute_plugins=False)  # see open_readonly
         if migrate:
             migrations.apply(db)
-            from .ingest import upgrade  # ingest builds on this module
-
-            upgrade(db)
+            record_new_providers(db)
     finally:
         os.umask(old_umask)
     return db
+
+
+def record_new_providers(db: Database) -> None:
+    """The current revision of every registered adapter whose provider has neither a
+    recorded revision nor rows: rows it derives from now on are of that revision. (A
+    provider with rows and no record holds revision 1 rows: ``ingest.upgrade`` rebuilds it.)"""
+    from .vendors import VENDORS
+
+    recorded = {r[0] for r in db.execute("SELECT provider FROM adapter_revisions")}
+    present = {r[0] for r in db.execute("SELECT DISTINCT provider FROM sources")}
+    for adapter in VENDORS:
+        if adapter.name not in recorded and adapter.name not in present:
+            db.execute("INSERT INTO adapter_revisions (provider, revision) VALUES (?, ?)", (adapter.name, adapter.revision))
 
 
 def open_readonly(path: str | os.PathLike[str]) -> Database:

@@ -31,8 +31,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from .db import ArchiveError
-from .ingest import iter_stored_lines, plain_name
+from .errors import ArchiveError
+from .ingest import plain_name
+from .lines import iter_stored_lines
 from .model import Message, Thread
 from .projection import fork_of, inherited, load_messages, load_threads
 from .queries import MessagePages, resolve_thread

@@ -32,7 +32,6 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +40,10 @@ import orjson
 from sqlite_utils import Database
 
 from . import secrets
-from .db import ArchiveError
+from .errors import ArchiveError
+from .ingest import rebuild
 from .lines import Codec
+from .masking import _forms, _pattern
 
 
 @dataclass
@@ -56,22 +57,6 @@ class Forgotten:
     def to_dict(self) -> dict[str, Any]:
         return {"values": self.values, "chunks_rewritten": self.chunks, "sources": self.sources,
                 "blobs_deleted": self.blobs, "rows_rewritten": self.rows_rewritten}  # fmt: skip
-
-
-def _mask(rule: str, length: int) -> bytes:
-    for tag in (f"[REDACTED {rule}]", f"[{rule}]", "[REDACTED]"):
-        if len(tag) <= length:
-            return (tag + "*" * (length - len(tag))).encode()
-    return b"*" * length
-
-
-def _forms(values: dict[str, str]) -> dict[bytes, bytes]:
-    out: dict[bytes, bytes] = {}
-    for v, rule in values.items():
-        for form in (v, orjson.dumps(v).decode()[1:-1]):
-            b = form.encode("utf-8", "surrogatepass")
-            out.setdefault(b, _mask(rule, len(b)))
-    return out
 
 
 def chosen_values(conn: sqlite3.Connection, finding: int | None = None, thread: str | None = None) -> dict[str, str]:
@@ -96,7 +81,6 @@ def _renumber(conn: sqlite3.Connection, source_id: int, old: int) -> int:
 
 def forget(db: Database, finding: int | None = None, thread: str | None = None, vacuum: bool = True) -> Forgotten:
     """Replace the chosen findings' values everywhere in the archive (module docstring)."""
-    from .ingest import rebuild
 
     conn = db.conn
     values = chosen_values(conn, finding, thread)
@@ -183,75 +167,6 @@ def forget(db: Database, finding: int | None = None, thread: str | None = None, 
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return out
-
-
-def _pattern(forms: dict[bytes, bytes]) -> re.Pattern[bytes]:
-    return re.compile(b"|".join(re.escape(k) for k in sorted(forms, key=len, reverse=True)))
-
-
-# ---------------------------------------------------------------- later lines of a forgotten source
-
-
-def _strings(line: bytes) -> list[str]:
-    """The texts of a line the scan would see: every JSON string in it (block texts come
-    from them, unescaped), and the line itself (a line that is not JSON, a value split
-    across strings)."""
-    text = line.decode("utf-8", "replace")
-    out = [text]
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return out
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            stack += list(v.values())
-        elif isinstance(v, list):
-            stack += v
-    return out
-
-
-class IncomingMasker:
-    """A line read from a source's file with every value forgotten from that source masked
-    as ``forget`` masked it (same length), found by the scan and recognised by its sha256;
-    ``lines_masked`` counts the lines it changed (the run says so: their stored bytes differ
-    from the file's)."""
-
-    def __init__(self, hashes: dict[str, str]) -> None:
-        self.hashes = hashes
-        self.lines_masked = 0
-
-    def __call__(self, line: bytes) -> bytes:
-        texts = _strings(line)
-        values: dict[str, str] = {}
-        for text, hits in zip(texts, secrets.find_many(texts)):
-            for h in hits:
-                v = text[h.start : h.end]
-                rule = self.hashes.get(secrets.sha(v))
-                if rule is not None:
-                    values[v] = rule
-        if not values:
-            return line
-        forms = _forms(values)
-        masked = _pattern(forms).sub(lambda m: forms[m.group(0)], line)
-        assert len(masked) == len(line)
-        self.lines_masked += 1
-        return masked
-
-
-def incoming_masker(conn: sqlite3.Connection, source_id: int | None) -> IncomingMasker | None:
-    """The masker of a source something was forgotten from; None for every other source (no cost)."""
-    if source_id is None:
-        return None
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'forgotten_values'").fetchone():
-        return None
-    hashes = dict(conn.execute(
-        "SELECT value_sha256, rule FROM forgotten_values WHERE source_id = ?", (source_id,)
-    ).fetchall())  # fmt: skip
-    return IncomingMasker(hashes) if hashes else None
 
 
 def _left_in_projection(conn: sqlite3.Connection, values: dict[str, str]) -> list[str]:

@@ -26,7 +26,8 @@ from typing import Annotated, Any, Literal, TypeVar
 import orjson
 
 from . import agent_tools
-from .db import ArchiveError, open_readonly
+from .db import open_readonly
+from .errors import ArchiveError
 from .vendors import names as vendor_names
 
 INSTALL_HINT = "the MCP server needs the mcp SDK: pip install 'sesh-archive[mcp]'"

@@ -435,3 +435,16 @@ __all__ = [
     "block_from_dict",
     "block_to_dict",
 ]
+
+
+def page_messages(messages: list[Message], after_id: str | None, limit: int | None) -> list[Message]:
+    """The messages after ``after_id`` (none when it is not among them), at most ``limit``: the
+    paging every ``MessageStore`` offers."""
+    if after_id is not None:
+        idx = next((i for i, m in enumerate(messages) if m.id == after_id), None)
+        if idx is None:
+            return []
+        messages = messages[idx + 1 :]
+    if limit is not None:
+        messages = messages[: max(limit, 0)]
+    return messages

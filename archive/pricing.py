@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from .db import ArchiveError
+from .errors import ArchiveError
 
 ENV_VAR = "SESH_ARCHIVE_PRICES"
 FIELDS = ("input", "output", "cache_read", "cache_write")

@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlite_utils import Database
 
 from .companions import with_full_outputs
-from .db import ArchiveError
+from .errors import ArchiveError
 from .model import Message, Thread
 from .pricing import PriceTable, cost
 from .projection import inherited_ids, load_messages, load_threads, one_line

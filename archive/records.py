@@ -119,7 +119,7 @@ def unpack_restored(provider_of: Callable[[str], str | None], restored: Sequence
     """The files each restored document of a record of files holds, written under
     ``out_dir`` at their own paths (never over an existing file): (path, sha256) each.
     ``restored``: ``ingest.RestoredFile``s; ``provider_of(source uid)``."""
-    from .db import ArchiveError
+    from .errors import ArchiveError
     from .vendors import get as get_adapter
 
     out = []

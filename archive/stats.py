@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from .db import ArchiveError
+from .errors import ArchiveError
 from .ingest import lock_held
 
 # tables every archive has had since its first migration

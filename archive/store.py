@@ -30,9 +30,18 @@ from typing import Protocol, runtime_checkable
 
 import orjson
 
-from .db import open_db
-from .model import Message, Thread
-from .projection import Projector, dumps, fold_thread, index_text, inherited_from, load_messages, load_threads, load_view
+from .ingest import open_archive
+from .model import Message, Thread, page_messages
+from .projection import (
+    Projector,
+    dumps,
+    fold_thread,
+    index_text,
+    inherited_from,
+    load_messages,
+    load_threads,
+    load_view,
+)
 from .secrets import scan_new
 from .vendors.base import response_row
 
@@ -48,17 +57,6 @@ class MessageStore(Protocol):
     def list_threads(self, agent_id: str | None = None, parent_thread_id: str | None = None) -> list[Thread]: ...
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]: ...
-
-
-def _page(messages: list[Message], after_id: str | None, limit: int | None) -> list[Message]:
-    if after_id is not None:
-        idx = next((i for i, m in enumerate(messages) if m.id == after_id), None)
-        if idx is None:
-            return []
-        messages = messages[idx + 1 :]
-    if limit is not None:
-        messages = messages[: max(limit, 0)]
-    return messages
 
 
 def _filter_threads(threads: list[Thread], agent_id: str | None, parent_thread_id: str | None) -> list[Thread]:
@@ -93,7 +91,7 @@ class MemoryMessageStore:
         return _filter_threads(list(self._threads.values()), agent_id, parent_thread_id)
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
-        return _page(list(self._messages.get(thread_id, [])), after_id, limit)
+        return page_messages(list(self._messages.get(thread_id, [])), after_id, limit)
 
 
 class JsonlMessageStore(MemoryMessageStore):
@@ -135,7 +133,7 @@ class SqliteMessageStore:
     STORE_UID = "store"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.db = open_db(os.path.expanduser(path))
+        self.db = open_archive(os.path.expanduser(path))
         self.conn = self.db.conn
 
     def _store_source(self) -> int:
@@ -214,7 +212,7 @@ class SqliteMessageStore:
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
         """The thread's view: a fork's inherited history first (``projection.load_view``)."""
         if inherited_from(self.conn, thread_id):
-            return _page(load_view(self.conn, thread_id), after_id, limit)
+            return page_messages(load_view(self.conn, thread_id), after_id, limit)
         where, params = "m.thread_id = ?", [thread_id]
         if after_id is not None:
             key = self.conn.execute(

@@ -45,7 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from archive.db import open_db, open_readonly  # noqa: E402
-from archive.ingest import PHASES, IngestOptions, _LineReader, _open_stream, discover, ingest_paths  # noqa: E402
+from archive.ingest import PHASES, IngestOptions, discover, ingest_paths  # noqa: E402
+from archive.ingest.reader import _LineReader, _open_stream  # noqa: E402
 from archive.vendors import VENDORS  # noqa: E402
 from archive.vendors.base import SNAPSHOT  # noqa: E402
 

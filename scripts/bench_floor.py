@@ -115,11 +115,12 @@ def verify_copy(conn: sqlite3.Connection, tables: list[str], fts: list[str]) -> 
 def child_producer(home: str) -> None:
     """The ingest's Python work without a database (see the module doc)."""
     from archive import secrets
-    from archive.ingest import BATCH_BYTES, LINES, _LineReader, _open_stream, discover
+    from archive.ingest import BATCH_BYTES, discover
+    from archive.ingest.reader import _LineReader, _open_stream
     from archive.lines import Codec
     from archive.projection import block_row, message_columns
     from archive.vendors import VENDORS
-    from archive.vendors.base import MessageRow, SourceInfo, stable_id
+    from archive.vendors.base import LINES, MessageRow, SourceInfo, stable_id
 
     env = bench.vendor_env(Path(home))
     codec = Codec()

@@ -537,7 +537,9 @@ def test_ingest_compaction_with_bak(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     if ADAPTER not in vendors_mod.VENDORS:  # until clm is registered in vendors/__init__.py
         registered = (*vendors_mod.VENDORS, ADAPTER)
         monkeypatch.setattr(vendors_mod, "VENDORS", registered)
-        monkeypatch.setattr(ingest_mod, "VENDORS", registered)
+        import archive.ingest.discovery as discovery_mod
+
+        monkeypatch.setattr(discovery_mod, "VENDORS", registered)
     state = tmp_path / "state" / "clm"
     state.mkdir(parents=True)
     log = state / "20260901-101500-0a1b2c3d.jsonl"

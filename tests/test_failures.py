@@ -12,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 import archive.cli
-import archive.ingest
+import archive.ingest.discovery
 from archive.cli import cli
 from archive.db import open_db
 from archive.ingest import IngestOptions, ingest_paths, restore
@@ -55,7 +55,7 @@ def _unreadable(monkeypatch, path: Path) -> None:
             raise PermissionError(13, "Permission denied", str(p))
         return real(p)
 
-    monkeypatch.setattr(archive.ingest.os, "scandir", scandir)
+    monkeypatch.setattr(archive.ingest.discovery.os, "scandir", scandir)
 
 
 def test_unreadable_folder_under_a_vendor_root_fails_the_run(tmp_path, monkeypatch):
@@ -80,7 +80,7 @@ def test_folder_vanishing_during_the_walk_is_not_a_failure(tmp_path, monkeypatch
     folder = next(p for p in placed.values() if ".codex" in str(p)).parent
     real = os.scandir
     monkeypatch.setattr(
-        archive.ingest.os, "scandir",
+        archive.ingest.discovery.os, "scandir",
         lambda p: (_ for _ in ()).throw(FileNotFoundError(2, "gone", str(p))) if str(p) == str(folder) else real(p),
     )  # fmt: skip
     result = invoke("--db", str(tmp_path / "a.db"), "ingest", "-q", env=vendor_env(home))
@@ -94,7 +94,7 @@ def test_disk_full_is_one_clear_error_and_a_failed_run(tmp_path, monkeypatch):
              for i in range(4)]  # fmt: skip
     db_path = tmp_path / "a.db"
     pages = open_db(db_path).execute("PRAGMA page_count").fetchone()[0]
-    real_open = archive.cli.open_db
+    real_open = archive.cli.open_archive
 
     def small_disk(path, **kw):
         db = real_open(path, **kw)
@@ -102,7 +102,7 @@ def test_disk_full_is_one_clear_error_and_a_failed_run(tmp_path, monkeypatch):
         return db
 
     with monkeypatch.context() as m:
-        m.setattr(archive.cli, "open_db", small_disk)
+        m.setattr(archive.cli, "open_archive", small_disk)
         result = invoke("--db", str(db_path), "ingest", "-q", "--idle", "1e9", *map(str, files))
     assert result.exit_code == 1
     message = result.stderr.strip().splitlines()

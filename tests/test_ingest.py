@@ -373,7 +373,7 @@ def test_invariants_on_every_vendor_fixture(tmp_path):
 
 def _fail_reading(monkeypatch, name: str, after: int, exc: BaseException) -> None:
     """Make reading the file called ``name`` raise ``exc`` after ``after`` lines."""
-    from archive import ingest as ingest_mod
+    from archive.ingest import reader as ingest_mod
 
     real = ingest_mod._LineReader.__iter__
 

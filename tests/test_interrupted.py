@@ -111,7 +111,7 @@ def test_an_interrupted_rebuild_keeps_the_archive_and_says_so(tmp_path):
     db = open_db(db_path)
     ingest_paths(db, [tmp_path / "src"], IngestOptions(idle_seconds=10**9))
     before = portable_dump(db)
-    import archive.rebuild as ingest_mod
+    import archive.ingest.rederive as ingest_mod
 
     real = ingest_mod.fold_thread
 

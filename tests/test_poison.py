@@ -270,14 +270,15 @@ def test_compressed_file_inflating_to_one_long_line_costs_one_read(tmp_path):
 
 
 def test_line_past_the_spill_size_but_within_the_limit_is_parsed(tmp_path, monkeypatch):
-    import archive.ingest
+    import archive.ingest.reader
+    import archive.ingest.writer
 
     a = tmp_path / "a.jsonl"
     lines = _long_corpus(500_000)
     write_lines(a, lines)
     ref = open_db(tmp_path / "ref.db")
     ingest_paths(ref, [a], IngestOptions(idle_seconds=10**9))
-    monkeypatch.setattr(archive.ingest, "SPILL", 64 << 10)  # scanned, then read again whole
+    monkeypatch.setattr(archive.ingest.reader, "SPILL", 64 << 10)  # scanned, then read again whole
     db = open_db(tmp_path / "x.db")
     s = ingest_paths(db, [a], IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20))
     assert s.reports["refused"] == 0 and s.messages_added == 10
@@ -339,7 +340,8 @@ def test_projection_writes_any_json_value_exactly():
 
 
 def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path, monkeypatch):
-    import archive.ingest
+    import archive.ingest.reader
+    import archive.ingest.writer
     from archive.lines import Codec
 
     files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
@@ -348,7 +350,7 @@ def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path,
     options = IngestOptions(idle_seconds=10**9, max_line_bytes=1 << 20, batch_lines=3)
     whole = open_db(tmp_path / "whole.db")
     ingest_paths(whole, files, options)
-    monkeypatch.setattr(archive.ingest, "PIECE", 256 << 10)  # many pieces
+    monkeypatch.setattr(archive.ingest.writer, "PIECE", 256 << 10)  # many pieces
     real_pack = Codec.pack
     pieces = []
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from archive.db import default_db_path, open_db
+from archive.ingest import open_archive
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -129,7 +130,7 @@ def test_an_archive_from_before_neutral_usage_is_rederived_on_open(tmp_path):
 
     fresh = open_db(tmp_path / "fresh.db")
     ingest_paths(fresh, files, IngestOptions(idle_seconds=10**9))
-    upgraded = open_db(old_path)
+    upgraded = open_archive(old_path)  # the commands' open: migrations, then rows re-derived
     from archive.vendors import get
 
     # the revision that re-derived the rows: neutral usage came with 2 (issue 18 made it 3)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..db import ArchiveError
+from ..errors import ArchiveError
 
 DEFAULT_SCHEMA = "sesh"
 URL_ENV = "SESH_ARCHIVE_PUSH_URL"

@@ -15,7 +15,7 @@ nothing; unknown ids give None / ``[]``; ``put_thread`` replaces the thread's fi
 from __future__ import annotations
 
 from ..vendors.base import RESPONSE_KEY, RESPONSE_MODEL, response_row
-from ..model import Message, Thread
+from ..model import Message, Thread, page_messages
 from ..projection import _blob_of, block_row, dumps, fork_of, message_columns
 from . import (
     BLOCK_COLS,
@@ -165,9 +165,7 @@ class PostgresMessageStore:
         """The thread's view: a fork's inherited history first (as ``SqliteMessageStore``)."""
         thread = self.get_thread(thread_id)
         if thread is not None and fork_of(thread) is not None:
-            from ..store import _page
-
-            return _page(self._inherited(thread) + self._own(thread_id), after_id, limit)
+            return page_messages(self._inherited(thread) + self._own(thread_id), after_id, limit)
         where, params = ["m.thread_id = %s"], [nul_free(thread_id)]
         if after_id is not None:
             key = self.conn.execute(

@@ -1,0 +1,169 @@
+"""Source identity and generations: which source and generation a line file's bytes
+continue, or whether it is a new generation (rewritten in place) or a new source. See the
+package docstring for the rules (``archive/identity.py`` holds the session-key side)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlite_utils import Database
+
+from ..errors import ArchiveError
+from ..identity import same_session
+from ..lines import iter_stored_lines
+from ..vendors.base import (
+    LINES,
+    Adapter,
+    stable_id,
+)
+from .reader import _open_stream, _read_exactly, _sha_range
+
+
+@dataclass
+class _Gen:
+    source_id: int | None  # None until the first batch commits
+    uid: str
+    provider: str
+    kind: str
+    generation: int
+    end_offset: int
+    line_count: int
+    state: dict[str, Any] | None
+    fingerprint: str
+    register_fingerprint: bool = False  # a known source seen with a new first line
+    content_sha: str | None = None  # snapshots: sha256 of the document
+
+
+
+def generation_path(db: Database, source_id: int, generation: int) -> str | None:
+    """The path a generation was last read at: a file found (not missing) first. A log and
+    the ``.bak`` a compaction left (clm) are one source: the log holds the current
+    generation, the ``.bak`` the older one, whichever of the two was seen last."""
+    row = db.execute(
+        "SELECT path FROM source_paths WHERE source_id = ? AND generation = ? ORDER BY missing, path LIMIT 1",
+        (source_id, generation),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def plain_name(path: str) -> str:
+    """Where a source's bytes are written back: the archive keeps a ``.zst`` file's lines
+    decompressed (its offsets are the decompressed ones), so restore and emit write the
+    plain ``.jsonl`` the vendor reads too, not decompressed bytes under a ``.zst`` name."""
+    return path[: -len(".zst")] if path.endswith(".zst") else path
+
+
+
+def source_rows(db: Database, provider: str | None, source: str | None) -> list[tuple[int, str, str, str]]:
+    sql = "SELECT id, uid, provider, kind FROM sources WHERE kind != 'store'"
+    params: list[Any] = []
+    if provider:
+        sql += " AND provider = ?"
+        params.append(provider)
+    if source:
+        sql += " AND (uid = ? OR uid LIKE ? OR CAST(id AS TEXT) = ? OR last_path = ?)"
+        params += [source, source + "%", source, source]
+    return db.execute(sql + " ORDER BY id", params).fetchall()
+
+
+
+class Generations:
+    """Which source and generation a line file continues (mixed into ``Engine``)."""
+
+    conn: sqlite3.Connection
+
+    def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
+        """The source and generation a line file's bytes continue, or a new generation (a
+        file rewritten in place), or a new source.
+
+        A first line alone does not make two files one source: two sessions can open with
+        the same line (a leading summary record, a common context line). A file read at a
+        path the source was not read at continues it only when the bytes continue one of
+        its generations *and* it is the same file: the source's other paths are gone (moved,
+        renamed, archived, copied from elsewhere), or one of them has the same session key (a
+        rollout being archived, a log beside its ``.bak``). Where keys are unknown, a file that
+        repeats every committed byte of more than the first line is a copy."""
+        provider = adapter.name
+        candidates = self.conn.execute(
+            "SELECT s.id, s.uid FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id",
+            (provider, fingerprint),
+        ).fetchall()
+        at_path = self._source_for_path(path)
+        if at_path is not None and any(c[0] == at_path[0] for c in candidates):
+            # the source last read here: its bytes continue, or it was rewritten in place
+            return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
+                at_path[0], at_path[1], provider, fingerprint, register=False
+            )
+        for source_id, uid in candidates:
+            gen = self._continued(source_id, uid, provider, fingerprint, path, st)
+            if gen is not None and self._same_file(gen, adapter, path):
+                return gen
+        if at_path is not None:  # a known path with a new first line: rewritten in place
+            return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
+        uid = self._new_uid(provider, fingerprint, adapter.session_key(path), path)
+        return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint)
+
+    def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
+                   st: os.stat_result) -> _Gen | None:  # fmt: skip
+        """The generation of the source whose last committed line the file repeats at the
+        same offset (newest first), or None."""
+        compressed = path.name.endswith(".zst")
+        for g, end, count, last_off, last_sha, state in self.conn.execute(
+            "SELECT generation, end_offset, line_count, last_line_offset, last_line_sha, parser_state "
+            "FROM generations WHERE source_id = ? ORDER BY generation DESC",
+            (source_id,),
+        ).fetchall():
+            if (not compressed and st.st_size < end) or last_off is None:
+                continue
+            if _sha_range(path, last_off, end) == last_sha:
+                return _Gen(source_id, uid, provider, LINES, g, end, count,
+                            orjson.loads(state) if state else None, fingerprint)  # fmt: skip
+        return None
+
+    def _next_generation(self, source_id: int, uid: str, provider: str, fingerprint: str, register: bool) -> _Gen:
+        top = self.conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0]
+        return _Gen(source_id, uid, provider, LINES, (top or 0) + 1, 0, 0, None, fingerprint, register)
+
+    def _same_file(self, gen: _Gen, adapter: Adapter, path: Path) -> bool:
+        """Is the file at ``path``, whose bytes continue ``gen``, the file ``gen`` was read
+        from (moved, archived, copied), rather than another that shares its beginning?"""
+        others = [r[0] for r in self.conn.execute(
+            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (gen.source_id, str(path))
+        )]  # fmt: skip
+        live = [p for p in others if os.path.exists(p)]
+        if not live:
+            return True  # moved, renamed, archived: the old path is gone
+        same = same_session(adapter, path, live)
+        if same is not None:
+            return same
+        # no session keys: the same only as a copy of more than the shared first line
+        return gen.line_count > 1 and self._repeats_generation(gen, path)
+
+    def _repeats_generation(self, gen: _Gen, path: Path) -> bool:
+        assert gen.source_id is not None
+        with _open_stream(path) as f:
+            for _offset, _length, term, line in iter_stored_lines(self.conn, gen.source_id, gen.generation):
+                want = line + (b"\n" if term else b"")
+                if _read_exactly(f, len(want)) != want:
+                    return False
+        return True
+
+    def _new_uid(self, provider: str, fingerprint: str, key: str | None, path: Path) -> str:
+        """``provider + fingerprint`` as always; a second source opening with the same line
+        adds its session key (or path) so that the uid stays unique."""
+        tries = [(provider, fingerprint)]
+        if key is not None:
+            tries.append((provider, fingerprint, key))
+        tries.append((provider, fingerprint, str(path)))
+        tries += [(provider, fingerprint, str(path), n) for n in range(2, 100)]
+        for parts in tries:
+            uid = stable_id(*parts)
+            if self.conn.execute("SELECT 1 FROM sources WHERE uid = ?", (uid,)).fetchone() is None:
+                return uid
+        raise ArchiveError(f"{path}: no free source id")
