@@ -20,487 +20,72 @@ Invariants:
 
 from __future__ import annotations
 
-import bisect
-import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
-from detect_secrets.filters import heuristic
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.cloudant import CloudantDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import (
-    Base64HighEntropyString,
-    HexHighEntropyString,
-)
-from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import KeywordDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.softlayer import SoftlayerDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .vendors.base import file_chunks
 
-# Bump when VENDOR_RULES, the plugin list, their settings or the span rules change:
-# ``sesh-archive secrets --rescan`` then derives every finding again.
-RULES_VERSION = 1
-
-# AI-vendor keys detect-secrets 1.5 has no plugin for (its OpenAI plugin knows only keys
-# carrying the ``T3BlbkFJ`` marker). Formats from the vendors' documentation; a rule named
-# here wins over a detect-secrets finding on the same characters.
-VENDOR_RULES: tuple[tuple[str, str], ...] = (
-    ("anthropic-api-key", r"\bsk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{32,}"),
-    ("openai-api-key", r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{32,}"),
-    ("openai-api-key", r"\bsk-[A-Za-z0-9]{48}\b"),  # legacy user keys
-    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("huggingface-token", r"\bhf_[A-Za-z0-9]{34,40}\b"),
-    ("groq-api-key", r"\bgsk_[A-Za-z0-9]{52}\b"),
-    ("xai-api-key", r"\bxai-[A-Za-z0-9]{80}\b"),
-    ("perplexity-api-key", r"\bpplx-[A-Za-z0-9]{48}\b"),
-    ("replicate-api-token", r"\br8_[A-Za-z0-9]{37}\b"),
-    ("github-fine-grained-token", r"\bgithub_pat_[A-Za-z0-9_]{82}\b"),
+from .secret_rules import (  # noqa: F401  re-exported: the rule set and matcher live in secret_rules.py
+    _AC,
+    ALL,
+    _ALL_LITS,
+    _ASSIGN_PLUGINS,
+    _ASSIGNMENT,
+    _automaton,
+    _CASE_BY_WORD,
+    _CASE_LITS,
+    _DIGEST,
+    _ENTROPY,
+    _filtered,
+    find,
+    find_many,
+    find_reference,
+    _gate,
+    _GATE_SETS,
+    _GATES,
+    Hit,
+    _KEYWORD,
+    _keyword_shape,
+    _KW_DENY,
+    _KW_OPERATOR,
+    _KW_RX,
+    _line_at,
+    _line_plugins,
+    _line_plugins_on,
+    _line_starts,
+    LONG_LINE,
+    _LOW_LITS,
+    _LOW_WORDS,
+    MIN_ENTROPY_LENGTH,
+    _now,
+    _occurrences,
+    _occurrences_by_line,
+    _PLUGINS,
+    _PRIORITY,
+    _PRIVATE_END,
+    _QUOTED,
+    _QUOTED_BY_OPENING,
+    _QUOTED_RX,
+    _regex_hit,
+    _resolve,
+    rule_name,
+    RULES_VERSION,
+    _scan,
+    _scan_line,
+    _SERVICE_WORDS,
+    sha,
+    _SHAPES,
+    _TOKEN_TAIL,
+    _VENDOR,
+    _VENDOR_GATES,
+    VENDOR_RULES,
+    _WHOLE,
+    WINDOW,
 )
-
-# detect-secrets' plugins, with its default settings (``detect-secrets scan``'s defaults:
-# base64 entropy above 4.5, hex above 3.0). IPPublicDetector is left out: an IP address is
-# not a credential, and coding sessions are full of them.
-_PLUGINS = (
-    ArtifactoryDetector(), AWSKeyDetector(), AzureStorageKeyDetector(), BasicAuthDetector(),
-    CloudantDetector(), DiscordBotTokenDetector(), GitHubTokenDetector(), GitLabTokenDetector(),
-    IbmCloudIamDetector(), IbmCosHmacDetector(), JwtTokenDetector(), MailchimpDetector(), NpmDetector(),
-    OpenAIDetector(), PrivateKeyDetector(), PypiTokenDetector(), SendGridDetector(), SlackDetector(),
-    SoftlayerDetector(), SquareOAuthDetector(), StripeDetector(), TelegramBotTokenDetector(), TwilioKeyDetector(),
-)  # fmt: skip
-_KEYWORD = KeywordDetector()
-_ENTROPY = (Base64HighEntropyString(limit=4.5), HexHighEntropyString(limit=3.0))
-# High-entropy findings only for quoted strings at least this long, and never a bare
-# 40- or 64-digit hex string: git commits and sha256 digests fill coding sessions.
-MIN_ENTROPY_LENGTH = 20
-_DIGEST = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9A-F]{40}|[0-9A-F]{64})")
-
-# rule priority when two findings overlap: vendor rules, then the specific plugins, then
-# keywords, then entropy
-_PRIORITY = {"keyword": 2, "entropy": 3}
-
-
-def rule_name(secret_type: str) -> str:
-    """detect-secrets' ``secret_type`` as a rule name: ``AWS Access Key`` -> ``aws-access-key``."""
-    return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
-
-
-_VENDOR = [(name, re.compile(rx)) for name, rx in VENDOR_RULES]
-_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
-_PRIVATE_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
-
-# The reference scan runs every plugin on every line (``find_reference``, which the tests
-# compare with ``find``). ``find`` is the same scan made cheap enough for ingest: a rule
-# family runs only on the lines holding a literal (or a shape) that every match of it must
-# contain, found for a whole batch of blocks at once (one Aho-Corasick pass, a few regexes
-# that open with a literal), and the line-based plugins (keywords, entropy) only on the
-# lines holding a keyword in an assignment shape or a quoted string long enough. Measured
-# on the 100 MB corpus in docs/benchmarks.md.
-# the entropy plugins look only inside quotes, at strings of their charsets (base64, hex)
-_QUOTED = r"""["'][A-Za-z0-9+/=_\-]{%d,}["']""" % MIN_ENTROPY_LENGTH
-_QUOTED_RX = re.compile(_QUOTED)
-# the same strings found twice, once per opening quote: a pattern opening with a literal
-# character lets the regex engine skip ahead in C (0.4 s instead of 1.5 s on the corpus's
-# 46 M characters); the lines holding a match are the same (no match crosses a line)
-_QUOTED_BY_OPENING = [re.compile(q + _QUOTED[4:]) for q in "\"'"]
-# per plugin: literals one of which every match of its patterns contains ("~": in the
-# lower-cased text, and every literal of a plugin whose patterns ignore case is looked for
-# there; None: keyword-gated, below; ALL: no literal, ``_SHAPES`` below)
-ALL = ("*",)
-_GATES: dict[type, tuple[str, ...] | None] = {
-    ArtifactoryDetector: ALL,
-    AWSKeyDetector: ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "~aws"),
-    AzureStorageKeyDetector: ("AccountKey",),
-    BasicAuthDetector: ("://",),
-    CloudantDetector: None,  # keyword-gated below
-    # a bot token has no literal of its own: detect-secrets runs its pattern on every line,
-    # and so do we, on the lines holding its shape (_SHAPES)
-    DiscordBotTokenDetector: ALL,
-    GitHubTokenDetector: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    GitLabTokenDetector: ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
-                          "glagent-", "gloas-"),  # fmt: skip
-    IbmCloudIamDetector: None,
-    IbmCosHmacDetector: None,
-    JwtTokenDetector: ("eyJ",),
-    MailchimpDetector: ("-us",),
-    NpmDetector: ("_authToken",),
-    OpenAIDetector: ("T3BlbkFJ",),
-    PrivateKeyDetector: ("PRIVATE KEY", "PuTTY-User-Key"),
-    PypiTokenDetector: ("pypi-",),
-    SendGridDetector: ("SG.",),
-    SlackDetector: ("xox", "hooks.slack.com"),
-    SoftlayerDetector: None,
-    SquareOAuthDetector: ("sq0",),
-    StripeDetector: ("k_live_",),
-    TelegramBotTokenDetector: ALL,
-    TwilioKeyDetector: ALL,
-}
-# For a plugin without a literal of its own, or whose literals are common two-letter
-# prefixes (AC, SK, AP: inside "ACTION", "ASK", "APPLY" once lower-cased): patterns every
-# match of its own contains that open with literal characters (the regex engine then skips
-# to them in C); the lines holding one get the plugin's patterns. Measured on the 100 MB
-# corpus's 46 M characters: Discord's own pattern over everything 0.4-2 s (it opens with
-# [MNO] and backtracks through every base64 run), its shape 0.07 s; Telegram's 1.2 s, its
-# shape 0.06 s.
-_SHAPES: dict[type, tuple[re.Pattern[str], ...]] = {
-    DiscordBotTokenDetector: (re.compile(r"\.[a-zA-Z0-9_-]{6}\."),),  # ...{23,25}.XXXXXX.{27}
-    TelegramBotTokenDetector: (re.compile(r":[0-9A-Za-z_-]{35}"),),  # \d{8,10}:{35}
-    TwilioKeyDetector: (re.compile(r"AC[a-z0-9]{32}"), re.compile(r"SK[a-z0-9]{32}")),
-    ArtifactoryDetector: (re.compile(r"AKC[a-zA-Z0-9]{10}"), re.compile(r"AP[0-9A-F][a-zA-Z0-9]{8}")),
-}
-# assignment-style patterns (a keyword, then a value): run on keyword lines only
-_ASSIGNMENT = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
-_VENDOR_GATES = {
-    "anthropic-api-key": ("sk-ant-",), "openai-api-key": ("sk-",), "google-api-key": ("AIza",),
-    "huggingface-token": ("hf_",), "groq-api-key": ("gsk_",), "xai-api-key": ("xai-",),
-    "perplexity-api-key": ("pplx-",), "replicate-api-token": ("r8_",), "github-fine-grained-token": ("github_pat_",),
-}  # fmt: skip
-
-
-_ASSIGN_PLUGINS = [(rule_name(p.secret_type), p) for p in _PLUGINS if isinstance(p, _ASSIGNMENT)]
-# The IBM, Cloudant and SoftLayer assignment patterns run on lines naming their service:
-# their service prefix may be empty, which makes them match any ``key = <40-odd
-# characters>`` (and cost a regex with look-behinds per line holding "key" or "token").
-_SERVICE_WORDS = ("ibm", "iam", "cos_", "cos-", "hmac", "cloudant", "clou", "cl_", "cl-", "softlayer", "sl_", "sl-")
-
-
-def _gate(plugin: Any) -> tuple[str, ...]:
-    """A plugin's gate literals, looked for in the lower-cased text when one of its
-    patterns ignores case (Slack's ``XOXB-...`` is a finding to detect-secrets too)."""
-    gate = _GATES[type(plugin)] or ()
-    if gate != ALL and any(rx.flags & re.IGNORECASE for rx in plugin.denylist):
-        gate = tuple(dict.fromkeys(lit if lit.startswith("~") else "~" + lit.lower() for lit in gate))
-    return gate
-
-
-# (rule, priority, plugin or None, gate literals, patterns over the whole text)
-_WHOLE: list[tuple[str, int, Any, tuple[str, ...], list[re.Pattern[str]]]] = [
-    (name, 0, None, _VENDOR_GATES[name], [rx]) for name, rx in _VENDOR
-] + [
-    (rule_name(p.secret_type), 1, p, _gate(p), list(p.denylist))
-    for p in _PLUGINS if type(p) not in _ASSIGNMENT
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Hit:
-    rule: str
-    start: int  # character offsets in the scanned text
-    end: int
-    priority: int = 1
-
-
-def _filtered(secret: str, line: str, plugin: Any) -> bool:
-    """detect-secrets' heuristic filters (its defaults for an ad-hoc scan)."""
-    return (
-        heuristic.is_sequential_string(secret)
-        or heuristic.is_potential_uuid(secret)
-        or heuristic.is_likely_id_string(secret, line, plugin)
-        or heuristic.is_templated_secret(secret)
-        or heuristic.is_prefixed_with_dollar_sign(secret)
-        or heuristic.is_indirect_reference(line)
-        or heuristic.is_not_alphanumeric_string(secret)
-    )
-
-
-def _occurrences(line: str, value: str) -> Iterator[int]:
-    i = line.find(value)
-    while i >= 0:
-        yield i
-        i = line.find(value, i + 1)
-
-
-def _regex_hit(rule: str, prio: int, plugin: Any, rx: re.Pattern[str], m: re.Match[str], text: str) -> Hit | None:
-    """A regex match as a finding, or None when detect-secrets' filters drop it. ``text``
-    is the line, or the whole text (the line around the match is then cut out for the
-    filters, which look at the line)."""
-    # the capture group is the value when it is one (an AWS secret in quotes, a basic-auth
-    # password); GitHub's group is only the prefix (ghp|gho|...)
-    g = 1 if rx.groups and m.group(1) and len(m.group(1)) >= 8 else 0
-    if plugin is None or isinstance(plugin, PrivateKeyDetector):
-        return Hit(rule, m.start(g), m.end(g), prio)
-    value, end = m.group(g), m.end(g)
-    if isinstance(plugin, JwtTokenDetector):  # its pattern ends lazily, before the signature
-        end += len(_TOKEN_TAIL.match(text, end).group(0))
-    lo = max(text.rfind("\n", 0, m.start()) + 1, m.start() - WINDOW)
-    hi = text.find("\n", m.end())
-    hi = min(len(text) if hi < 0 else hi, m.end() + WINDOW)
-    return None if _filtered(value, text[lo:hi], plugin) else Hit(rule, m.start(g), end, prio)
-
-
-# A line longer than LONG_LINE characters (a minified file, a base64 image in a tool
-# output) is read by the line-based plugins in windows of WINDOW characters around each
-# candidate (a keyword, a quoted string), and the filters see WINDOW characters around a
-# match: the keyword and filter regexes cost time in the length of the whole line.
-LONG_LINE = 4000
-WINDOW = 400
-_KW_RX = re.compile("|".join(re.escape(w) for w in ("key", "pass", "pwd", "secret", "contrase", "token") ), re.IGNORECASE)
-
-
-def _line_plugins(line: str, assignment: bool = True, keyword: bool = True, entropy: bool = True) -> list[Hit]:
-    if len(line) > LONG_LINE:
-        spans = []
-        if keyword or assignment:
-            spans += [(m.start(), m.end()) for m in _KW_RX.finditer(line)]
-        if entropy:
-            spans += [(m.start(), m.end()) for m in _QUOTED_RX.finditer(line)]
-        out: list[Hit] = []
-        for a, b in sorted(spans):
-            lo, hi = max(0, a - WINDOW), min(len(line), b + WINDOW)
-            out += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
-                    for h in _line_plugins_on(line[lo:hi], assignment, keyword, entropy)]  # fmt: skip
-        return out
-    return _line_plugins_on(line, assignment, keyword, entropy)
-
-
-# The keyword detector's patterns for a session's text (detect-secrets' "quotes required"
-# set, for a file type it does not know) each need a quote on the line, and: after a keyword,
-# its \w* suffix, up to two closing characters and spaces, one of ``: = !`` (its COLON,
-# EQUAL_SIGNS and ARROW patterns); or two of ``!=`` in a row (PRECEDED_BY_EQUAL_COMPARISON);
-# or a ``;`` (QUOTES_AND_SEMICOLON). A line without any of these cannot match, and costs
-# no run of its five case-insensitive patterns (2.5 s of the scan's 6 s on the 100 MB
-# corpus, whose keyword lines are mostly prose: "secret" in a sentence).
-_KW_OPERATOR = re.compile(r"""\w*[\]'"]{0,2}\s*[:=!]""")
-
-
-def _keyword_shape(line: str) -> bool:
-    if "'" not in line and '"' not in line and "`" not in line:
-        return False
-    if ";" in line or "==" in line or "!=" in line or "=!" in line or "!!" in line:
-        return True
-    low = line.lower()
-    if len(low) != len(line):  # a character whose lower case is longer: just run the plugin
-        return True
-    for w in _KW_DENY:
-        i = low.find(w)
-        while i >= 0:
-            if _KW_OPERATOR.match(line, i + len(w)):
-                return True
-            i = low.find(w, i + 1)
-    return False
-
-
-def _line_plugins_on(line: str, assignment: bool, keyword: bool, entropy: bool) -> list[Hit]:
-    hits: list[Hit] = []
-    keyword = keyword and _keyword_shape(line)
-    if assignment:
-        for rule, plugin in _ASSIGN_PLUGINS:
-            for rx in plugin.denylist:
-                hits += [h for m in rx.finditer(line) if (h := _regex_hit(rule, 1, plugin, rx, m, line))]
-    plugins = ([(_KEYWORD, 2)] if keyword else []) + ([(p, 3) for p in _ENTROPY] if entropy else [])
-    for plugin, prio in plugins:
-        rule = rule_name(plugin.secret_type)
-        for found in plugin.analyze_line(filename="session.txt", line=line, line_number=0):
-            value = found.secret_value or ""
-            if prio == 3 and (len(value) < MIN_ENTROPY_LENGTH or _DIGEST.fullmatch(value)):
-                continue
-            if not value or _filtered(value, line, plugin):
-                continue
-            hits += [Hit(rule, i, i + len(value), prio) for i in _occurrences(line, value)]
-    return hits
-
-
-def _scan_line(line: str) -> list[Hit]:
-    """Every rule on one line: the reference scan."""
-    hits: list[Hit] = []
-    for rule, prio, plugin, _gate, patterns in _WHOLE:
-        for rx in patterns:
-            hits += [h for m in rx.finditer(line) if (h := _regex_hit(rule, prio, plugin, rx, m, line))]
-    low = line.lower()
-    return hits + _line_plugins(line, assignment=any(w in low for w in _SERVICE_WORDS))
-
-
-def _line_starts(text: str, literals: Iterable[str]) -> set[int]:
-    """Start offsets of the lines holding one of ``literals``."""
-    out: set[int] = set()
-    for lit in literals:
-        i = text.find(lit)
-        while i >= 0:
-            lo = text.rfind("\n", 0, i) + 1
-            out.add(lo)
-            hi = text.find("\n", i)
-            if hi < 0:
-                break
-            i = text.find(lit, hi)
-    return out
-
-
-def _line_at(text: str, lo: int) -> str:
-    hi = text.find("\n", lo)
-    return text[lo:] if hi < 0 else text[lo:hi]
-
-
-_ALL_LITS = tuple(sorted({lit for _r, _p, _pl, gate, _x in _WHOLE if gate != ALL for lit in gate}))
-_GATE_SETS = [(rule, prio, plugin, _SHAPES[type(plugin)] if gate == ALL else frozenset(gate), patterns)
-              for rule, prio, plugin, gate, patterns in _WHOLE]  # fmt: skip
-# the keyword detector's own words (its DENYLIST, lowercased) and the words the assignment
-# patterns need: a keyword line holds one of them, in any case
-_KW_DENY = ("api_key", "apikey", "auth_key", "authkey", "service_key", "servicekey", "account_key", "accountkey",
-            "db_key", "dbkey", "database_key", "databasekey", "priv_key", "privkey", "private_key", "privatekey",
-            "client_key", "clientkey", "db_pass", "dbpass", "database_pass", "databasepass", "key_pass", "keypass",
-            "password", "passwd", "pwd", "secret", "contraseña", "contrasena")  # fmt: skip
-
-
-def find(text: str) -> list[Hit]:
-    """Every secret in ``text``, spans as offsets into ``text``, overlapping findings
-    resolved to the most specific rule; a private key's span runs to its END line. The
-    same findings as ``find_reference`` (every plugin on every line), cheaply."""
-    return find_many([text])[0] if text else []
-
-
-def find_many(texts: list[str]) -> list[list[Hit]]:
-    """``find`` of each text, scanned together: the texts are joined by newlines (the scan
-    is line by line, so no match crosses from one to the next) and every literal test and
-    regex runs once over the batch instead of once per block."""
-    starts, pos = [], 0
-    for t in texts:
-        starts.append(pos)
-        pos += len(t) + 1
-    joined = "\n".join(texts)
-    per: list[list[Hit]] = [[] for _ in texts]
-    for h in _scan(joined):
-        i = bisect.bisect_right(starts, h.start) - 1
-        base, size = starts[i], len(texts[i])
-        per[i].append(Hit(h.rule, h.start - base, min(h.end - base, size), h.priority))
-    return [_resolve(t, hs) if hs else [] for t, hs in zip(texts, per)]
-
-
-_CASE_LITS = tuple(lit for lit in _ALL_LITS if not lit.startswith("~"))
-_LOW_LITS = tuple((lit, lit[1:]) for lit in _ALL_LITS if lit.startswith("~"))
-
-
-def _automaton(words: Iterable[str]) -> Any:
-    import ahocorasick
-
-    a = ahocorasick.Automaton()
-    for w in set(words):
-        a.add_word(w, w)
-    a.make_automaton()
-    return a
-
-
-# Every literal of every gate, found in one pass (Aho-Corasick) over the lower-cased text
-# instead of one str.find pass each (60-odd passes over a batch were most of the scan's
-# time), and one pass rather than two (the case-sensitive literals and the lower-cased
-# ones: the automaton costs time per character, 1.7 s a pass over the corpus's 46 M): a
-# case-sensitive literal's match is then checked against the text itself.
-_CASE_BY_WORD: dict[str, tuple[str, ...]] = {}
-for _lit in _CASE_LITS:
-    _CASE_BY_WORD[_lit.lower()] = (*_CASE_BY_WORD.get(_lit.lower(), ()), _lit)
-_LOW_WORDS = frozenset([w for _l, w in _LOW_LITS] + list(_KW_DENY) + list(_SERVICE_WORDS))
-_AC = _automaton(set(_CASE_BY_WORD) | _LOW_WORDS)
-
-
-def _occurrences_by_line(text: str, low: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
-    """(case-sensitive literal -> start offsets of the lines holding it, lower-cased word ->
-    the same); ``low`` is ``text`` lower-cased, of the same length."""
-    case: dict[str, set[int]] = {}
-    lower: dict[str, set[int]] = {}
-    last_lo, last_hi = -1, -1
-    for end, word in _AC.iter(low):
-        found = []
-        if word in _LOW_WORDS:
-            found.append((lower, word))
-        for lit in _CASE_BY_WORD.get(word, ()):
-            if text.startswith(lit, end - len(lit) + 1):
-                found.append((case, lit))
-        if not found:
-            continue
-        if not (last_lo <= end < last_hi):
-            last_lo = text.rfind("\n", 0, end) + 1
-            nl = text.find("\n", end)
-            last_hi = len(text) if nl < 0 else nl
-        for out, key in found:
-            out.setdefault(key, set()).add(last_lo)
-    return case, lower
-
-
-def _scan(text: str) -> list[Hit]:
-    low = text.lower()
-    if len(low) != len(text):  # a character whose lower case is longer: offsets would move
-        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    case_lines, low_lines = _occurrences_by_line(text, low)
-    hits: list[Hit] = []
-    for rule, prio, plugin, gate, patterns in _GATE_SETS:
-        starts: set[int] = set()
-        if isinstance(gate, tuple):  # shapes, not literals
-            starts = {text.rfind("\n", 0, m.start()) + 1 for rx in gate for m in rx.finditer(text)}
-        for lit in () if isinstance(gate, tuple) else gate:
-            starts |= low_lines.get(lit[1:], set()) if lit.startswith("~") else case_lines.get(lit, set())
-        for lo in sorted(starts):
-            line = _line_at(text, lo)
-            for rx in patterns:
-                hits += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
-                         for m in rx.finditer(line) if (h := _regex_hit(rule, prio, plugin, rx, m, line))]  # fmt: skip
-    kw: set[int] = set()
-    for w in _KW_DENY:
-        kw |= low_lines.get(w, set())
-    assign: set[int] = set()
-    for w in _SERVICE_WORDS:
-        assign |= low_lines.get(w, set())
-    quoted = {text.rfind("\n", 0, m.start()) + 1 for rx in _QUOTED_BY_OPENING for m in rx.finditer(text)}
-    for lo in sorted(kw | assign | quoted):
-        line = _line_at(text, lo)
-        hits += [Hit(h.rule, h.start + lo, h.end + lo, h.priority)
-                 for h in _line_plugins(line, assignment=lo in assign, keyword=lo in kw, entropy=lo in quoted)]  # fmt: skip
-    return hits
-
-
-def find_reference(text: str) -> list[Hit]:
-    """Every plugin on every line of ``text``: what ``find`` must equal (slow)."""
-    hits: list[Hit] = []
-    pos = 0
-    for line in text.split("\n"):
-        hits += [Hit(h.rule, h.start + pos, h.end + pos, h.priority) for h in _scan_line(line)]
-        pos += len(line) + 1
-    return _resolve(text, hits)
-
-
-def _resolve(text: str, hits: list[Hit]) -> list[Hit]:
-    if not hits:
-        return []
-    out: list[Hit] = []
-    for h in sorted(set(hits), key=lambda h: (h.priority, -(h.end - h.start), h.start, h.rule)):
-        if h.rule == "private-key":  # the whole PEM block, from its -----BEGIN to its -----END line
-            start = h.start - 5 if text[max(0, h.start - 5):h.start] == "-----" else h.start
-            end = _PRIVATE_END.search(text, h.end)
-            stop = end.end() if end else (text.find("\n", h.end) if "\n" in text[h.end:] else len(text))
-            h = Hit(h.rule, start, stop, h.priority)
-        if all(h.end <= o.start or h.start >= o.end for o in out):
-            out.append(h)
-    return sorted(out, key=lambda h: h.start)
-
-
-def sha(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------- the scan, in the writer's transaction

@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("archive", "archive.errors", "archive.model", "archive.lines", "archive.readonly",
                     "archive.migrations", "archive.coverage", "archive.data", "archive.pg.schema",
                     "archive.web", "archive.web.hosts", "archive.web.markup", "archive.vendors*")),
-    ("core", ("archive.db", "archive.secrets", "archive.pricing", "archive.projection", "archive.identity",
+    ("core", ("archive.db", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.filters", "archive.pricing", "archive.projection", "archive.identity",
               "archive.unread", "archive.records", "archive.masking", "archive.side_files")),
     ("ingest", ("archive.ingest*",)),
     ("read and write operations", ("archive.companions", "archive.queries", "archive.render", "archive.emit",
