@@ -57,7 +57,7 @@ from typing import Any, BinaryIO
 import orjson
 from sqlite_utils import Database
 
-from . import forget, records, secrets
+from . import forget, project_roots, records, secrets
 from .db import ArchiveError
 from .identity import ThreadNames, same_session
 from .lines import Codec, iter_stored_lines, iter_stored_spans
@@ -728,7 +728,11 @@ class Engine:
             return True
 
         unclaimed = Unclaimed() if not paths and not self.options.providers else None
-        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed):
+        found: Iterable[Candidate] = discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed)
+        if not paths:  # then the project folders (issue 36): after the roots, so this run's cwds count
+            found = itertools.chain(found, project_roots.candidates(
+                self.conn, adapters, env, lambda s: s in seen_paths or unchanged(s), Candidate))  # fmt: skip
+        for cand in found:
             self.summary.files_seen += 1
             seen_paths.add(str(cand.path))
             try:
