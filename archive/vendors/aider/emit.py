@@ -6,7 +6,8 @@ over lines starting ``# ``).
 
 Invariants: one run heading (the thread's createdAt, as Aider writes it: no zone); before
 each message a ``# seshArchive {json}`` mark (``parse.py``: ``m`` the archived message or
-null for a line emit adds, ``t`` the thread on the first one, ``n``/``h`` the length and
+null for a line emit adds, ``t`` the thread on the first one, ``u`` the archived response
+key of a reply's usage (its ``Tokens:`` line follows), ``n``/``h`` the length and
 digest of the text as the parser reads it back); tool calls, whose Aider has no form, are
 written into the reply as text and their results as ``> `` lines (counted); a reply's usage
 as Aider's ``Tokens:`` line with exact figures (sent = input + cache reads + cache writes).
@@ -20,7 +21,7 @@ from typing import Any
 import orjson
 
 from ...model import FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Thread
-from ..base import EmitOptions, EmitResult, command, stable_id
+from ..base import EmitOptions, EmitResult, command, emitted_response, stable_id
 from .parse import HEADING, HISTORY_NAME, MARK, THINK_TAG, _line_kind
 
 
@@ -46,11 +47,13 @@ class _Writer:
         self.result = result
         self.first = True
 
-    def _mark(self, role: str, text: str, message_id: str | None) -> None:
+    def _mark(self, role: str, text: str, message_id: str | None, response: str | None = None) -> None:
         mark: dict[str, Any] = {"m": message_id}
         if self.first:
             mark["t"] = self.thread.id
             self.first = False
+        if response is not None:
+            mark["u"] = response
         mark["n"], mark["h"] = len(text), stable_id(role, text, length=16)
         self.out.append(MARK + orjson.dumps(mark).decode() + "\n")
 
@@ -66,7 +69,7 @@ class _Writer:
         self._mark("tool", "\n".join(lines), message_id)
         self.out.append("".join(f"> {line}  \n" for line in lines))
 
-    def reply(self, text: str, message_id: str | None) -> None:
+    def reply(self, text: str, message_id: str | None, response: str | None = None) -> None:
         lines = text.strip("\n").split("\n")
         fixed = []
         for line in lines:
@@ -79,7 +82,7 @@ class _Writer:
         body = "\n".join(fixed).strip()
         if not body:
             return
-        self._mark("assistant", body, message_id)
+        self._mark("assistant", body, message_id, response)
         self.out.append("\n" + body + "\n\n")
 
 
@@ -150,10 +153,10 @@ def _message(w: _Writer, msg: Message, result: EmitResult) -> None:
             parts.append(f"```\n{b.name} {orjson.dumps(b.input).decode()}\n```")
         else:
             result.count(f"{type(b).__name__} in a reply: dropped")
-    if parts:
-        w.reply("\n\n".join(parts), msg.id)
     u = msg.usage
     own = msg.provenance is not None and msg.provenance.provider == "aider"  # its Tokens line follows as status
+    if parts:
+        w.reply("\n\n".join(parts), msg.id, emitted_response(msg) if not own else None)
     if u is not None and parts and not own:
         inp, out = u.input_tokens or 0, u.output_tokens or 0
         hit, write = u.cache_read_tokens or 0, u.cache_write_tokens or 0

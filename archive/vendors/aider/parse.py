@@ -173,20 +173,26 @@ class AiderParser:
         self.reply: str | None = s.get("reply")  # the last model reply (whose usage a Tokens line is)
         self.mark: JsonObject | None = s.get("mark")  # an emit mark waiting for its message
         self.prev: str | None = s.get("prev")  # the run before this one (the history a restore reads)
+        self.reply_key: str | None = s.get("key")  # the archived response key an emit mark gave the reply
+        self.end: int | None = s.get("end")  # where the last line fed ended (blank lines are not fed)
         base = os.path.basename(source.path or "")
         self.cwd = os.path.dirname(source.path) if base == HISTORY_NAME and os.path.isabs(source.path) else None
 
     def state(self) -> JsonObject:
         return {"run": self.run, "cur": self.cur, "meta": self.meta, "last": self.last, "reply": self.reply,
-                "mark": self.mark, "prev": self.prev}  # fmt: skip
+                "mark": self.mark, "prev": self.prev, "end": self.end,
+                "key": self.reply_key}  # fmt: skip
 
     # -- lines
     def feed(self, offset: int, line: bytes) -> list[Row]:
         text = line.decode("utf-8", "replace").rstrip("\r\n")
         if not text.strip():
-            if self.cur is not None:
-                self.cur["blank"] += 1
-            return []
+            return []  # ingest never feeds a blank line: the gap before the next one says it
+        end, self.end = self.end, offset + len(line.rstrip(b"\n")) + 1
+        if self.cur is not None and end is not None and offset > end:
+            # the blank lines in between, each an empty line (CRLF: two bytes); a line of
+            # spaces counts a blank line per byte, as its bytes are not seen here
+            self.cur["blank"] += (offset - end) // (2 if line.endswith(b"\r") else 1)
         if text.startswith(HEADING):
             return self._close() + self._start(offset, text[len(HEADING):])
         rows: list[Row] = [] if self.run is not None else self._start(offset, None)
@@ -219,6 +225,7 @@ class AiderParser:
         thread = stable_id(NAME, self.source.source_id, "run", offset)
         self.prev = self.run["thread"] if self.run is not None else None
         self.run, self.last, self.reply, self.mark, self.meta = {"thread": thread, "offset": offset}, None, None, None, {}
+        self.reply_key = None
         fields: JsonObject = {}
         m = _HEADING_TS.match(when or "")
         if m:
@@ -241,7 +248,7 @@ class AiderParser:
                 or not isinstance(mark.get("n"), int):
             return [Report(WARNING, "emit mark", "a # seshArchive line that is not a mark: passed over")]
         rows = self._close()
-        self.mark = {k: mark[k] for k in ("m", "t", "n", "h") if k in mark}
+        self.mark = {k: mark[k] for k in ("m", "t", "u", "n", "h") if k in mark}
         return rows + [Report(METADATA, "emit mark", "the archived message the next one was written from")]
 
     def _open(self, kind: str, offset: int, body: str, continues: str | None = None, thinking: bool = False) -> None:
@@ -284,7 +291,7 @@ class AiderParser:
             msg, thinking = self._message(cur["id"])
             rows.append(MessageRow(msg, revises=not first))
             if cur["role"] == "assistant":
-                self.reply = cur["id"]
+                self.reply, self.reply_key = cur["id"], None
             if text_len >= TEXT_CAP:  # hold no more: a further line starts a continuation
                 cur.update(full=True, lines=[], think=thinking)
         return rows
@@ -305,6 +312,7 @@ class AiderParser:
         if len(text) == mark["n"] and mark.get("h") == stable_id(cur["role"], text, length=16):
             cur["id"] = mark["m"]
             self.last = mark["m"]
+            self.reply_key = nonempty_str(mark.get("u"))
             rows: list[Row] = []
             if nonempty_str(mark.get("t")) and mark["t"] != run["thread"]:
                 rows.append(ThreadFact(run["thread"], {"metadata": {"emittedFrom": mark["t"]}}))
@@ -343,7 +351,7 @@ class AiderParser:
             meta["restoredFrom"] = self.prev  # --restore-chat-history: the runs before are its context
         elif (usage := usage_of(body)) is not None:
             reply = self.reply
-            key = message_response_key(reply) if reply else stable_id(NAME, self.source.source_id, "usage", offset)
+            key = self.reply_key or (message_response_key(reply) if reply else stable_id(NAME, self.source.source_id, "usage", offset))
             rows.append(UsageRow(key, self.run["thread"], usage, reply, self.meta.get("model"), None))
         meta = {k: v for k, v in meta.items() if self.meta.get(k) != v}
         if meta:
