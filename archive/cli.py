@@ -55,6 +55,8 @@ from .vendors import names as vendor_names
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--provider", "providers", multiple=True, type=click.Choice(vendor_names()), help="Only these vendors.")
+@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Also search this folder for project-local logs, now and in every later run (see `roots`).")
 @click.option("--idle", "idle_seconds", type=float, default=3600, show_default=True,
               help="Take a file's unterminated last line once the file is this many seconds old and it parses.")
 @click.option("--wait", type=float, default=600, show_default=True, help="Seconds to wait for another ingest to finish.")
@@ -63,8 +65,8 @@ from .vendors import names as vendor_names
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the summary line.")
 @_db_after
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ...], idle_seconds: float,
-           wait: float, no_wait: bool, as_json: bool, quiet: bool) -> None:  # fmt: skip
+def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ...], roots: tuple[Path, ...],
+           idle_seconds: float, wait: float, no_wait: bool, as_json: bool, quiet: bool) -> None:  # fmt: skip
     """Import new session data from every vendor's default location, or from PATHS.
 
     Exit 1 when a source failed or a PATH given does not exist (cron sees it)."""
@@ -79,6 +81,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
             if db_path.exists() and (db_path.is_dir() or db_path.stat().st_size):
                 check_archive(db_path)  # never migrate someone else's SQLite file into an archive
             db = open_archive(db_path)
+            cli_roots.add_roots(db, roots)  # kept: every later plain run searches them too (issue 36)
             if progress.enabled:
                 progress.start(*_prescan(list(paths), providers))
             before = coverage.mark(db)
@@ -247,6 +250,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     info = archive_status(db, db_path)
     info["coverage"] = coverage.coverage_rows(db)  # per provider and client version
     cli_side.status_info(db, info)  # lost sessions, retention warnings (issue 38)
+    info["project_roots"] = cli_roots.status_info(db)  # where project-local logs are searched (issue 36)
     if as_json:
         _echo_json(info)
         return
@@ -277,6 +281,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for g in gone[:20]:
             click.echo(f"  {g['provider']}  {g['path']}")
     cli_side.print_status(info)
+    cli_roots.print_status(info["project_roots"])
 
 
 def _print_coverage(rows: list[dict[str, Any]]) -> None:
@@ -713,8 +718,6 @@ def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | No
         _echo_json(summary.to_dict())
 
 
-from . import (  # noqa: E402,F401  the mcp (issue 39), secrets and forget (issue 23) commands
-    cli_mcp,
-    cli_secrets,
-    cli_side,  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)
-)
+from . import cli_mcp, cli_secrets  # noqa: E402,F401  the mcp (issue 39), secrets and forget (issue 23) commands
+from . import cli_side  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)
+from . import cli_roots  # noqa: E402  the roots command, ingest --root and status (issue 36)

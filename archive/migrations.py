@@ -1046,3 +1046,11 @@ def m080_38_side_files(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m096_36_project_roots(db: Database) -> None:
+    """Project-local sources (issue 36): the folders the user named with ``ingest --root``,
+    which every later run searches for the files vendors write inside projects
+    (``archive/project_roots.py``); ``sesh-archive roots --remove`` forgets one."""
+    db.execute("CREATE TABLE roots (path TEXT PRIMARY KEY, added_at TEXT NOT NULL)")

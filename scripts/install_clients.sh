@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, pi, GitHub Copilot
-# CLI, OpenCode) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
+# CLI, OpenCode; Aider from PyPI) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
 # never globally.
 #
 #   scripts/install_clients.sh [DIR]      DIR defaults to $SESH_CLIENTS_DIR, then ./.clients
@@ -106,3 +106,18 @@ for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "qwen-cod
     fi
     echo "$bin (old): $("$node22" "$prefix/node_modules/.bin/$bin" --version 2>&1)"
 done
+
+# Aider (PyPI aider-chat, issue 36) in a virtualenv of its own, DIR/old/aider-<version>
+# (tests/clients/aider_client.py looks there), installed once: it pins every dependency to
+# exact versions, so it never shares the archive's environment (nor a machine-wide pip
+# constraints file). aider-chat 0.86.2 needs Python 3.10-3.12: AIDER_PYTHON names another
+# interpreter. AIDER_VERSION="" skips it.
+aider_version="${AIDER_VERSION-0.86.2}"
+if [ -n "$aider_version" ]; then
+    aider_venv="$dir/old/aider-$aider_version"
+    if [ ! -x "$aider_venv/bin/aider" ]; then
+        "${AIDER_PYTHON:-python3}" -m venv "$aider_venv"
+        PIP_CONSTRAINT="" "$aider_venv/bin/pip" install --quiet --disable-pip-version-check "aider-chat==$aider_version"
+    fi
+    echo "aider: $("$aider_venv/bin/aider" --version 2>&1)"
+fi

@@ -46,7 +46,10 @@ STATE_LIMIT = 16_000  # bytes of JSON state a parser may carry between lines
 
 def fixture_files(adapter: Adapter) -> list[Path]:
     folder = FIXTURES / adapter.name
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix == ".jsonl") if folder.is_dir() else []
+    # a project-local file (issue 36) is named as the vendor writes it, after a fixture prefix
+    # (``recorded-0.86.2.aider.chat.history.md``): golden names stay unique
+    names = tuple(adapter.project_patterns)
+    return sorted(p for p in folder.rglob("*") if p.is_file() and (p.suffix == ".jsonl" or (names and p.name.endswith(names)))) if folder.is_dir() else []
 
 
 CASES = [pytest.param(a, p, id=f"{a.name}:{p.relative_to(FIXTURES / a.name)}") for a in VENDORS for p in fixture_files(a)]

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "archive.migrations", "archive.coverage", "archive.data", "archive.pg.schema",
                     "archive.web", "archive.web.hosts", "archive.web.markup", "archive.vendors*")),
     ("core", ("archive.db", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.filters", "archive.pricing", "archive.projection", "archive.identity",
-              "archive.unread", "archive.records", "archive.masking", "archive.side_files")),
+              "archive.unread", "archive.records", "archive.masking", "archive.side_files", "archive.project_roots")),
     ("ingest", ("archive.ingest*",)),
     ("read and write operations", ("archive.companions", "archive.queries", "archive.render", "archive.emit",
                                    "archive.forget", "archive.stats", "archive.file_touches", "archive.agent_tools",

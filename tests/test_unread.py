@@ -31,7 +31,6 @@ UNREAD = {
                                "logs/session/unified/5d0c9a8e-0000-4000-8000-000000000001/meta.json"]),
     "hermes": (".hermes", ["state.db"]),
     "factory-droid": (".factory", ["sessions/-home-me-proj/3c1d2e4f-0000-4000-8000-000000000002.jsonl"]),
-    "goose": (".local/share/goose/sessions", ["sessions.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might

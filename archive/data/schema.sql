@@ -130,6 +130,7 @@ CREATE TABLE reports (
     detail TEXT,
     PRIMARY KEY (source_id, generation, offset, seq)
 );
+CREATE TABLE roots (path TEXT PRIMARY KEY, added_at TEXT NOT NULL);
 CREATE TABLE secret_findings (
     id INTEGER PRIMARY KEY,
     rule TEXT NOT NULL,                 -- e.g. aws-access-key, anthropic-api-key

@@ -4,6 +4,7 @@ after the walk (missing paths, unread folders, outranked threads, secrets)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sqlite3
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from .. import records, secrets
+from .. import project_roots, records, secrets
 from ..identity import ThreadNames
 from ..lines import Codec
 from ..projection import Projector, dumps, index_text, resolve_origins
@@ -169,7 +170,11 @@ class Engine(Generations, LineWriter):
             return True
 
         unclaimed = Unclaimed() if not paths and not self.options.providers else None
-        for cand in discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed):
+        found: Iterable[Candidate] = discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed)
+        if not paths:  # then the project folders (issue 36): after the roots, so this run's cwds count
+            found = itertools.chain(found, project_roots.candidates(
+                self.conn, adapters, env, lambda s: s in seen_paths or unchanged(s), Candidate))  # fmt: skip
+        for cand in found:
             self.summary.files_seen += 1
             seen_paths.add(str(cand.path))
             try:

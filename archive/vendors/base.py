@@ -482,7 +482,17 @@ class Adapter:
     #: client's own bookkeeping: not named as unread (``archive/unread.py``)
     not_sessions: tuple[str, ...] = ()
 
+    #: files the vendor writes inside a project folder, as globs relative to it (no ``**``;
+    #: a subfolder is fine): ``archive/project_roots.py`` matches them in every project folder
+    #: the archive knows and in the roots the user named, and ``classify`` takes each match
+    project_patterns: tuple[str, ...] = ()
+
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        return []
+
+    def project_dirs(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        """Project folders the vendor itself lists (a projects file in its data folder), to
+        be matched against ``project_patterns`` like the archive's own; never a disk walk."""
         return []
 
     def classify(self, path: Path) -> str | None:

@@ -8,7 +8,8 @@ repositories it names (OpenClaw ``docs/reference/session-management-compaction.m
 cline ``sdk/packages/shared/src/storage/paths.ts``, Kilo ``packages/opencode/src/storage/db.ts``,
 mistral-vibe ``vibe/core/session/session_logger.py``, agentsview ``internal/parser/``).
 
-Aider and Crush write inside project folders, not under one root: they are not here.
+Aider and Crush write inside project folders, not under one root: they are not here (Aider and
+Goose are read now: archive/vendors/aider, archive/vendors/goose).
 
 Turning one into a reader is a one-line move: an adapter whose ``name`` is the layout's
 takes it over (``unread_layouts`` leaves out every registered name), and can reuse its
@@ -57,11 +58,6 @@ def _kilo(env: Mapping[str, str], home: Path) -> list[Path]:
     return [db.parent, _data(env, home) / "kilo"] if db else [_data(env, home) / "kilo"]
 
 
-def _goose(env: Mapping[str, str], home: Path) -> list[Path]:
-    root = env_path(env, "GOOSE_PATH_ROOT")  # goose: <root>/data replaces the data folder
-    return [(root / "data" if root else _data(env, home) / "goose") / "sessions"]
-
-
 LAYOUTS: tuple[KnownLayout, ...] = (
     KnownLayout("openclaw", ("OPENCLAW_STATE_DIR",), _openclaw,
                 ("agents/*/sessions/*.jsonl", "agents/*/agent/openclaw-agent.sqlite"),
@@ -77,8 +73,6 @@ LAYOUTS: tuple[KnownLayout, ...] = (
                 ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
     KnownLayout("factory-droid", (), lambda env, home: [home / ".factory"],
                 ("sessions/*/*.jsonl",), "Factory Droid sessions"),
-    KnownLayout("goose", ("GOOSE_PATH_ROOT", "XDG_DATA_HOME"), _goose,
-                ("sessions.db", "*.jsonl"), "Goose session database and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip
