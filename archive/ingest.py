@@ -61,6 +61,7 @@ from . import forget, records, secrets
 from .db import ArchiveError
 from .identity import ThreadNames, same_session
 from .lines import Codec, iter_stored_lines, iter_stored_spans
+from .derived import refresh as refresh_derived
 from .projection import Projector, dumps, index_text, needs_taming, resolve_origins, tame_rows
 from .unread import Unclaimed, find_unread
 from .vendors import VENDORS
@@ -766,6 +767,7 @@ class Engine:
         resolve_origins(self.conn)
         if self.options.scan_secrets:
             secrets.scan_new(self.conn)  # blocks a run without scanning left behind
+        refresh_derived(self.conn)
         self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
@@ -795,6 +797,9 @@ class Engine:
         if self.conn.in_transaction:
             tm = self.options.timings
             t = time.perf_counter()
+            refresh_derived(self.conn)  # file index and signals of the threads written (archive/derived.py)
+            if tm is not None:
+                t = _lap(tm, "derived", t)
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 
 from . import secrets
 from .db import ArchiveError
+from .derived import refresh as refresh_derived
 from .identity import merged_claims, outranked_sources
 from .ingest import BATCH_LINES, Engine, Summary, _source_rows
 from .lines import Pieces, iter_stored_spans
@@ -56,6 +57,7 @@ def rebuild_sources(db: Database, sources: list[tuple[int, str, str, str]]) -> S
             rederive(engine, sources)
             engine.summary.files_seen += len(sources)
             resolve_origins(conn)
+            refresh_derived(conn)
             index_text(conn)
             secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
             conn.execute("COMMIT")

@@ -31,6 +31,7 @@ from typing import Protocol, runtime_checkable
 import orjson
 
 from .db import open_db
+from .derived import refresh as refresh_derived
 from .model import Message, Thread
 from .projection import Projector, dumps, fold_thread, index_text, inherited_from, load_messages, load_threads, load_view
 from .secrets import scan_new
@@ -168,6 +169,7 @@ class SqliteMessageStore:
                 if row is not None:
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
+                refresh_derived(self.conn)
                 index_text(self.conn)
                 scan_new(self.conn)
             self.conn.execute("COMMIT")
@@ -192,6 +194,7 @@ class SqliteMessageStore:
                 "INSERT INTO thread_facts VALUES (?, 1, ?, 0, ?, ?)", (sid, offset, thread.id, dumps(fields))
             )
             fold_thread(self.conn, thread.id)
+            refresh_derived(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

@@ -1,0 +1,77 @@
+"""Keeping the derived per-thread tables current: ``file_touches`` (``archive/file_index.py``)
+and ``thread_signals`` (``archive/signals.py``).
+
+Invariants:
+
+* Triggers (migration m110) queue a thread in ``_derived_dirty`` whenever one of its
+  messages is written, moved or deleted, or its ``threads`` row is written (a new cwd);
+  ``refresh`` recomputes exactly the queued threads, whole, and empties the queue. Every
+  writer calls it inside its transaction before it commits (ingest, rebuild, forget), as
+  for the full-text index, so a committed archive never holds stale rows.
+* A queued thread that no longer exists loses its rows. User data (tags, notes) is not
+  derived and is never touched here.
+* One scan of the thread's blocks serves both tables. Cost, measured on the bench corpus
+  (docs/file-history.md): a few percent of a first ingest.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from . import file_index, signals
+from .vendors import get as get_adapter
+
+_SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
+                "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
+
+
+def refresh(conn: sqlite3.Connection) -> int:
+    """Recompute the queued threads' derived rows (caller's transaction); how many."""
+    try:
+        queued = [r[0] for r in conn.execute("SELECT thread_id FROM _derived_dirty")]
+    except sqlite3.OperationalError:  # an earlier migration rebuilding before m110 made the tables
+        return 0
+    if not queued:
+        return 0
+    for tid in queued:
+        refresh_thread(conn, tid)
+    conn.execute("DELETE FROM _derived_dirty")
+    return len(queued)
+
+
+def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+    provider, cwd = file_index.thread_cwd(conn, thread_id)
+    if provider is None and not conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone():
+        conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
+        return
+    rows = conn.execute(
+        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, b.input, b.path, b.call_id, "
+        "b.is_error, b.text FROM messages m LEFT JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
+        "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position",
+        (thread_id,),
+    ).fetchall()
+    messages: list[tuple[object, ...]] = []
+    blocks: list[tuple[object, ...]] = []
+    touch_blocks: list[tuple[object, ...]] = []
+    first_text: dict[str, str] = {}
+    for mid, role, ts, injected, extra, pos, btype, name, inp, bpath, call_id, is_error, text in rows:
+        if not messages or messages[-1][0] != mid:
+            messages.append((mid, role, ts, injected, extra))
+        if pos is None:
+            continue
+        if btype == "text" and text and mid not in first_text:
+            first_text[mid] = text
+        blocks.append((mid, btype, name, inp, call_id, is_error, bool(text and text.strip())))
+        if btype in ("tool_call", "file_change"):
+            touch_blocks.append((mid, ts, pos, btype, name, inp, bpath))
+    touches = file_index.index_thread(conn, thread_id, provider, cwd, touch_blocks)
+    try:
+        signal_of = get_adapter(provider or "").message_signal
+    except KeyError:
+        signal_of = None
+    s = signals.compute([(*m, first_text.get(str(m[0]))) for m in messages], blocks, touches, signal_of)
+    conn.execute(
+        f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",
+        (thread_id, *(s[c] for c in _SIGNAL_COLS[1:])),
+    )
