@@ -670,6 +670,8 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
         if team is not None:  # the team database: every thread of every machine
             from .pg import queries as team_queries
 
+            if tags or starred:
+                raise ArchiveError("--tag and --starred read the local archive (the team's marks: SQL on thread_tags)")
             rows = team_queries.threads(team, f, limit=limit or None, top_level=not show_all and not thread_ref,
                                         include_empty=show_all or empty, prices=prices)  # fmt: skip
             shorts = {}

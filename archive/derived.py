@@ -21,6 +21,7 @@ import sqlite3
 from . import file_index, signals
 from .vendors import get as get_adapter
 
+TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
 _SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
                 "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
 
@@ -46,8 +47,11 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
         conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
         return
     rows = conn.execute(
-        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, b.input, b.path, b.call_id, "
-        "b.is_error, b.text FROM messages m LEFT JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
+        # only what the two tables read: a tool result's text or output can be megabytes
+        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, b.path, b.call_id, b.is_error, "
+        f"CASE WHEN b.type = 'text' THEN substr(b.text, 1, {TEXT_PREFIX}) END "
+        "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
         "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position",
         (thread_id,),
     ).fetchall()

@@ -18,7 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
-import json
+import orjson
 import posixpath
 import sqlite3
 from collections.abc import Iterator
@@ -60,7 +60,7 @@ def call_touches(adapter: Adapter | None, tool_name: str | None, value: Any) -> 
     """The ``(path as written, action)`` pairs of one tool call's input."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = orjson.loads(value)
         except ValueError:
             pass
     if adapter is not None and (tool_name or "") in adapter.tool_kinds:

@@ -27,7 +27,7 @@ so a rebuild gives the same figures.
 from __future__ import annotations
 
 import datetime as dt
-import json
+import orjson
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -93,9 +93,9 @@ def compute(messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]], touc
     last_conv: tuple[Any, ...] | None = None
     for mid, role, ts, injected, extra, text in messages:
         x: Mapping[str, Any] = {}
-        if extra:
+        if extra and extra != "{}":
             try:
-                loaded = json.loads(extra)
+                loaded = orjson.loads(extra)
                 x = loaded if isinstance(loaded, dict) else {}
             except ValueError:
                 x = {}

@@ -20,12 +20,13 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shlex
 from collections.abc import Iterator
 from typing import Any
+
+import orjson
 
 PATH_KEYS = ("file_path", "path", "filePath", "filepath", "notebook_path", "absolute_path", "filename", "file",
              "target_file", "source", "destination")  # fmt: skip
@@ -42,6 +43,8 @@ _READERS = {"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "diff", "s
 _DELETERS = {"rm", "unlink", "shred"}
 _CREATORS = {"touch"}
 _OPS = {"|", "||", "&&", ";", "&", "(", ")"}
+_WORTH_PARSING = re.compile(r"[<>]|(?:^|[\s;&|(/])(?:" + "|".join(sorted(_READERS | _DELETERS | _CREATORS | {"mv", "cp", "sed"}))
+                            + r")(?=\s|$)")
 _SAFE_TOKEN = re.compile(r"^[\w@%+=:,./~ -]+$")  # a space: the token was quoted
 
 
@@ -100,6 +103,8 @@ def shell_paths(command: str) -> Iterator[tuple[str, str]]:
     """The files a shell command certainly reads, writes or deletes (see the module's rules)."""
     if not command or len(command) > 4000 or "$(" in command or "`" in command or "<<" in command:
         return
+    if not _WORTH_PARSING.search(command):
+        return  # most commands name no command of the lists and no redirection: shlex costs ~1 ms
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
         lex.whitespace_split = True
@@ -169,7 +174,7 @@ def default_touched_paths(kind: str | None, value: Any) -> Iterator[tuple[str, s
     kind (``edit`` changed, ``read`` read, anything else named)."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = orjson.loads(value)
         except ValueError:
             yield from patch_paths(value)  # a freeform call: the input is the patch itself
             return
