@@ -83,11 +83,11 @@ def test_signals_of_a_churning_session(archive: Path) -> None:
     assert f["ending"] == "errored" and f["outcome"] == "errored"
 
 
-def test_outcome_of_an_open_session_is_read_against_the_clock() -> None:
+def test_outcome_of_an_open_session_is_read_against_the_clock(tmp_path: Path) -> None:
     msgs = [("m1", "user", "2020-01-01T00:00:00Z", 0, None, "hi")]
     s = compute(msgs, [("m1", "text", None, None, None, None, True)], [], None)
     assert s["ending"] == "open"
-    db = open_db(":memory:")
+    db = open_db(tmp_path / "a.db")
     db.execute("INSERT INTO thread_signals VALUES ('old', 0,0,0,0,0,0,'open', ?, ?, 0, 0)", (msgs[0][2], msgs[0][2]))
     db.execute("INSERT INTO thread_signals VALUES ('new', 0,0,0,0,0,0,'open', datetime('now'), datetime('now'), 0, 0)")
     got = {r["id"]: r["signals"]["outcome"] for r in annotate(db.conn, [{"id": "old"}, {"id": "new"}])}
