@@ -30,11 +30,12 @@ def _thread(ctx: click.Context, ref: str) -> tuple[Any, str]:
 @_filter_options(role=False)
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many calls (0: all).")
 @click.option("--no-diff", is_flag=True, help="Leave out the changes (faster on a long history).")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in the changes ([REDACTED rule]).")
 @click.option("--json", "as_json", is_flag=True, help="Print the calls as a JSON array.")
 @_db_after
 @click.pass_context
 def files_cmd(ctx: click.Context, path: str, provider: str | None, thread_ref: str | None, project: str | None,
-              since: str | None, until: str | None, limit: int, no_diff: bool, as_json: bool) -> None:  # fmt: skip
+              since: str | None, until: str | None, limit: int, no_diff: bool, redact: bool, as_json: bool) -> None:  # fmt: skip
     """Which sessions read, created, changed or deleted PATH, newest first, with the change.
 
     PATH is an absolute path (that file), a relative one (every file ending with it:
@@ -52,6 +53,11 @@ def files_cmd(ctx: click.Context, path: str, provider: str | None, thread_ref: s
         rows = file_history(db, path, f, limit=limit or None, diffs=not no_diff)
     except ArchiveError as e:
         raise click.ClickException(str(e))
+    if redact:
+        from .secrets import redactor_for_threads
+
+        red = redactor_for_threads(db.conn, {r["thread_id"] for r in rows})
+        rows = [red.value(r) for r in rows]
     if as_json:
         _echo_json(rows)
     else:

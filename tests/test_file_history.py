@@ -22,6 +22,7 @@ REC = FIX / "recorded"
 CLAUDE_FILES = REC / "claude-code-2.1.332" / "files"  # Write then Edit of hello.py
 CODEX_PATCH = REC / "codex-0.171.0" / "patch"  # apply_patch Add File then Update File of hello.py
 TS = "2026-11-29T10:00:%02d.000Z"
+AWS = "AKIA" + "QX7TZ2M4PL9WB3RK"  # a made-up key of the AWS shape: the scan finds it
 
 
 def _canonical(tid: str, cwd: str | None, messages: list[tuple[str, list[dict[str, Any]]]]) -> bytes:
@@ -50,6 +51,9 @@ BAD_INPUT = _canonical("bad-input", "/home/dev/my repo", [
     ("tool", _result("c3")),
     ("assistant", _call("c4", "Read", {"file_path": "../other/../shared/conf.toml"})),
     ("tool", _result("c4")),
+    ("assistant", _call("c5", "Edit", {"file_path": "config/deploy.env", "old_string": "KEY=",
+                                        "new_string": f"aws_access_key_id = {AWS}"})),
+    ("tool", _result("c5")),
     ("assistant", [{"type": "text", "text": "Done."}]),
 ])  # fmt: skip
 
@@ -101,6 +105,14 @@ def test_bad_input_spaces_relative_paths_and_a_rename(archive: Path) -> None:
     assert file_history(db, "/home/dev/shared/conf.toml")[0]["action"] == "read"
     s = sessions_touching(db, "a b.md")
     assert s[0]["thread_id"] == "bad-input" and s[0]["actions"] == {"read": 1, "changed": 1}
+
+
+def test_files_redact_masks_what_the_scan_found(archive: Path) -> None:
+    args = ["--db", str(archive), "files", "config/deploy.env", "--json"]
+    plain = CliRunner().invoke(cli, args, catch_exceptions=False).stdout
+    assert AWS in plain
+    masked = CliRunner().invoke(cli, [*args, "--redact"], catch_exceptions=False).stdout
+    assert AWS not in masked and "REDACTED" in masked
 
 
 def test_files_command_text_and_json(archive: Path) -> None:
@@ -155,6 +167,11 @@ def test_every_vendor_fixture_indexes_what_its_calls_name(tmp_path: Path) -> Non
     rel = db.execute("SELECT count(*) FROM file_touches f JOIN threads t ON t.id = f.thread_id "
                      "WHERE t.cwd IS NOT NULL AND f.path NOT LIKE '/%' AND f.path NOT LIKE '~%'").fetchone()[0]  # fmt: skip
     assert rel == 0
+    # every thread of every vendor has its signals
+    providers = {r[0] for r in db.execute("SELECT DISTINCT provider FROM threads")}
+    assert {"claude-code", "codex", "copilot", "opencode", "pi", "gemini", "qwen", "clm"} <= providers
+    assert db.execute("SELECT count(*) FROM threads t LEFT JOIN thread_signals s ON s.thread_id = t.id "
+                      "WHERE s.thread_id IS NULL").fetchone()[0] == 0  # fmt: skip
 
 
 def test_rebuild_and_a_build_from_nothing_give_the_index_ingest_built(tmp_path: Path) -> None:
