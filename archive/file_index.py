@@ -101,14 +101,31 @@ def touches(provider: str | None, cwd: str | None, blocks: list[tuple[Any, ...]]
     return rows
 
 
-def index_thread(conn: sqlite3.Connection, thread_id: str, provider: str | None, cwd: str | None,
-                 blocks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:  # fmt: skip
-    """Replace the thread's ``file_touches`` rows; the rows written."""
-    conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
-    rows = touches(provider, cwd, blocks)
-    conn.executemany(
-        "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(thread_id, *r) for r in rows],
-    )
-    return rows
+class ThreadIndexer:
+    """Writes a thread's ``file_touches`` rows block by block (the caller deleted the old
+    ones), in batches; ``finish`` returns the rows without the thread id, as ``touches``."""
+
+    BATCH = 1000
+
+    def __init__(self, conn: sqlite3.Connection, thread_id: str, provider: str | None, cwd: str | None) -> None:
+        self.conn, self.thread_id, self.provider, self.cwd = conn, thread_id, provider, cwd
+        self.rows: list[tuple[Any, ...]] = []
+        self._pending = 0
+
+    def add(self, mid: str, ts: str | None, pos: int, btype: str, name: str | None, inp: str | None,
+            bpath: str | None) -> None:  # fmt: skip
+        self.rows += touches(self.provider, self.cwd, [(mid, ts, pos, btype, name, inp, bpath)])
+        if len(self.rows) - self._pending >= self.BATCH:
+            self._write()
+
+    def _write(self) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(self.thread_id, *r) for r in self.rows[self._pending :]],
+        )
+        self._pending = len(self.rows)
+
+    def finish(self) -> list[tuple[Any, ...]]:
+        self._write()
+        return self.rows

@@ -767,7 +767,10 @@ class Engine:
         resolve_origins(self.conn)
         if self.options.scan_secrets:
             secrets.scan_new(self.conn)  # blocks a run without scanning left behind
-        refresh_derived(self.conn)
+        t = time.perf_counter()
+        refresh_derived(self.conn)  # once a run: the file index and signals of the threads it wrote (derived.py)
+        if self.options.timings is not None:
+            _lap(self.options.timings, "derived", t)
         self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
@@ -797,9 +800,6 @@ class Engine:
         if self.conn.in_transaction:
             tm = self.options.timings
             t = time.perf_counter()
-            refresh_derived(self.conn)  # file index and signals of the threads written (archive/derived.py)
-            if tm is not None:
-                t = _lap(tm, "derived", t)
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)

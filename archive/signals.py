@@ -64,7 +64,7 @@ def compute(messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]], touc
     """The signals of one thread.
 
     ``messages``: ``(id, role, ts, injected, extra JSON, first text)`` in order; ``blocks``:
-    ``(message_id, type, tool_name, input, call_id, is_error, has_text)`` in order;
+    ``(message_id, type, tool_name, input digest, call_id, is_error, has_text)`` in order;
     ``touches``: ``file_touches`` rows as ``file_index.touches`` gives them; ``signal_of``:
     the adapter's ``message_signal``."""
     calls = errors = retries = 0
