@@ -337,7 +337,7 @@ def file_sessions(db: Database, path: str, *, vendor: str | None = None, project
     items = [red.value({"session": r["thread_id"], **{k: v for k, v in r.items() if k != "thread_id"}})
              for r in rows[:limit]]  # fmt: skip
     head: dict[str, Any] = {"path": path, "next_cursor": make_cursor("file_sessions", args, 0),
-                            "note": "from the paths in tool-call arguments, relative ones joined to the session's folder"}  # fmt: skip
+                            "note": "from the file index: paths in tool calls, patches and plain shell commands, relative ones joined to the session's folder; actions read, created, changed, deleted, named"}  # fmt: skip
     page, cut = _page(items, max_tokens, head)
     head["next_cursor"] = make_cursor("file_sessions", args, offset + len(page)) if cut or len(rows) > limit else None
     return {**head, "sessions": page}

@@ -476,12 +476,14 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many threads (0: all).")
 @click.option("--prices", "prices_path", type=click.Path(dir_okay=False, path_type=Path), envvar=PRICES_ENV_VAR,
               help=f"Price table laid over the bundled one (env {PRICES_ENV_VAR}).")
-@click.option("--json", "as_json", is_flag=True, help="Print the threads as a JSON array.")
+@click.option("--tag", "tags", multiple=True, metavar="NAME", help="Only threads with this tag (repeatable: all of them).")
+@click.option("--starred", is_flag=True, help="Only starred threads.")
+@click.option("--json", "as_json", is_flag=True, help="Print the threads as a JSON array (with signals, tags, star, note).")
 @_db_after
 @click.pass_context
 def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None, project: str | None,
                 since: str | None, until: str | None, show_all: bool, empty: bool, limit: int,
-                prices_path: Path | None, as_json: bool) -> None:  # fmt: skip
+                prices_path: Path | None, tags: tuple[str, ...], starred: bool, as_json: bool) -> None:  # fmt: skip
     """List threads, most recent activity first (--since/--until: active in that window).
 
     A session is a thread that is not a subagent: a top-level thread, a fork or a hand-off
@@ -502,13 +504,19 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
         if team is not None:  # the team database: every thread of every machine
             from .pg import queries as team_queries
 
+            if tags or starred:
+                raise ArchiveError("--tag and --starred read the local archive (the team's marks: SQL on thread_tags)")
             rows = team_queries.threads(team, f, limit=limit or None, top_level=not show_all and not thread_ref,
                                         include_empty=show_all or empty, prices=prices)  # fmt: skip
             shorts = {}
         else:
+            from .marks import annotate, tagged
+
             db = _open_existing(ctx)
-            rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref,
-                           include_empty=show_all or empty, prices=prices)  # fmt: skip
+            ids = tagged(db.conn, tags, starred=starred) if tags or starred else None
+            rows = threads(db, f, limit=limit or None, top_level=not show_all and not thread_ref and ids is None,
+                           include_empty=show_all or empty, prices=prices, ids=ids)  # fmt: skip
+            rows = annotate(db.conn, rows) if as_json else rows
             shorts = short_ids(db, [r["id"] for r in rows]) if not as_json else {}
     except ArchiveError as e:
         raise click.ClickException(str(e))
@@ -721,3 +729,4 @@ def push_cmd(ctx: click.Context, url: str | None, schema: str, machine: str | No
 from . import cli_mcp, cli_secrets  # noqa: E402,F401  the mcp (issue 39), secrets and forget (issue 23) commands
 from . import cli_side  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)
 from . import cli_roots  # noqa: E402  the roots command, ingest --root and status (issue 36)
+from . import cli_files  # noqa: E402,F401  files, tag, untag, star, note, marks (issue 42)

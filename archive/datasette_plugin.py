@@ -50,7 +50,8 @@ from markupsafe import Markup, escape
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
 from . import secrets
-from .web import conversation, lost, search, sessions, usage
+from .web import conversation, files, lost, search, sessions, usage
+from .signals import OUTCOMES
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
 from .web.hosts import LOOPBACK_NAMES, host_check
 from .web.markup import pygments_css, render_markdown
@@ -166,8 +167,10 @@ async def sessions_page(datasette: Any, request: Any) -> Response:
         f = sessions.SessionFilters(provider=a.get("provider") or "", project=a.get("project") or "",
                                     model=a.get("model") or "", since=a.get("since") or "", until=a.get("until") or "",
                                     q=(a.get("q") or "").strip(), sort=a.get("sort") or "recent",
-                                    page=_int_arg(request, "page", 1))  # fmt: skip
-        data, opts = await db.execute_fn(lambda conn: (sessions.sessions(conn, f, prices()), sessions.options(conn)))
+                                    page=_int_arg(request, "page", 1), outcome=a.get("outcome") or "",
+                                    tag=a.get("tag") or "", starred=bool(a.get("starred")))  # fmt: skip
+        data, opts = await db.execute_fn(lambda conn: (sessions.sessions(conn, f, prices()),
+                                                       {**sessions.options(conn), "tags": files.tags_in_use(conn)}))
     except (ValueError, sessions.FilterError) as e:
         return _bad(str(e))
     except sqlite3.OperationalError as e:
@@ -177,10 +180,11 @@ async def sessions_page(datasette: Any, request: Any) -> Response:
         for c in r["children"]:
             c["href"] = thread_path(datasette, c["id"])
     base = {k: v for k, v in (("provider", f.provider), ("project", f.project), ("model", f.model), ("since", f.since),
-                              ("until", f.until), ("q", f.q), ("sort", f.sort)) if v}  # fmt: skip
+                              ("until", f.until), ("q", f.q), ("sort", f.sort), ("outcome", f.outcome),
+                              ("tag", f.tag), ("starred", "1" if f.starred else "")) if v}  # fmt: skip
     here = datasette.urls.path(f"{PREFIX}/sessions")
     page_url = lambda n: here + "?" + urlencode({**base, "page": n})  # noqa: E731
-    context = {"f": f, "data": data, "opts": opts, "sorts": sessions.SORTS,
+    context = {"f": f, "data": data, "opts": opts, "sorts": sessions.SORTS, "outcomes": OUTCOMES,
                "prev_url": page_url(f.page - 1) if f.page > 1 else None,
                "next_url": page_url(f.page + 1) if f.page < data["pages"] else None}  # fmt: skip
     return await _render(datasette, request, "sesh_sessions.html", db_name, context)
@@ -259,7 +263,9 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
         b["checkpoints"] = [c for a in b["anchors"] for c in before.get(a, [])]
     page_url = lambda n: f"{here}?page={n}"  # noqa: E731
+    file_url = lambda p: datasette.urls.path(f"{PREFIX}/file") + "?" + urlencode({"path": p})  # noqa: E731
     context = {
+        "signals_panel": await db.execute_fn(lambda conn: files.panel(conn, thread_id, file_url)),
         "thread": thread, "title": data["label"], "data": data, "bubbles": bubbles, "parent": parent,
         "children": children,
         "parent_origin": (thread_path(datasette, thread["parent_thread_id"]) + "?" + urlencode({"message": thread["origin_message_id"]})
@@ -414,6 +420,21 @@ async def lost_page(datasette: Any, request: Any) -> Response:
     return await _render(datasette, request, "sesh_lost.html", db_name, {"rows": rows, "thread": thread})
 
 
+async def file_page(datasette: Any, request: Any) -> Response:
+    """A file's history (issue 42): every session's calls that read or changed it, newest first."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    path = (request.args.get("path") or "").strip()
+    data = await db.execute_fn(lambda conn: files.timeline(conn, path))
+    if not _show_secrets(datasette):
+        red = await db.execute_fn(lambda conn: secrets.redactor_for_threads(conn, {c["thread_id"] for c in data["calls"]}))
+        data["calls"] = [red.value(c) for c in data["calls"]]
+    for c in data["calls"]:
+        c["href"] = thread_path(datasette, c["thread_id"]) + "?" + urlencode({"message": c["message_id"]})
+    return await _render(datasette, request, "sesh_file.html", db_name, {"d": data})
+
+
 async def source_file(datasette: Any, request: Any) -> Response:
     """A file backup a checkpoint names, as archived (a download, never rendered)."""
     db_name, db = await _archive(datasette, request)
@@ -448,6 +469,7 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (rf"^{PREFIX}/search$", search_page),
         (rf"^{PREFIX}/usage$", usage_page),
         (rf"^{PREFIX}/lost$", lost_page),
+        (rf"^{PREFIX}/file$", file_page),
         (rf"^{PREFIX}/source/(?P<source_id>[0-9]+)$", source_file),
         (rf"^{PREFIX}/blob/(?P<sha256>[0-9a-f]{{64}})$", blob),
         (rf"^{PREFIX}/static/(?P<name>[a-z0-9_-]+\.(?:css|js))$", static),

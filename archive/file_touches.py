@@ -1,99 +1,135 @@
-"""Which sessions read or changed a file: ``sessions_touching``, one function that a file
-index (a later issue) can replace without its callers changing.
+"""Which sessions read or changed a file, answered from the file index (``file_touches``,
+``archive/file_index.py``): ``file_history`` (the calls, newest first, with their change)
+for ``files`` and the web's file page, ``sessions_touching`` (per session) for the MCP tool.
 
 Invariants:
 
-* Answered from what the archive already holds, never from the disk: the path arguments of
-  tool calls (``file_path``, ``path``, ``filePath``, ``notebook_path``, ``paths``, and the
-  file headers of a patch, as in ``*** Update File: x`` or ``+++ b/x``) and the ``path`` of
-  file-change blocks, each normalised against the thread's working directory (its parent's
-  for a subagent), so ``src/a.py`` in a session run in ``/repo`` is ``/repo/src/a.py``.
-* A query path that is absolute matches that file exactly; a relative one matches every
-  file whose normalised path ends with it, component by component (``a.py`` matches
-  ``/repo/src/a.py``, never ``/repo/src/data.py``).
-* What a call did comes from the adapter's neutral tool kind (``queries.tool_kind``):
-  ``edit`` changed the file, ``read`` read it, a file-change block changed it; anything
-  else that names the file (a search, a shell command's argument) is ``other``. Nothing
-  here names a vendor.
-* Read-only; the candidate rows are the tool-call and file-change blocks whose text names
-  the file's base name (an ``instr`` scan: linear in the tool calls of the archive until an
-  index exists).
+* Answered from what the archive holds, never from the disk.
+* A query is a path, a suffix or a glob. An absolute path matches that file exactly; a
+  relative one matches every file whose normalised path ends with it, component by component
+  (``a.py`` matches ``/repo/src/a.py``, never ``/repo/src/data.py``); a query with ``*``,
+  ``?`` or ``[`` is a glob over the whole path (``*.py``, ``src/*/x.py``, ``/repo/**``; a
+  relative glob may start anywhere after a ``/``).
+* Lookups go through the index's ``name`` or ``path`` column, a glob whose last component
+  is itself a pattern scans the index (not the blocks). Read-only.
+* A call's change (``diff``) is read from its block when it carries one: an edit's old and
+  new text (as a unified diff), the file's section of a patch, a file-change block's patch.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import posixpath
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from sqlite_utils import Database
 
-from .queries import Filters, _where, first_prompts, tool_kind
+from .queries import Filters, _where, first_prompts
+from .vendors.tool_paths import patch_paths
 
-PATH_KEYS = ("file_path", "path", "filePath", "filepath", "notebook_path", "absolute_path", "filename", "file",
-             "target_file", "source", "destination")  # fmt: skip
-LIST_KEYS = ("paths", "files", "file_paths")
-# file headers in the patch formats agents send (apply_patch envelopes, unified diffs)
-_PATCH_HEADER = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |\+\+\+ (?:b/)?|--- (?:a/)?)(\S.*?)\s*$",
-                           re.MULTILINE)  # fmt: skip
-ACTIONS = {"edit": "changed", "read": "read"}
+GLOB_CHARS = re.compile(r"[*?\[]")
+DIFF_CHARS = 4000
+_SECTION = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |diff --git |--- )", re.MULTILINE)
 
 
-def _kind(provider: str | None, name: str | None) -> str | None:
-    """The tool's neutral kind; for a provider that maps none (canonical imports, a vendor
-    without ``tool_kinds``), the kind any adapter gives that name."""
-    from .vendors import VENDORS
+def _match_sql(query: str) -> tuple[str, list[Any]]:
+    """The condition on ``ft`` (a ``file_touches`` row) for a path, suffix or glob."""
+    q = query.strip()
+    if q.startswith("~"):
+        q = os.path.expanduser(q)
+    if GLOB_CHARS.search(q):
+        base = q.rstrip("/").rsplit("/", 1)[-1]
+        cond, params = ("ft.path GLOB ?", [q]) if q.startswith("/") else ("(ft.path GLOB ? OR ft.path GLOB ?)", [q, "*/" + q])
+        if not GLOB_CHARS.search(base):
+            cond, params = f"ft.name = ? AND {cond}", [base, *params]
+        return cond, params
+    q = posixpath.normpath(q)
+    if q.startswith("/"):
+        return "ft.path = ?", [q]
+    base = posixpath.basename(q) or q
+    return "ft.name = ? AND (ft.path = ? OR substr(ft.path, -length(?) - 1) = '/' || ?)", [base, q, q, q]
 
-    kind = tool_kind(provider, name)
-    if kind == name and name:
-        kind = next((a.tool_kinds[name] for a in VENDORS if name in (getattr(a, "tool_kinds", None) or {})), name)
-    return kind
+
+def _touch_rows(db: Database, query: str, f: Filters, extra: str = "") -> list[dict[str, Any]]:
+    if not query.strip():
+        return []
+    cond, params = _match_sql(query)
+    where, wparams = _where(f, ts="ft.ts", project="coalesce(t.cwd, p.cwd)", thread="ft.thread_id")
+    sql = f"""
+        SELECT ft.thread_id, ft.message_id, ft.position, ft.ts, ft.path, ft.action, ft.tool_name,
+               t.provider, t.title, coalesce(t.cwd, p.cwd) AS project
+        FROM file_touches ft
+        LEFT JOIN threads t ON t.id = ft.thread_id
+        LEFT JOIN threads p ON p.id = t.parent_thread_id
+        WHERE {cond}{''.join(' AND ' + w for w in where)}{extra}
+        ORDER BY coalesce(ft.ts, '') DESC, ft.thread_id, ft.message_id, ft.position"""
+    c = db.conn.execute(sql, [*params, *wparams])
+    names = [d[0] for d in c.description]
+    return [dict(zip(names, r)) for r in c.fetchall()]
 
 
-def paths_in(value: Any) -> Iterator[str]:
-    """The file paths named by a tool call's input (a JSON value)."""
+def _section(patch: str, path: str, cwd: str | None) -> str | None:
+    """The part of a multi-file patch about ``path``."""
+    from .file_index import normalise
+
+    starts = [m.start() for m in _SECTION.finditer(patch)]
+    for i, s in enumerate(starts):
+        chunk = patch[s : starts[i + 1] if i + 1 < len(starts) else len(patch)]
+        if chunk.startswith("--- ") and i + 1 < len(starts) and patch[starts[i + 1] :].startswith("+++"):
+            continue
+        if any(normalise(p, cwd) == path for p, _a in patch_paths(chunk)):
+            return chunk.rstrip("\n").removesuffix("*** End Patch").rstrip("\n")
+    return None
+
+
+def change_of(input_json: str | None, block_patch: str | None, path: str, cwd: str | None) -> str | None:
+    """The change a call made to ``path``, as text, when its block carries one."""
+    if block_patch:
+        return block_patch[:DIFF_CHARS]
+    try:
+        value = json.loads(input_json) if input_json else None
+    except ValueError:
+        value = input_json
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            yield from (m.group(1) for m in _PATCH_HEADER.finditer(value) if m.group(1) != "/dev/null")
-            return
+        return (_section(value, path, cwd) or "")[:DIFF_CHARS] or None
     if not isinstance(value, dict):
-        return
-    for k in PATH_KEYS:
-        v = value.get(k)
-        if isinstance(v, str) and v.strip() and "\n" not in v:
-            yield v.strip()
-    for k in LIST_KEYS:
-        v = value.get(k)
-        if isinstance(v, list):
-            yield from (p.strip() for p in v if isinstance(p, str) and p.strip())
-    for k in ("patch", "input", "diff"):
+        return None
+    old, new = value.get("old_string", value.get("oldString")), value.get("new_string", value.get("newString"))
+    if isinstance(old, str) and isinstance(new, str):
+        lines = difflib.unified_diff(old.splitlines(), new.splitlines(), path, path, lineterm="", n=2)
+        return "\n".join(lines)[:DIFF_CHARS] or None
+    edits = value.get("edits")
+    if isinstance(edits, list):
+        parts = [change_of(json.dumps(e), None, path, cwd) for e in edits if isinstance(e, dict)]
+        return "\n".join(p for p in parts if p)[:DIFF_CHARS] or None
+    for k in ("patch", "input", "diff", "patchText"):
         v = value.get(k)
         if isinstance(v, str) and "\n" in v:
-            yield from (m.group(1) for m in _PATCH_HEADER.finditer(v) if m.group(1) != "/dev/null")
-    edits = value.get("edits")
-    if isinstance(edits, list):  # several files in one call
-        for e in edits:
-            if isinstance(e, dict):
-                yield from paths_in(e)
+            return (_section(v, path, cwd) or "")[:DIFF_CHARS] or None
+    return None
 
 
-def normalise(path: str, cwd: str | None) -> str:
-    """``path`` absolute (joined to ``cwd`` when relative and known), ``..`` and ``.`` folded."""
-    p = os.path.expanduser(path) if path.startswith("~") else path
-    if not p.startswith("/") and cwd:
-        p = posixpath.join(cwd, p)
-    return posixpath.normpath(p)
-
-
-def matches(candidate: str, query: str) -> bool:
-    if query.startswith("/"):
-        return candidate == query
-    return candidate == query or candidate.endswith("/" + query)
+def file_history(db: Database, query: str, f: Filters = Filters(), *, limit: int | None = 100,
+                 offset: int = 0, diffs: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+    """The calls that touched files matching ``query``, newest first: ``thread_id, label,
+    provider, project, message_id, ts, tool_name, action, path`` and ``diff`` (None when the
+    call carries no change)."""
+    rows = _touch_rows(db, query, f)
+    rows = rows[max(offset, 0):][: None if limit is None else max(limit, 0)]
+    labels = first_prompts(db.conn, {r["thread_id"] for r in rows if not r["title"]})
+    for r in rows:
+        r["label"] = r.pop("title") or labels.get(r["thread_id"])
+        r["diff"] = None
+        if diffs and r["action"] in ("changed", "created", "deleted"):
+            b = db.conn.execute("SELECT input, patch FROM blocks WHERE message_id = ? AND position = ?",
+                                (r["message_id"], r["position"])).fetchone()  # fmt: skip
+            if b:
+                r["diff"] = change_of(b[0], b[1], r["path"], r["project"])
+        r.pop("position")
+    return rows
 
 
 def sessions_touching(db: Database, path: str, f: Filters = Filters(), *, limit: int | None = 20,
@@ -101,43 +137,26 @@ def sessions_touching(db: Database, path: str, f: Filters = Filters(), *, limit:
     """Threads whose tool calls read or changed ``path``, most recent touch first.
 
     Each: ``thread_id, label, provider, project, first_ts, last_ts, actions`` (counts per
-    ``changed``/``read``/``other``), ``paths`` (the normalised paths that matched) and
-    ``calls`` (up to 5: ``message_id, ts, tool_name, action, path``). Filters as for
-    ``threads`` (provider, project, thread, since/until on the call's time)."""
-    query = path.strip()
-    if not query:
-        return []
-    q = posixpath.normpath(os.path.expanduser(query)) if query.startswith(("/", "~")) else posixpath.normpath(query)
-    base = posixpath.basename(q) or q
-    where, params = _where(f, ts="m.ts", project="coalesce(t.cwd, p.cwd)", thread="m.thread_id")
-    sql = f"""
-        SELECT m.thread_id, m.id, m.ts, b.type, b.tool_name, b.input, b.path, coalesce(t.cwd, p.cwd) AS cwd,
-               t.provider, t.title
-        FROM blocks b
-        JOIN messages m ON m.id = b.message_id
-        LEFT JOIN threads t ON t.id = m.thread_id
-        LEFT JOIN threads p ON p.id = t.parent_thread_id
-        WHERE b.type IN ('tool_call', 'file_change') AND (instr(b.input, ?) > 0 OR instr(b.path, ?) > 0)
-        {''.join(' AND ' + w for w in where)}"""
+    action: ``read``, ``created``, ``changed``, ``deleted``, ``named``), ``paths`` (the
+    normalised paths that matched) and ``calls`` (up to 5: ``message_id, ts, tool_name,
+    action, path``). Filters as for ``threads`` (provider, project, thread, since/until on
+    the call's time)."""
     found: dict[str, dict[str, Any]] = {}
-    for tid, mid, ts, btype, name, inp, bpath, cwd, provider, title in db.conn.execute(sql, (base, base, *params)):
-        named = [bpath] if btype == "file_change" and bpath else list(paths_in(inp))
-        hits = [n for n in (normalise(x, cwd) for x in named) if matches(n, q)]
-        if not hits:
-            continue
-        action = "changed" if btype == "file_change" else ACTIONS.get(_kind(provider, name) or "", "other")
-        s = found.setdefault(tid, {"thread_id": tid, "label": title, "provider": provider, "project": cwd,
-                                   "first_ts": ts, "last_ts": ts, "actions": {}, "paths": [], "calls": []})  # fmt: skip
-        s["actions"][action] = s["actions"].get(action, 0) + 1
-        for h in hits:
-            if h not in s["paths"]:
-                s["paths"].append(h)
+    for r in _touch_rows(db, path, f):
+        tid, ts = r["thread_id"], r["ts"]
+        s = found.setdefault(tid, {"thread_id": tid, "label": r["title"], "provider": r["provider"],
+                                   "project": r["project"], "first_ts": ts, "last_ts": ts, "actions": {},
+                                   "paths": [], "calls": []})  # fmt: skip
+        s["actions"][r["action"]] = s["actions"].get(r["action"], 0) + 1
+        if r["path"] not in s["paths"]:
+            s["paths"].append(r["path"])
         if ts and (s["first_ts"] is None or ts < s["first_ts"]):
             s["first_ts"] = ts
         if ts and (s["last_ts"] is None or ts > s["last_ts"]):
             s["last_ts"] = ts
         if len(s["calls"]) < 5:
-            s["calls"].append({"message_id": mid, "ts": ts, "tool_name": name, "action": action, "path": hits[0]})
+            s["calls"].append({"message_id": r["message_id"], "ts": ts, "tool_name": r["tool_name"],
+                               "action": r["action"], "path": r["path"]})  # fmt: skip
     rows = sorted(found.values(), key=lambda s: (s["last_ts"] or "", s["thread_id"]), reverse=True)
     rows = rows[max(offset, 0):][: None if limit is None else max(limit, 0)]
     labels = first_prompts(db.conn, [r["thread_id"] for r in rows if not r["label"]])

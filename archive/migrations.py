@@ -1054,3 +1054,95 @@ def m096_36_project_roots(db: Database) -> None:
     which every later run searches for the files vendors write inside projects
     (``archive/project_roots.py``); ``sesh-archive roots --remove`` forgets one."""
     db.execute("CREATE TABLE roots (path TEXT PRIMARY KEY, added_at TEXT NOT NULL)")
+
+
+@migrations()
+def m110_42_file_index_signals(db: Database) -> None:
+    """File history and signals per thread (issue 42, ``archive/derived.py``): derived
+    tables, recomputed for every thread whose messages or row changed (the triggers queue it
+    in ``_derived_dirty``) before each ingest, rebuild or forget commits. ``file_touches``: one
+    row per file a tool call (or file-change block) read, created, changed, deleted or named,
+    its path normalised against the thread's cwd. ``thread_signals``: the figures of
+    ``archive/signals.py``. An upgraded archive queues every thread and fills them now."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE file_touches (
+            thread_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            position INTEGER NOT NULL,          -- the tool call's or file change's blocks.position
+            seq INTEGER NOT NULL,               -- the path's place among the block's paths
+            ts TEXT,
+            path TEXT NOT NULL,                 -- absolute when the thread's cwd is known
+            name TEXT NOT NULL,                 -- the path's last component (suffix lookups)
+            action TEXT NOT NULL,               -- read | created | changed | deleted | named
+            tool_name TEXT,
+            PRIMARY KEY (message_id, position, seq)
+        );
+        CREATE INDEX file_touches_name ON file_touches(name);
+        CREATE INDEX file_touches_path ON file_touches(path);
+        CREATE INDEX file_touches_thread ON file_touches(thread_id);
+        CREATE TABLE thread_signals (
+            thread_id TEXT PRIMARY KEY,
+            tool_calls INTEGER NOT NULL,
+            tool_errors INTEGER NOT NULL,
+            retries INTEGER NOT NULL,           -- calls repeating the previous call (name and input)
+            same_file_edits INTEGER NOT NULL,   -- changes of a file after its first in the thread
+            compactions INTEGER NOT NULL,
+            interrupted_turns INTEGER NOT NULL,
+            ending TEXT NOT NULL,               -- completed | errored | open (read as running or abandoned)
+            first_ts TEXT,
+            last_ts TEXT,
+            duration_seconds REAL,
+            active_seconds REAL
+        );
+        CREATE TABLE _derived_dirty (thread_id TEXT PRIMARY KEY) WITHOUT ROWID;
+        CREATE TRIGGER derived_messages_ai AFTER INSERT ON messages BEGIN
+            INSERT OR IGNORE INTO _derived_dirty VALUES (new.thread_id);
+        END;
+        CREATE TRIGGER derived_messages_ad AFTER DELETE ON messages BEGIN
+            INSERT OR IGNORE INTO _derived_dirty VALUES (old.thread_id);
+        END;
+        CREATE TRIGGER derived_messages_au AFTER UPDATE OF thread_id ON messages BEGIN
+            INSERT OR IGNORE INTO _derived_dirty VALUES (old.thread_id);
+            INSERT OR IGNORE INTO _derived_dirty VALUES (new.thread_id);
+        END;
+        CREATE TRIGGER derived_threads_ai AFTER INSERT ON threads BEGIN
+            INSERT OR IGNORE INTO _derived_dirty VALUES (new.id);
+        END;
+        CREATE TRIGGER derived_threads_ad AFTER DELETE ON threads BEGIN
+            INSERT OR IGNORE INTO _derived_dirty VALUES (old.id);
+        END;
+        INSERT OR IGNORE INTO _derived_dirty SELECT id FROM threads;
+        """
+        )
+    )
+    from .derived import refresh
+
+    refresh(db.conn)
+
+
+@migrations()
+def m111_42_user_marks(db: Database) -> None:
+    """Tags, stars and notes (issue 42, ``archive/marks.py``): the user's, not the vendor's.
+    Keyed by thread id with no reference to ``threads``, so ``rebuild``, ``forget`` of a
+    source and upgrades never touch them; ``push`` carries them to PostgreSQL."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE thread_tags (
+            thread_id TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (thread_id, tag)
+        );
+        CREATE INDEX thread_tags_tag ON thread_tags(tag);
+        CREATE TABLE thread_notes (
+            thread_id TEXT PRIMARY KEY,
+            starred INTEGER NOT NULL DEFAULT 0,
+            note TEXT,
+            updated_at TEXT NOT NULL
+        );
+        """
+        )
+    )

@@ -64,6 +64,7 @@ from sqlite_utils import Database
 from . import pg
 from .lines import Codec, LineReader
 from .projection import LINE_REF, dumps
+from .push_marks import send_marks
 
 # Line bytes covered by one server transaction: a batch's rows take ~3x that in Python
 # objects, and WORKERS + 1 batches are in memory at once (one being read, one per worker).
@@ -381,6 +382,7 @@ class _Pusher:
             self._send_items(items, sources)
             self._send_blobs(blobs_upto)
             self._send_threads()
+            send_marks(self)  # tags, stars, notes (archive/push_marks.py)
         finally:
             self.sq.execute("COMMIT")
 

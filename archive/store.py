@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 import orjson
 
+from .derived import refresh as refresh_derived
 from .ingest import open_archive
 from .model import Message, Thread, page_messages
 from .projection import (
@@ -166,6 +167,7 @@ class SqliteMessageStore:
                 if row is not None:
                     projector.put_usage("store", row, (sid, 1, offset))
                 projector.refold()
+                refresh_derived(self.conn)
                 index_text(self.conn)
                 scan_new(self.conn)
             self.conn.execute("COMMIT")
@@ -190,6 +192,7 @@ class SqliteMessageStore:
                 "INSERT INTO thread_facts VALUES (?, 1, ?, 0, ?, ?)", (sid, offset, thread.id, dumps(fields))
             )
             fold_thread(self.conn, thread.id)
+            refresh_derived(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

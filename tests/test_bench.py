@@ -24,7 +24,7 @@ def test_bench_smoke(tmp_path):
     first = r["first_ingest"]
     assert first["bytes_read"] >= r["corpus"]["bytes"] > 1_000_000
     assert first["lines"] >= r["corpus"]["lines"]
-    assert set(first["timings"]) == {"read", "parse", "compress", "insert", "fts", "secrets", "commit"}
+    assert set(first["timings"]) == {"read", "parse", "compress", "insert", "derived", "fts", "secrets", "commit"}
     # the secret scan (issue 23): its phase, and an ingest without it in the same run
     sec = r["secrets"]
     assert sec["runs"] == 1 and sec["median_off"] > 0 and sec["median_on"] == first["wall_seconds"]

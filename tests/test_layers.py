@@ -15,15 +15,15 @@ ROOT = Path(__file__).resolve().parent.parent / "archive"
 # lowest first; a module may import from its own layer and the layers below it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("archive", "archive.errors", "archive.model", "archive.lines", "archive.readonly",
-                    "archive.migrations", "archive.coverage", "archive.data", "archive.pg.schema",
+                    "archive.coverage", "archive.data", "archive.pg.schema",
                     "archive.web", "archive.web.hosts", "archive.web.markup", "archive.vendors*")),
-    ("core", ("archive.db", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.filters", "archive.pricing", "archive.projection", "archive.identity",
-              "archive.unread", "archive.records", "archive.masking", "archive.side_files", "archive.project_roots")),
+    ("core", ("archive.db", "archive.migrations", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.filters", "archive.pricing", "archive.projection", "archive.identity",
+              "archive.unread", "archive.records", "archive.masking", "archive.side_files", "archive.project_roots", "archive.derived", "archive.file_index", "archive.signals", "archive.marks")),
     ("ingest", ("archive.ingest*",)),
     ("read and write operations", ("archive.companions", "archive.queries", "archive.render", "archive.emit",
                                    "archive.forget", "archive.stats", "archive.file_touches", "archive.agent_tools",
                                    "archive.store", "archive.push", "archive.pg", "archive.pg.queries",
-                                   "archive.pg.store")),
+                                   "archive.pg.store", "archive.push_marks")),
     ("surfaces", ("archive.web.*", "archive.datasette_plugin", "archive.serve", "archive.mcp_server")),
     ("command line", ("archive.cli*", "archive.__main__")),
 ]

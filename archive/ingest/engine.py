@@ -17,6 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from .. import project_roots, records, secrets
+from ..derived import refresh as refresh_derived
 from ..identity import ThreadNames
 from ..lines import Codec
 from ..projection import Projector, dumps, index_text, resolve_origins
@@ -210,6 +211,10 @@ class Engine(Generations, LineWriter):
         resolve_origins(self.conn)
         if self.options.scan_secrets:
             secrets.scan_new(self.conn)  # blocks a run without scanning left behind
+        t = time.perf_counter()
+        refresh_derived(self.conn)  # once a run: the file index and signals of the threads it wrote (derived.py)
+        if self.options.timings is not None:
+            _lap(self.options.timings, "derived", t)
         self.conn.execute("COMMIT")
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added

@@ -117,7 +117,7 @@ def max_line_bytes(options: IngestOptions, env: Mapping[str, str]) -> int:
     return n
 
 
-PHASES = ("read", "parse", "compress", "insert", "fts", "secrets", "commit")
+PHASES = ("read", "parse", "compress", "insert", "derived", "fts", "secrets", "commit")
 
 
 def _lap(timings: dict[str, float], phase: str, since: float) -> float:

@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from .. import secrets
 from ..db import open_db
+from ..derived import refresh as refresh_derived
 from ..errors import ArchiveError
 from ..identity import merged_claims, outranked_sources
 from ..projection import index_text, resolve_origins
@@ -59,6 +60,7 @@ def rebuild_sources(db: Database, sources: list[tuple[int, str, str, str]]) -> S
             rederive(engine, sources)
             engine.summary.files_seen += len(sources)
             resolve_origins(conn)
+            refresh_derived(conn)
             index_text(conn)
             secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
             conn.execute("COMMIT")

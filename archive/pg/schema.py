@@ -425,12 +425,39 @@ CREATE TABLE unsettled_threads (
 );
 """
 
+# The user's marks on threads (issue 42, local m111, archive/push_marks.py): per machine,
+# replaced whole by each push whose marks changed (a digest in machine_marks), so an untag
+# or a cleared note on a machine reaches the server too.
+P040_42_THREAD_MARKS = """
+CREATE TABLE thread_tags (
+    machine_id text NOT NULL,
+    thread_id text NOT NULL,
+    tag text NOT NULL,
+    created_at text NOT NULL,
+    PRIMARY KEY (machine_id, thread_id, tag)
+);
+CREATE INDEX thread_tags_tag ON thread_tags(tag);
+CREATE TABLE thread_notes (
+    machine_id text NOT NULL,
+    thread_id text NOT NULL,
+    starred integer NOT NULL DEFAULT 0,
+    note text,
+    updated_at text NOT NULL,
+    PRIMARY KEY (machine_id, thread_id)
+);
+CREATE TABLE machine_marks (
+    machine_id text PRIMARY KEY,
+    digest text NOT NULL
+);
+"""
+
 # (name, SQL): append only, never edit a released one
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p001_initial", P001_INITIAL),
     ("p010_17_thread_summary_forks", P010_17_THREAD_SUMMARY_FORKS),
     ("p020_25_shared_message_owner", P020_25_SHARED_MESSAGE_OWNER),
     ("p030_unsettled_threads", P030_UNSETTLED_THREADS),
+    ("p040_42_thread_marks", P040_42_THREAD_MARKS),
 )
 
 

@@ -62,6 +62,7 @@ from typing import IO, Any, Protocol, Union
 
 import orjson
 
+from .tool_paths import default_touched_paths
 from ..model import Attachment, JsonObject, Message, ToolResult, Usage
 
 # Report kinds. Reasons are free text within a kind (usually the vendor record type).
@@ -486,6 +487,19 @@ class Adapter:
     #: a subfolder is fine): ``archive/project_roots.py`` matches them in every project folder
     #: the archive knows and in the roots the user named, and ``classify`` takes each match
     project_patterns: tuple[str, ...] = ()
+
+    def touched_paths(self, tool_name: str | None, value: Any) -> Iterable[tuple[str, str]]:
+        """The files a tool call names and what it did to each (``read``, ``created``,
+        ``changed``, ``deleted``, ``named``), paths as written (``vendors/tool_paths.py``:
+        the usual path keys, patch headers, a conservative reading of shell commands).
+        Override for a tool whose input puts its paths elsewhere."""
+        kind = self.tool_kinds.get(tool_name or "", tool_name)
+        return default_touched_paths(kind, value)
+
+    def message_signal(self, role: str, text: str | None, extra: Mapping[str, Any]) -> str | None:
+        """``compaction`` when this message marks a compaction of the context, ``interrupted``
+        when it marks a turn the user interrupted; None otherwise (``archive/signals.py``)."""
+        return None
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return []

@@ -20,12 +20,13 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from . import files
 from ..pricing import PriceTable, cost
 from ..queries import first_prompts, is_fork_sql, is_session_sql, session_root_sql
 
 PAGE_SIZE = 50
 SORTS = {"recent": "last activity", "oldest": "first activity", "messages": "messages", "tokens": "tokens",
-         "cost": "cost"}  # fmt: skip
+         "cost": "cost", "errors": "tool errors", "active": "active time"}  # fmt: skip
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
@@ -43,6 +44,9 @@ class SessionFilters:
     q: str = ""
     sort: str = "recent"
     page: int = 1
+    outcome: str = ""  # signals and marks (issue 42, archive/web/files.py)
+    tag: str = ""
+    starred: bool = False
 
 
 def _day(value: str, name: str) -> str:
@@ -115,6 +119,9 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) ->
     candidates = [r[0] for r in conn.execute(
         f"SELECT DISTINCT t.id FROM threads t LEFT JOIN threads c ON c.parent_thread_id = t.id AND NOT {is_fork_sql('c')} "
         f"WHERE {is_session_sql('t')} AND {' AND '.join(where)}", params)]  # fmt: skip
+    keep = files.filter_ids(conn, f.outcome, f.tag, f.starred)
+    if keep is not None:
+        candidates = [c for c in candidates if c in keep]
     ids_json = json.dumps(candidates)
     stats = {r["root"]: r for r in _rows(conn, f"""
         SELECT {session_root_sql('t')} AS root, count(m.id) AS messages, min(m.ts) AS first_ts,
@@ -130,13 +137,16 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) ->
         p = priced.get(tid, {"tokens": 0, "cost": None, "unpriced": False})
         rows.append({"id": tid, "messages": s.get("messages", 0), "first_ts": s.get("first_ts") or s.get("created_at"),
                      "last_ts": s.get("last_ts") or s.get("created_at"), **p})  # fmt: skip
+    if f.sort in ("errors", "active"):
+        files.add_signals(conn, rows)
     if f.since:
         rows = [r for r in rows if (r["last_ts"] or "") >= _day(f.since, "since")]
     if f.until:
         rows = [r for r in rows if r["first_ts"] and r["first_ts"][:10] <= _day(f.until, "until")]
     key = {"recent": lambda r: r["last_ts"] or "", "oldest": lambda r: r["first_ts"] or "\uffff",
            "messages": lambda r: r["messages"], "tokens": lambda r: r["tokens"],
-           "cost": lambda r: r["cost"] or 0.0}[f.sort]  # fmt: skip
+           "cost": lambda r: r["cost"] or 0.0, "errors": lambda r: r["tool_errors"],
+           "active": lambda r: r["active_seconds"]}[f.sort]  # fmt: skip
     rows.sort(key=lambda r: r["id"])
     rows.sort(key=key, reverse=f.sort != "oldest")
     total = len(rows)
@@ -145,6 +155,7 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) ->
         raise FilterError(f"page {f.page} is outside the list (pages 1 to {pages})")
     shown = rows[(f.page - 1) * PAGE_SIZE : f.page * PAGE_SIZE]
     _details(conn, shown)
+    files.add_signals(conn, shown)
     return {"rows": shown, "total": total, "page": f.page, "pages": pages}
 
 

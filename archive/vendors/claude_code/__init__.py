@@ -53,6 +53,15 @@ class ClaudeCodeAdapter(Adapter):
     # ~17% of a corpus, so the archive reads it back from the line instead of a second copy
     line_backed_extra = ("toolUseResult",)
 
+    def message_signal(self, role: str, text: str | None, extra: Mapping[str, Any]) -> str | None:
+        # a compact_boundary system line starts the summarised context (manual /compact and
+        # auto-compaction alike, 1.0.x-2.1.x); Esc during a turn writes this user text
+        if extra.get("subtype") == "compact_boundary":
+            return "compaction"
+        if role == "user" and text and text.startswith("[Request interrupted by user"):
+            return "interrupted"
+        return None
+
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "CLAUDE_CONFIG_DIR") or home / ".claude"
         return [base / "projects"]

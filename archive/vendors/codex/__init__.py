@@ -48,6 +48,15 @@ class CodexAdapter(Adapter):
                   "read_file": "read", "list_dir": "search", "grep_files": "search", "tool_search": "search",
                   "web_search": "web", "update_plan": "plan", "spawn_agent": "agent"}  # fmt: skip
 
+    def message_signal(self, role: str, text: str | None, extra: Mapping[str, Any]) -> str | None:
+        # a "compacted" line's replacement history opens with the summary (parse._compacted);
+        # an interrupted turn leaves a <turn_aborted> user message (0.5x and later)
+        if extra.get("compacted"):
+            return "compaction"
+        if role == "user" and text and text.lstrip().startswith("<turn_aborted"):
+            return "interrupted"
+        return None
+
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "CODEX_HOME") or home / ".codex"
         return [base / "sessions", base / "archived_sessions"]

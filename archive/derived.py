@@ -1,0 +1,89 @@
+"""Keeping the derived per-thread tables current: ``file_touches`` (``archive/file_index.py``)
+and ``thread_signals`` (``archive/signals.py``).
+
+Invariants:
+
+* Triggers (migration m110) queue a thread in ``_derived_dirty`` whenever one of its
+  messages is written, moved or deleted, or its ``threads`` row is written (a new cwd); the
+  queue commits with the rows that caused it. ``refresh`` recomputes exactly the queued
+  threads, whole, and empties the queue, inside the caller's transaction: at the end of
+  every ingest run, rebuild and forget, and in the message store's writes. A thread is
+  scanned once per run however many commits the run made (a 600 MB session re-scanned at
+  each of its commits cost more than the rest of the index); a run that is killed leaves
+  its threads queued, and the next run's end computes them.
+* A queued thread that no longer exists loses its rows. User data (tags, notes) is not
+  derived and is never touched here.
+* One streamed scan of the thread's blocks serves both tables; a tool result's text and
+  output are not read (only the first characters of text blocks, for
+  ``Adapter.message_signal``), and a call's input is held only while its paths are read.
+  Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+from . import file_index, signals
+from .vendors import get as get_adapter
+
+TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
+_SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
+                "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
+
+
+def refresh(conn: sqlite3.Connection) -> int:
+    """Recompute the queued threads' derived rows (caller's transaction); how many."""
+    try:
+        queued = [r[0] for r in conn.execute("SELECT thread_id FROM _derived_dirty")]
+    except sqlite3.OperationalError:  # an earlier migration rebuilding before m110 made the tables
+        return 0
+    if not queued:
+        return 0
+    for tid in queued:
+        refresh_thread(conn, tid)
+    conn.execute("DELETE FROM _derived_dirty")
+    return len(queued)
+
+
+def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+    provider, cwd = file_index.thread_cwd(conn, thread_id)
+    conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
+    if provider is None and not conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone():
+        conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
+        return
+    cur = conn.execute(
+        # only what the two tables read: a tool result's text or output can be megabytes
+        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, b.path, b.call_id, b.is_error, "
+        f"CASE WHEN b.type = 'text' THEN substr(b.text, 1, {TEXT_PREFIX}) END "
+        "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
+        "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position",
+        (thread_id,),
+    )
+    indexer = file_index.ThreadIndexer(conn, thread_id, provider, cwd)
+    messages: list[tuple[object, ...]] = []
+    blocks: list[tuple[object, ...]] = []
+    first_text: dict[str, str] = {}
+    for mid, role, ts, injected, extra, pos, btype, name, inp, bpath, call_id, is_error, text in cur:
+        if not messages or messages[-1][0] != mid:
+            messages.append((mid, role, ts, injected, extra))
+        if pos is None:
+            continue
+        if btype == "text" and text and mid not in first_text:
+            first_text[mid] = text
+        # the input's digest: retries compare inputs, and a Write's content need not stay in memory
+        digest = hashlib.blake2b(inp.encode("utf-8", "surrogatepass"), digest_size=16).digest() if inp else None
+        blocks.append((mid, btype, name, digest, call_id, is_error, bool(text and text.strip())))
+        if btype in ("tool_call", "file_change"):
+            indexer.add(mid, ts, pos, btype, name, inp, bpath)
+    touches = indexer.finish()
+    try:
+        signal_of = get_adapter(provider or "").message_signal
+    except KeyError:
+        signal_of = None
+    s = signals.compute([(*m, first_text.get(str(m[0]))) for m in messages], blocks, touches, signal_of)
+    conn.execute(
+        f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",
+        (thread_id, *(s[c] for c in _SIGNAL_COLS[1:])),
+    )

@@ -1,0 +1,131 @@
+"""The file index: one ``file_touches`` row per file a tool call or a file-change block
+read, created, changed, deleted or named (``archive/derived.py`` keeps it current).
+
+Invariants:
+
+* Derived from ``blocks`` alone, thread by thread: indexing a thread deletes its rows and
+  writes them again, so the index equals what a fresh build from the projection gives
+  (``rebuild`` equals ingest, and an upgrade builds it from the archive it finds).
+* What a call touched is the adapter's to say (``Adapter.touched_paths``: the usual path
+  keys, patch headers, a conservative reading of shell commands); a tool the thread's
+  adapter does not map (a canonical import, an unknown vendor) is read with the kind any
+  adapter gives that name. Nothing here names a vendor.
+* Paths are normalised against the thread's cwd (its parent's for a subagent): ``src/a.py``
+  in a session run in ``/repo`` is ``/repo/src/a.py``; ``..`` and ``.`` are folded, ``~`` is
+  left as written (the archive does not know whose home it was). A relative path in a
+  thread without a cwd stays relative.
+"""
+
+from __future__ import annotations
+
+import orjson
+import posixpath
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from .vendors import VENDORS
+from .vendors import get as get_adapter
+from .vendors.base import Adapter
+from .vendors.tool_paths import default_touched_paths
+
+_ANY_KIND: dict[str, str] = {}
+
+
+def _any_kind(name: str | None) -> str | None:
+    if not _ANY_KIND:
+        for a in reversed(VENDORS):  # the first registered vendor wins a shared name
+            _ANY_KIND.update(getattr(a, "tool_kinds", None) or {})
+    return _ANY_KIND.get(name or "", name)
+
+
+def _adapter(provider: str | None) -> Adapter | None:
+    try:
+        return get_adapter(provider or "")
+    except KeyError:
+        return None
+
+
+def normalise(path: str, cwd: str | None) -> str:
+    """``path`` joined to ``cwd`` when relative and ``cwd`` is known, ``..`` and ``.`` folded."""
+    p = path.strip()
+    if p.startswith("file://"):
+        p = p[len("file://") :]
+    if not p.startswith(("/", "~")) and cwd:
+        p = posixpath.join(cwd, p)
+    return posixpath.normpath(p)
+
+
+def call_touches(adapter: Adapter | None, tool_name: str | None, value: Any) -> Iterator[tuple[str, str]]:
+    """The ``(path as written, action)`` pairs of one tool call's input."""
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except ValueError:
+            pass
+    if adapter is not None and (tool_name or "") in adapter.tool_kinds:
+        yield from adapter.touched_paths(tool_name, value)
+    else:
+        yield from default_touched_paths(_any_kind(tool_name), value)
+
+
+def thread_cwd(conn: sqlite3.Connection, thread_id: str) -> tuple[str | None, str | None]:
+    """The thread's provider and cwd (its parent's cwd when it has none)."""
+    row = conn.execute(
+        "SELECT t.provider, coalesce(t.cwd, p.cwd) FROM threads t LEFT JOIN threads p ON p.id = t.parent_thread_id "
+        "WHERE t.id = ?",
+        (thread_id,),
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+def touches(provider: str | None, cwd: str | None, blocks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``file_touches`` rows (without the thread id) of a thread's blocks, each block given
+    as ``(message_id, ts, position, type, tool_name, input, path)``."""
+    adapter = _adapter(provider)
+    rows: list[tuple[Any, ...]] = []
+    for mid, ts, pos, btype, name, inp, bpath in blocks:
+        if btype == "file_change":
+            found: list[tuple[str, str]] = [(bpath, "changed")] if bpath else []
+        elif btype == "tool_call" and inp:
+            found = list(call_touches(adapter, name, inp))
+        else:
+            continue
+        seen: set[tuple[str, str]] = set()
+        for written, action in found:
+            path = normalise(written, cwd)
+            if not path or path == "." or (path, action) in seen:
+                continue
+            seen.add((path, action))
+            rows.append((mid, pos, len(seen) - 1, ts, path, posixpath.basename(path) or path, action, name))
+    return rows
+
+
+class ThreadIndexer:
+    """Writes a thread's ``file_touches`` rows block by block (the caller deleted the old
+    ones), in batches; ``finish`` returns the rows without the thread id, as ``touches``."""
+
+    BATCH = 1000
+
+    def __init__(self, conn: sqlite3.Connection, thread_id: str, provider: str | None, cwd: str | None) -> None:
+        self.conn, self.thread_id, self.provider, self.cwd = conn, thread_id, provider, cwd
+        self.rows: list[tuple[Any, ...]] = []
+        self._pending = 0
+
+    def add(self, mid: str, ts: str | None, pos: int, btype: str, name: str | None, inp: str | None,
+            bpath: str | None) -> None:  # fmt: skip
+        self.rows += touches(self.provider, self.cwd, [(mid, ts, pos, btype, name, inp, bpath)])
+        if len(self.rows) - self._pending >= self.BATCH:
+            self._write()
+
+    def _write(self) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(self.thread_id, *r) for r in self.rows[self._pending :]],
+        )
+        self._pending = len(self.rows)
+
+    def finish(self) -> list[tuple[Any, ...]]:
+        self._write()
+        return self.rows
