@@ -6,6 +6,7 @@ in tests/fixtures/hermes/; the real client runs in tests/test_clients_hermes.py.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -38,8 +39,10 @@ def place_state(hermes_home: Path) -> Path:
     """The recorded state.db with its WAL, as Hermes 0.19.0 left them (the resume's rows are
     only in the WAL: the main file holds the first four messages)."""
     hermes_home.mkdir(parents=True, exist_ok=True)
+    past = 1_767_225_600 * 10**9  # written long before the test reads it, as a client's database at rest
     for f in STATE.iterdir():
         shutil.copyfile(f, hermes_home / f.name)
+        os.utime(hermes_home / f.name, ns=(past, past))
     return hermes_home / "state.db"
 
 
@@ -150,3 +153,27 @@ def test_a_claude_thread_emitted_to_hermes_comes_back_as_a_hand_off(tmp_path: Pa
     assert back and back <= original  # the archived messages, under their own ids
     # the totals emit wrote are the origin's responses: not counted a second time
     assert again.conn.execute("SELECT count(*) FROM usage").fetchone()[0] == 0
+
+
+def test_a_0_13_snapshot_and_its_database_are_one_conversation(tmp_path: Path, isolated_home: Path) -> None:
+    """Hermes 0.13.0 wrote every CLI session twice: state.db (schema 11, no usage rows: the
+    session totals count) and ``sessions/session_<id>.json``, rewritten after each turn."""
+    shutil.copytree(FIXTURES / "hermes" / "state-0.13.0", isolated_home / ".hermes")
+    sid = "20261202_043738_8c0b40"
+    db = str(tmp_path / "a.db")
+    summary = json.loads(run("--db", db, "ingest", "--json"))
+    assert summary["failed"] == 0
+    archive = open_db(db)
+    kinds = {r[0] for r in archive.conn.execute("SELECT kind FROM sources")}
+    assert kinds == {"lines", "snapshot"}
+    msgs = load_messages(archive.conn, "m.thread_id = ?", (sid,))
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    # each message read from both, stored once
+    occurrences = archive.conn.execute("SELECT count(*) FROM message_occurrences").fetchone()[0]
+    assert occurrences == 12
+    assert archive.conn.execute("SELECT input_tokens, output_tokens FROM usage").fetchall() == [(297, 76)]
+    # the snapshot alone (the database gone) is the whole conversation too
+    other = open_db(tmp_path / "b.db")
+    ingest_paths(other, [isolated_home / ".hermes" / "sessions"], NEVER_IDLE)
+    alone = load_messages(other.conn, "m.thread_id = ?", (sid,))
+    assert [m.id for m in alone] == [m.id for m in msgs]

@@ -19,9 +19,9 @@ lines:
   Hermes updates the session, each version a generation.
 
 Rows -> canonical model. Thread id = the session id; ``parent_session_id`` is the parent
-thread (a ``/branch`` or a compression continuation: ``metadata.forkedFrom`` when
-``end_reason`` of the parent says ``branched``; otherwise a child). Each message row is one
-message, id ``<session>:<row id>``: ``reasoning``/``reasoning_content`` -> ``Reasoning``,
+thread. Each message row is one message, id ``<session>:<position>:<digest>`` (its place
+among the session's messages and a digest of its role, content and call id: the same message
+in state.db, a transcript and a snapshot is one message): ``reasoning``/``reasoning_content`` -> ``Reasoning``,
 ``content`` (a string, or a JSON list of OpenAI content parts) -> ``Text``/``Attachment``,
 ``tool_calls`` -> ``ToolCall`` blocks (``function.arguments`` parsed when JSON), a ``tool``
 row -> ``ToolResult`` (``tool_call_id``, ``tool_name`` in extra). An inactive row (rewound,
@@ -36,8 +36,9 @@ do; the raw row is kept in ``usage.extra["vendor"]``.
 The JSONL transcripts (gateway sessions, and every session before state.db took over) and the
 JSON snapshots (``sessions.write_json_snapshots``) hold the same OpenAI-style message dicts,
 each with an ISO ``timestamp``; the JSONL's first line is ``{"role":"session_meta",...}``
-(tools, model, platform). Their messages have no ids: ``<session>:<offset>`` (JSONL) and
-``<session>:<index>`` (snapshot).
+(tools, model, platform). Hermes 0.13.0 wrote a snapshot of every CLI session (and kept
+no ``session_model_usage``: the ``sessions`` totals are the usage then); 0.19.0 only when
+configured.
 
 ``emit --to hermes`` writes the export document ``SessionDB.import_sessions`` reads
 (``emit.py``); the archive reads it back (``export``). A message emit wrote carries the emit
@@ -76,6 +77,7 @@ from ..base import (
     intact_mark,
     loads_line,
     nonempty_str,
+    stable_id,
 )
 
 NAME = "hermes"
@@ -194,17 +196,27 @@ class HermesParser:
         self.emitted: JsonObject = s.get("emitted", {})
         self.emitted_from: str | None = s.get("from")  # the session mark's thread (an emitted session)
         self.emitted_totals: list[int] = s.get("totals") or []  # the totals emit wrote into it
+        self.n: int = s.get("n", 0)  # messages of the session seen so far (their position)
 
     def state(self) -> JsonObject:
         out: JsonObject = {}
         for k, v in (("session", self.session), ("model", self.model), ("emitted", self.emitted),
-                     ("from", self.emitted_from), ("totals", self.emitted_totals)):
+                     ("from", self.emitted_from), ("totals", self.emitted_totals), ("n", self.n)):
             if v:
                 out[k] = v
         return out
 
     def _sid(self) -> str:
         return self.session or self.source.source_id
+
+    def _next_id(self, m: dict[str, Any], sid: str | None = None) -> str:
+        """``<session>:<position>:<digest of role, content, call id>``: the same message read
+        from state.db, a JSONL transcript or a snapshot of the session gets the same id (stored
+        once); two different messages at one position (a snapshot that left one out) do not."""
+        n, self.n = self.n, self.n + 1
+        content = m.get("content")
+        text = content if isinstance(content, str) else orjson.dumps(_json(content)).decode()
+        return f"{sid or self._sid()}:{n}:{stable_id(m.get('role'), text, m.get('tool_call_id'), length=8)}"
 
     # ------------------------------------------------------------------ lines
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
@@ -233,7 +245,7 @@ class HermesParser:
             yield from self.session_meta(d)
             return
         if isinstance(d.get("role"), str):
-            yield from self.message(d, f"{self._sid()}:{offset}", iso_text(d.get("timestamp")))
+            yield from self.message(d, self._next_id(d), iso_text(d.get("timestamp")))
             return
         yield Report(INVALID, "not a Hermes row or message", None)
 
@@ -327,7 +339,7 @@ class HermesParser:
             extra["active"] = False
         if row.get("compacted"):
             extra["compacted"] = True
-        yield from self.message(row, f"{sid}:{row.get('id')}", iso_s(row.get("timestamp")), extra, sid)
+        yield from self.message(row, self._next_id(row, sid), iso_s(row.get("timestamp")), extra, sid)
 
     def message(self, m: dict[str, Any], mid: str, ts: str | None, extra: dict[str, Any] | None = None,
                 sid: str | None = None) -> Iterator[Row]:
@@ -407,16 +419,16 @@ class HermesParser:
                 self.model = d["model"]
             meta = {k: v for k, v in {"model": self.model, "source": nonempty_str(d.get("platform"))}.items() if v}
             yield ThreadFact(self.session, {"createdAt": iso_text(d.get("session_start")), "metadata": meta or None})
-            for i, m in enumerate(messages):
+            for m in messages:
                 if isinstance(m, dict):
-                    yield from self.message(m, f"{self.session}:{i}", iso_text(m.get("timestamp")))
+                    yield from self.message(m, self._next_id(m), iso_text(m.get("timestamp")))
                 else:
                     yield Report(INVALID, "message not an object", None)
             return
         yield from self.session_row(d)
-        for i, m in enumerate(messages):
+        for m in messages:
             if isinstance(m, dict):
-                yield from self.message(m, f"{self._sid()}:{i}", iso_s(m.get("timestamp")))
+                yield from self.message(m, self._next_id(m), iso_s(m.get("timestamp")))
             else:
                 yield Report(INVALID, "message not an object", None)
         if any(_int(d.get(k)) for k in ("input_tokens", "output_tokens")):
