@@ -94,6 +94,9 @@ class HermesAdapter(Adapter):
         mcols = [r[1].decode() for r in query("PRAGMA table_info(messages)", ())]
         ucols = [r[1].decode() for r in query("PRAGMA table_info(session_model_usage)", ())] \
             if b"session_model_usage" in tables else []
+        # Hermes records no client version; its store's schema version (22 in 0.19.0, 11 in
+        # 0.13.0) is what tells its releases apart, for the coverage per version
+        schema = query("SELECT max(version) FROM schema_version", ())[0][0] if b"schema_version" in tables else None
         for srow in query("SELECT * FROM sessions ORDER BY started_at, id", ()):
             session = dict(zip(scols, srow))
             sid = _text(session["id"])
@@ -105,7 +108,7 @@ class HermesAdapter(Adapter):
             yield Document(f"{path}#{sid}.jsonl",
                            head + b"".join(row_line("messages", dict(zip(mcols, m))) for m in messages))
             yield Document(f"{path}#{sid}.session.jsonl",
-                           row_line("sessions", session, usage_rows=len(usage))
+                           row_line("sessions", session, usage_rows=len(usage), schema=schema)
                            + b"".join(row_line("session_model_usage", dict(zip(ucols, u))) for u in usage))
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> HermesParser:

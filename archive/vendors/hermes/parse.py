@@ -297,9 +297,11 @@ class HermesParser:
             yield Report(METADATA, "system prompt", "the client's instructions for every request; kept in the source layer")
 
     def sessions(self, d: dict[str, Any]) -> Iterator[Row]:
-        rows = list(self.head(d))
-        yield from rows
+        yield from self.head(d)
         row = d.get("row")
+        if isinstance(row, dict) and nonempty_str(row.get("id")) and _int(d.get("schema")):
+            # no client version is recorded: the store's schema version stands for it
+            yield ThreadFact(row["id"], {"metadata": {"version": f"state.db schema {d['schema']}"}})
         if isinstance(row, dict) and nonempty_str(row.get("id")) and d.get("usage_rows") == 0:
             yield from self._totals(row, f"{NAME}:{row['id']}")
 
