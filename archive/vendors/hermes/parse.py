@@ -207,6 +207,9 @@ class HermesParser:
         return out
 
     def _sid(self) -> str:
+        if self.session is None and "#" not in self.source.path and self.source.path.endswith(".jsonl"):
+            # a transcript, ``sessions/<session id>.jsonl``: its lines never name the session
+            self.session = self.source.path.replace("\\", "/").rsplit("/", 1)[-1][: -len(".jsonl")] or None
         return self.session or self.source.source_id
 
     def _next_id(self, m: dict[str, Any], sid: str | None = None) -> str:
