@@ -29,7 +29,6 @@ UNREAD = {
     "kilo": (".local/share/kilo", ["kilo.db"]),
     "mistral-vibe": (".vibe", ["logs/session/session_20260101_120000_ab12cd34/messages.jsonl",
                                "logs/session/unified/5d0c9a8e-0000-4000-8000-000000000001/meta.json"]),
-    "factory-droid": (".factory", ["sessions/-home-me-proj/3c1d2e4f-0000-4000-8000-000000000002.jsonl"]),
     "goose": (".local/share/goose/sessions", ["sessions.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
@@ -88,7 +87,7 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
     assert json.loads(status)["unread"] == summary["unread"]
     text, _ = _invoke("--db", db, "status")
     assert f"not read: copilot: {(home / OLD_LAYOUT).parent} (1 file)" in text
-    assert f"not read: factory-droid: {home / '.factory'} (1 file)" in text
+    assert f"not read: amp: {home / '.local/share/amp/threads'} (1 file)" in text
 
     # a run over given paths does not walk the default locations: status keeps the last list
     _invoke("--db", db, "ingest", str(tmp_path / "a.db"))

@@ -73,8 +73,6 @@ LAYOUTS: tuple[KnownLayout, ...] = (
     KnownLayout("mistral-vibe", ("VIBE_HOME",), lambda env, home: [env_path(env, "VIBE_HOME") or home / ".vibe"],
                 ("logs/session/unified/*/meta.json", "logs/session/session_*/messages.jsonl"),
                 "Mistral Vibe sessions"),
-    KnownLayout("factory-droid", (), lambda env, home: [home / ".factory"],
-                ("sessions/*/*.jsonl",), "Factory Droid sessions"),
     KnownLayout("goose", ("GOOSE_PATH_ROOT", "XDG_DATA_HOME"), _goose,
                 ("sessions.db", "*.jsonl"), "Goose session database and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
