@@ -104,7 +104,10 @@ class HermesAdapter(Adapter):
             messages = query("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (sid,))
             usage = query("SELECT * FROM session_model_usage WHERE session_id = ? ORDER BY model, billing_provider, "
                           "billing_base_url, billing_mode, task", (sid,)) if ucols else []
-            head = orjson.dumps({"table": "sessions", "id": sid, "started_at": session.get("started_at")}) + b"\n"
+            # the head never changes but for the schema, which a Hermes upgrade bumps (the
+            # session's messages then read again as a new generation, stored once)
+            head = orjson.dumps({"table": "sessions", "id": sid, "started_at": session.get("started_at"),
+                                 "schema": schema}) + b"\n"
             yield Document(f"{path}#{sid}.jsonl",
                            head + b"".join(row_line("messages", dict(zip(mcols, m))) for m in messages))
             yield Document(f"{path}#{sid}.session.jsonl",

@@ -10,13 +10,13 @@ totals per session, model and task, updated in place). Hermes records no usage p
 only these totals. The adapter (``__init__``) reads each session as two documents of JSON
 lines:
 
-* ``<db>#<session>.jsonl``: a head line ``{"table":"sessions","id":...,"started_at":...}``
-  (what never changes), then every message row in ``id`` order as
+* ``<db>#<session>.jsonl``: a head line ``{"table":"sessions","id":...,"started_at":...,
+  "schema":...}`` (what never changes, but for the store's schema version), then every message row in ``id`` order as
   ``{"table":"messages","row":{<every column>}}``. New messages only append; a rewind or a
   compaction rewrites a row, and the document becomes a new generation (older ones kept).
 * ``<db>#<session>.session.jsonl``: ``{"table":"sessions","row":{...}}`` (the whole session
-  row) and ``{"table":"session_model_usage","row":{...}}`` per usage row: rewritten whenever
-  Hermes updates the session, each version a generation.
+  row, a ``side_report`` of the thread) and ``{"table":"session_model_usage","row":{...}}`` per
+  usage row: rewritten whenever Hermes updates the session, each version a generation.
 
 Rows -> canonical model. Thread id = the session id; ``parent_session_id`` is the parent
 thread. Each message row is one message, id ``<session>:<position>:<digest>`` (its place
@@ -77,6 +77,7 @@ from ..base import (
     intact_mark,
     loads_line,
     nonempty_str,
+    side_report,
     stable_id,
 )
 
@@ -262,7 +263,10 @@ class HermesParser:
                 yield Report(INVALID, "session head without an id", None)
                 return
             self.session = sid
-            yield ThreadFact(sid, {"createdAt": iso_s(d.get("started_at"))} if iso_s(d.get("started_at")) else {})
+            fields: dict[str, Any] = {"createdAt": iso_s(d.get("started_at"))} if iso_s(d.get("started_at")) else {}
+            if _int(d.get("schema")):
+                fields["metadata"] = {"version": f"state.db schema {d['schema']}"}
+            yield ThreadFact(sid, fields)
             return
         yield from self.session_row(row)
 
@@ -296,8 +300,11 @@ class HermesParser:
         if parent:
             fields["parentThreadId"] = parent
         yield ThreadFact(sid, {k: v for k, v in fields.items() if v is not None})
-        if nonempty_str(row.get("system_prompt")):
-            yield Report(METADATA, "system prompt", "the client's instructions for every request; kept in the source layer")
+        if self.source.kind != SNAPSHOT:
+            # the session's row (title, totals, end, system prompt): its bookkeeping beside its
+            # messages, a side record of the thread (not a source that lost its messages)
+            yield side_report("session row", sid, title=nonempty_str(row.get("title")),
+                              endedAt=iso_s(row.get("ended_at")), systemPrompt=bool(row.get("system_prompt")))
 
     def sessions(self, d: dict[str, Any]) -> Iterator[Row]:
         yield from self.head(d)
