@@ -176,6 +176,7 @@ def restore_imports(db: Any, out_dir: Path, source_uids: list[str], redact: bool
     from .vendors import get as get_adapter
 
     out = []
+    done: set[str] = set()  # a thread several documents hold (a session's messages and its totals) is written once
     for uid in dict.fromkeys(source_uids):
         row = db.execute("SELECT id, provider FROM sources WHERE uid = ?", (uid,)).fetchone()
         if row is None or not get_adapter(row[1]).restores_by_emit:
@@ -183,6 +184,9 @@ def restore_imports(db: Any, out_dir: Path, source_uids: list[str], redact: bool
         threads = [r[0] for r in db.execute(
             "SELECT DISTINCT thread_id FROM thread_facts WHERE source_id = ? ORDER BY thread_id", (row[0],))]
         for tid in threads:
+            if tid in done:
+                continue
+            done.add(tid)
             outcome = emit_thread(db, tid, row[1], exact=False)
             if redact:
                 redact_outcome(db.conn, outcome)

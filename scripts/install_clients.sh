@@ -121,3 +121,14 @@ if [ -n "$aider_version" ]; then
     fi
     echo "aider: $("$aider_venv/bin/aider" --version 2>&1)"
 fi
+
+# Hermes Agent (issue 35), a Python client (PyPI hermes-agent), pinned in a venv of its own,
+# DIR/old/hermes-<version> (tests/clients/hermes_client.py looks there), installed once. It
+# needs Python 3.11 or newer ($HERMES_PYTHON, default python3). About 5 minutes here (2 cores).
+hermes_version="${HERMES_VERSION:-0.19.0}"
+hermes_prefix="$dir/old/hermes-$hermes_version"
+if [ ! -x "$hermes_prefix/bin/hermes" ]; then
+    "${HERMES_PYTHON:-python3}" -m venv "$hermes_prefix"
+    "$hermes_prefix/bin/pip" install --quiet --disable-pip-version-check "hermes-agent==$hermes_version"
+fi
+echo "hermes: $("$hermes_prefix/bin/hermes" --version 2>&1 | head -n 1)"

@@ -29,8 +29,6 @@ UNREAD = {
     "kilo": (".local/share/kilo", ["kilo.db"]),
     "mistral-vibe": (".vibe", ["logs/session/session_20260101_120000_ab12cd34/messages.jsonl",
                                "logs/session/unified/5d0c9a8e-0000-4000-8000-000000000001/meta.json"]),
-    "hermes": (".hermes", ["state.db"]),
-    "factory-droid": (".factory", ["sessions/-home-me-proj/3c1d2e4f-0000-4000-8000-000000000002.jsonl"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might
@@ -88,7 +86,7 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
     assert json.loads(status)["unread"] == summary["unread"]
     text, _ = _invoke("--db", db, "status")
     assert f"not read: copilot: {(home / OLD_LAYOUT).parent} (1 file)" in text
-    assert f"not read: hermes: {home / '.hermes'} (1 file)" in text
+    assert f"not read: amp: {home / '.local/share/amp/threads'} (1 file)" in text
 
     # a run over given paths does not walk the default locations: status keeps the last list
     _invoke("--db", db, "ingest", str(tmp_path / "a.db"))
@@ -104,7 +102,6 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
 
 @pytest.mark.parametrize("var, vendor, rel", [
     ("VIBE_HOME", "mistral-vibe", "logs/session/session_20260101_120000_ab12cd34/messages.jsonl"),
-    ("HERMES_HOME", "hermes", "state.db"),
     ("OPENCLAW_STATE_DIR", "openclaw", "agents/main/sessions/0f1e2d3c.jsonl"),
     ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json"),
 ])  # fmt: skip

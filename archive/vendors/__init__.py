@@ -7,7 +7,7 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import aider, canonical, claude_code, clm, codex, copilot, gemini, goose, opencode, pi, qwen
+from . import aider, canonical, claude_code, clm, codex, copilot, factory_droid, gemini, goose, hermes, opencode, pi, qwen
 
 # Qwen Code before Claude Code: its records wear Claude Code's envelope (detect tells them
 # apart by the Gemini-style ``parts`` inside; Claude Code's detect would take both); Goose's
@@ -15,7 +15,8 @@ from . import aider, canonical, claude_code, clm, codex, copilot, gemini, goose,
 # (Goose's session row names a ``working_dir``)
 VENDORS: tuple[Adapter, ...] = (
     qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
-    pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, opencode.ADAPTER, aider.ADAPTER, canonical.ADAPTER,
+    pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, opencode.ADAPTER, aider.ADAPTER, hermes.ADAPTER,
+    factory_droid.ADAPTER, canonical.ADAPTER,
 )
 
 

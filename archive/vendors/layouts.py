@@ -69,10 +69,6 @@ LAYOUTS: tuple[KnownLayout, ...] = (
     KnownLayout("mistral-vibe", ("VIBE_HOME",), lambda env, home: [env_path(env, "VIBE_HOME") or home / ".vibe"],
                 ("logs/session/unified/*/meta.json", "logs/session/session_*/messages.jsonl"),
                 "Mistral Vibe sessions"),
-    KnownLayout("hermes", ("HERMES_HOME",), lambda env, home: [env_path(env, "HERMES_HOME") or home / ".hermes"],
-                ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
-    KnownLayout("factory-droid", (), lambda env, home: [home / ".factory"],
-                ("sessions/*/*.jsonl",), "Factory Droid sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip
