@@ -62,7 +62,7 @@ def build_home(home: Path) -> dict[str, Path]:
         shutil.copyfile(f, clm / f.name)
         placed[f.name] = clm / f.name
     homes = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen",
-             "pi": ".pi/agent", "copilot": ".copilot"}
+             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
         if vendor_dir.name.startswith("opencode-"):
@@ -126,4 +126,5 @@ def vendor_env(home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "COPILOT_HOME": str(home / ".copilot"),
+        "VIBE_HOME": str(home / ".vibe"),
     }
