@@ -12,7 +12,9 @@ dropped or changed fields are counted in ``EmitResult.counts``:
   OpenAI-compatible providers take), or dropped with ``reasoning="drop"``;
 * tool results become ``tool`` messages after their call (text; other outputs as JSON);
   images and attachments are dropped (a legacy log references image files by path);
-* usage has no per-message place: the responses' sums go to ``meta.json`` ``stats``.
+* usage has no per-message place and ``meta.json`` ``stats`` is written as zeros: a resumed
+  run adds its own tokens there, which then are the hand-off's own (the archived
+  responses stay counted once, in their threads).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class _Emitter:
         self.cwd = str(options.cwd or meta.get("cwd") or "/")
         model = options.model or meta.get("model")
         self.model = model if isinstance(model, str) else None
-        self.totals = {"prompt": 0, "completion": 0, "cached": 0, "steps": 0}
+        self.responses = 0
         self.lines = 0
         self.fingerprint: str | None = None
         self.first_user: str | None = None
@@ -110,14 +112,9 @@ class _Emitter:
         return m.id if m.provenance and m.provenance.provider == NAME and _is_uuid(m.id) else vibe_uuid(m.id)
 
     def _usage(self, m: Message) -> str | None:
-        u = m.usage
-        if u is None:
+        if m.usage is None:
             return None
-        cached = u.cache_read_tokens or 0
-        self.totals["prompt"] += (u.input_tokens or 0) + cached + (u.cache_write_tokens or 0)
-        self.totals["completion"] += u.output_tokens or 0
-        self.totals["cached"] += cached
-        self.totals["steps"] += 1
+        self.responses += 1
         return emitted_response(m)
 
     def run(self, children: Sequence[Any]) -> EmitResult:
@@ -134,7 +131,8 @@ class _Emitter:
         if children:
             self.count(CHILD_THREADS_NOT_WRITTEN, len(children))
         self.result.files[f"{folder}/meta.json"] = self._meta()
-        self.result.thread_id = self.session
+        # the archive knows a legacy session by the short id its folder ends with (legacy.py)
+        self.result.thread_id = self.session[:8]
         self.result.resume_hint = resume_hint(self.session, self.cwd)
         return self.result
 
@@ -202,8 +200,11 @@ class _Emitter:
 
     def _meta(self) -> bytes:
         title = self.thread.title or (self.first_user or "Untitled session")[:50]
-        stats = {"steps": self.totals["steps"], "session_prompt_tokens": self.totals["prompt"],
-                 "session_completion_tokens": self.totals["completion"], "session_cached_tokens": self.totals["cached"]}
+        # zeros: the archived responses are counted by their own threads; Vibe adds a resumed
+        # run's tokens to these, which the archive then reads as the hand-off's own
+        stats = {"steps": 0, "session_prompt_tokens": 0, "session_completion_tokens": 0, "session_cached_tokens": 0}
+        if self.responses:
+            self.count("usage: dropped (a legacy log has no per-response place; meta.json stats written as zeros)", self.responses)
         meta = {
             "session_id": self.session, "start_time": self.created.isoformat(), "end_time": self.end.isoformat(),
             "git_commit": None, "git_branch": (self.thread.metadata or {}).get("gitBranch") or self.options.git_branch,

@@ -55,8 +55,8 @@ def _int(v: Any) -> int | None:
 def session_usage(stats: JsonObject) -> Usage | None:
     prompt, completion = _int(stats.get("session_prompt_tokens")), _int(stats.get("session_completion_tokens"))
     cached = _int(stats.get("session_cached_tokens")) or 0
-    if prompt is None and completion is None:
-        return None
+    if prompt is None and completion is None or not (prompt or completion):
+        return None  # none yet (or an emitted session's zeros, emit.py)
     return Usage(input_tokens=None if prompt is None else max(prompt - cached, 0), output_tokens=completion,
                  cache_read_tokens=cached, extra={"vendor": {k: stats[k] for k in (
                      "session_prompt_tokens", "session_completion_tokens", "session_cached_tokens") if k in stats}})
