@@ -18,6 +18,7 @@ generations resume (``emit.py``).
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -130,6 +131,16 @@ class VibeAdapter(Adapter):
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id, cwd)
+
+    def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """``model``: the ``active_model`` alias of the user's config.toml, so an emitted session
+        names a model Vibe has a provider for."""
+        try:
+            config = tomllib.loads(((env_path(env, "VIBE_HOME") or home / ".vibe") / "config.toml").read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return {}
+        model = config.get("active_model")
+        return {"model": model} if isinstance(model, str) and model else {}
 
     def companion_markers(self, thread_id: str) -> tuple[str, ...]:
         # a unified session's snapshots and chunks hold none of its lines but Vibe needs them

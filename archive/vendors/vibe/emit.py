@@ -91,7 +91,10 @@ class _Emitter:
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.end = self.created
         self.cwd = str(options.cwd or meta.get("cwd") or "/")
-        model = options.model or meta.get("model")
+        # a model another vendor named is one Vibe has no provider for (it would fall back to its
+        # default, Mistral's hosted model): only Vibe's own alias, or the one given/configured
+        own = meta.get("model") if meta.get("layout") in ("legacy", "unified") else None
+        model = options.model or own
         self.model = model if isinstance(model, str) else None
         self.responses = 0
         self.lines = 0
