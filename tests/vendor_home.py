@@ -84,7 +84,9 @@ def build_home(home: Path) -> dict[str, Path]:
                         target = home / vendor / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(f, target)
-                    placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target
+                    key = f"{vendor_dir.name}/{scenario.name}/{f.name}"
+                    # a name a session repeats in several folders (Vibe's generations/<n>/manifest.json)
+                    placed[key if key not in placed else f"{vendor_dir.name}/{scenario.name}/{rel}"] = target
     return placed
 
 
