@@ -132,3 +132,45 @@ if [ ! -x "$hermes_prefix/bin/hermes" ]; then
     "$hermes_prefix/bin/pip" install --quiet --disable-pip-version-check "hermes-agent==$hermes_version"
 fi
 echo "hermes: $("$hermes_prefix/bin/hermes" --version 2>&1 | head -n 1)"
+
+# Mistral Vibe (PyPI mistral-vibe; tests/clients/vibe_client.py), a Python >= 3.12 package with a
+# Rust CLI, in a virtual environment of its own, DIR/old/vibe-<version>. 3.0.3 pins a certifi
+# release the registry here lacks: 3.0.2 first (its dependencies), then 3.0.3 without its own,
+# then 3.0.3's other requirements. Skipped, with a message, when no Python >= 3.12 is found
+# ($VIBE_PYTHON, python3.12/python3.13 on PATH, or pyenv's 3.12+ versions).
+vibe_version="${VIBE_VERSION:-3.0.3}"
+vibe_prefix="$dir/old/vibe-$vibe_version"
+vibe_python="${VIBE_PYTHON:-}"
+if [ -z "$vibe_python" ]; then
+    for candidate in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python /root/.pyenv/versions/3.1[2-9]*/bin/python; do
+        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            vibe_python="$candidate"
+            break
+        fi
+    done
+fi
+if [ -x "$vibe_prefix/bin/vibe" ]; then
+    echo "vibe: $("$vibe_prefix/bin/vibe" --version 2>&1 | tail -1)"
+elif [ -z "$vibe_python" ]; then
+    echo "vibe: skipped (no Python >= 3.12; set VIBE_PYTHON): the Mistral Vibe client tests will skip"
+else
+    "$vibe_python" -m venv "$vibe_prefix"
+    if [ "$vibe_version" = "3.0.3" ]; then
+        "$vibe_prefix/bin/pip" install --quiet "mistral-vibe==3.0.2"
+        "$vibe_prefix/bin/pip" install --quiet --no-deps "mistral-vibe==3.0.3"
+        "$vibe_prefix/bin/python" - > "$vibe_prefix/requirements.txt" <<'PY'
+from importlib.metadata import requires
+from packaging.requirements import Requirement
+for r in requires("mistral-vibe"):
+    req = Requirement(r)
+    if (req.marker and not req.marker.evaluate({"extra": ""})) or req.name == "certifi":
+        continue
+    req.marker = None
+    print(req)
+PY
+        "$vibe_prefix/bin/pip" install --quiet -r "$vibe_prefix/requirements.txt"
+    else
+        "$vibe_prefix/bin/pip" install --quiet "mistral-vibe==$vibe_version"
+    fi
+    echo "vibe: $("$vibe_prefix/bin/vibe" --version 2>&1 | tail -1)"
+fi

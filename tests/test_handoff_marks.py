@@ -47,6 +47,8 @@ CASES = [
     pytest.param(CLAUDE_AGENT, "gemini", "Ask a helper to count", id="claude-code-agent->gemini"),
     pytest.param(CLAUDE_BASH, "opencode", "failed as expected", id="claude-code->opencode"),
     pytest.param(CODEX_EXEC, "opencode", "Run two commands", id="codex->opencode"),
+    pytest.param(CLAUDE_BASH, "vibe", "failed as expected", id="claude-code->vibe"),
+    pytest.param(CODEX_EXEC, "vibe", "Run two commands", id="codex->vibe"),
 ]
 
 
@@ -64,7 +66,7 @@ def home_env(home: Path) -> dict[str, str | None]:
     (home / ".codex").mkdir(parents=True, exist_ok=True)
     # the other vendors' homes follow HOME
     return {"GEMINI_CLI_HOME": None, "QWEN_HOME": None, "QWEN_RUNTIME_DIR": None, "PI_CODING_AGENT_DIR": None,
-            "PI_CODING_AGENT_SESSION_DIR": None, "COPILOT_HOME": None, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(home / ".codex"),
+            "PI_CODING_AGENT_SESSION_DIR": None, "COPILOT_HOME": None, "VIBE_HOME": None, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(home / ".codex"),
             "XDG_STATE_HOME": str(home / ".local" / "state"), "XDG_DATA_HOME": str(home / ".local" / "share"),
             "XDG_CONFIG_HOME": str(home / ".config")}
 

@@ -27,8 +27,6 @@ UNREAD = {
                                "agents/main/agent/openclaw-agent.sqlite"]),
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
     "kilo": (".local/share/kilo", ["kilo.db"]),
-    "mistral-vibe": (".vibe", ["logs/session/session_20260101_120000_ab12cd34/messages.jsonl",
-                               "logs/session/unified/5d0c9a8e-0000-4000-8000-000000000001/meta.json"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might
@@ -100,18 +98,18 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
     assert json.loads(_invoke("--db", db, "status", "--json")[0])["unread"] == []
 
 
-@pytest.mark.parametrize("var, vendor, rel", [
-    ("VIBE_HOME", "mistral-vibe", "logs/session/session_20260101_120000_ab12cd34/messages.jsonl"),
-    ("OPENCLAW_STATE_DIR", "openclaw", "agents/main/sessions/0f1e2d3c.jsonl"),
-    ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json"),
+@pytest.mark.parametrize("var, vendor, rel, under", [
+    ("OPENCLAW_STATE_DIR", "openclaw", "agents/main/sessions/0f1e2d3c.jsonl", ""),
+    ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json", ""),
 ])  # fmt: skip
-def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel):
+def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel, under):
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / rel).parent.mkdir(parents=True)
     (elsewhere / rel).write_bytes(LINE)
     monkeypatch.setenv(var, str(elsewhere))
     out, _ = _invoke("--db", str(tmp_path / "a.db"), "ingest", "--json")
-    assert json.loads(out)["unread"] == [{"vendor": vendor, "path": str(elsewhere), "files": 1, "reason": NO_READER}]
+    root = elsewhere / under if under else elsewhere
+    assert json.loads(out)["unread"] == [{"vendor": vendor, "path": str(root), "files": 1, "reason": NO_READER}]
 
 
 def test_supported_layouts_are_not_named(tmp_path, isolated_home):

@@ -62,7 +62,7 @@ def build_home(home: Path) -> dict[str, Path]:
         shutil.copyfile(f, clm / f.name)
         placed[f.name] = clm / f.name
     homes = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen",
-             "pi": ".pi/agent", "copilot": ".copilot"}
+             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
         if vendor_dir.name.startswith("opencode-"):
@@ -84,7 +84,9 @@ def build_home(home: Path) -> dict[str, Path]:
                         target = home / vendor / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(f, target)
-                    placed[f"{vendor_dir.name}/{scenario.name}/{f.name}"] = target
+                    key = f"{vendor_dir.name}/{scenario.name}/{f.name}"
+                    # a name a session repeats in several folders (Vibe's generations/<n>/manifest.json)
+                    placed[key if key not in placed else f"{vendor_dir.name}/{scenario.name}/{rel}"] = target
     return placed
 
 
@@ -127,4 +129,5 @@ def vendor_env(home: Path) -> dict[str, str]:
         "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "COPILOT_HOME": str(home / ".copilot"),
         "HERMES_HOME": str(home / ".hermes"),
+        "VIBE_HOME": str(home / ".vibe"),
     }

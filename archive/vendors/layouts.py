@@ -66,9 +66,6 @@ LAYOUTS: tuple[KnownLayout, ...] = (
                 ("*/*.messages.json",), "Cline CLI sessions"),
     KnownLayout("kilo", ("KILO_DB", "XDG_DATA_HOME"), _kilo,
                 ("kilo*.db", "storage/session/*/*.json"), "Kilo Code CLI databases and sessions"),
-    KnownLayout("mistral-vibe", ("VIBE_HOME",), lambda env, home: [env_path(env, "VIBE_HOME") or home / ".vibe"],
-                ("logs/session/unified/*/meta.json", "logs/session/session_*/messages.jsonl"),
-                "Mistral Vibe sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip
