@@ -42,10 +42,14 @@ def _heading_time(created: str | None) -> str:
 
 class _Writer:
     def __init__(self, thread: Thread, result: EmitResult) -> None:
-        self.out: list[str] = []
+        self.f = result.files.open(HISTORY_NAME)  # spooled: a long thread is not held in memory
+        self.out = self  # ``out.append(text)`` writes through
         self.thread = thread
         self.result = result
         self.first = True
+
+    def append(self, text: str) -> None:
+        self.f.write(text.encode())
 
     def _mark(self, role: str, text: str, message_id: str | None, response: str | None = None) -> None:
         mark: dict[str, Any] = {"m": message_id}
@@ -100,8 +104,6 @@ def emit_history(thread: Thread, messages: Iterable[Message], children: Sequence
         _message(w, msg, result)
     if children:
         result.count("child thread: dropped (Aider has no subagents)", len(children))
-    data = "".join(w.out).encode()
-    result.files[HISTORY_NAME] = data
     cwd = options.cwd or (thread.metadata or {}).get("cwd")
     result.resume_hint = resume_hint(thread.id, cwd)
     result.thread_id = thread.id

@@ -20,7 +20,8 @@ v13) and the older one-file-per-session ``*.jsonl`` (``session/legacy.rs``).
   ``agentVisible``, ``inference`` provider and model) goes to ``Message.extra``.
 * Usage: Goose keeps token totals per session (``accumulated_input_tokens``,
   ``accumulated_output_tokens``, ``accumulated_cost``) and rarely per message: one usage row
-  per session, keyed ``goose:<session>``, with Goose's figures in ``extra.vendor`` (its
+  per session, keyed ``goose:<session>``, on its last assistant message (each assistant
+  line yields it again; the latest wins), with Goose's figures in ``extra.vendor`` (its
   input counts cached input too: no split is invented). A ``sub_agent`` session names no
   parent in schema v13; ``parent_session_id`` is read where a row has it.
 
@@ -117,9 +118,10 @@ class GooseParser:
         self.source = source
         self.session: str | None = s.get("session")
         self.model: str | None = s.get("model")
+        self.usage: JsonObject | None = s.get("usage")  # the session's token totals
 
     def state(self) -> JsonObject:
-        return {"session": self.session, "model": self.model}
+        return {"session": self.session, "model": self.model, "usage": self.usage}
 
     def feed(self, offset: int, line: bytes) -> list[Row]:
         try:
@@ -172,10 +174,18 @@ class GooseParser:
         if isinstance(inp, int) or isinstance(out, int):
             vendor = {k: row.get(k) for k in ("accumulated_input_tokens", "accumulated_output_tokens",
                                               "accumulated_total_tokens", "accumulated_cost") if row.get(k) is not None}  # fmt: skip
-            usage = Usage(input_tokens=inp if isinstance(inp, int) else None, output_tokens=out if isinstance(out, int) else None,
-                          extra={"vendor": vendor, "scope": "session"})  # fmt: skip
-            rows.append(UsageRow(f"goose:{sid}", sid, usage, None, self.model, _iso_sql(row.get("updated_at"))))
+            self.usage = {"in": inp if isinstance(inp, int) else None, "out": out if isinstance(out, int) else None,
+                          "vendor": vendor, "ts": _iso_sql(row.get("updated_at"))}  # fmt: skip
+            rows.append(self._usage(None))
         return rows
+
+    def _usage(self, message_id: str | None) -> UsageRow:
+        """The session's totals, on its last assistant message (each one yields it again
+        under the same key: the latest wins), so a copy of the messages carries them."""
+        u = self.usage or {}
+        usage = Usage(input_tokens=u.get("in"), output_tokens=u.get("out"), extra={"vendor": u.get("vendor"), "scope": "session"})
+        assert self.session is not None
+        return UsageRow(f"goose:{self.session}", self.session, usage, message_id, self.model, u.get("ts"))
 
     def _message(self, offset: int, mid: str, role: Any, content: Any, ts: str | None, meta: Any, tokens: Any) -> list[Row]:
         if self.session is None:
@@ -189,4 +199,7 @@ class GooseParser:
             extra["tokens"] = tokens
         msg = Message(id=mid, thread_id=self.session, role=role, ts=ts, content=tuple(blocks_of(content)),
                       provenance=Provenance(NAME, session_id=self.session, source_id=mid), extra=extra or None)  # fmt: skip
-        return [MessageRow(msg)]
+        rows: list[Row] = [MessageRow(msg)]
+        if role == "assistant" and self.usage:
+            rows.append(self._usage(mid))
+        return rows
