@@ -53,7 +53,7 @@ def _match_sql(query: str) -> tuple[str, list[Any]]:
     return "ft.name = ? AND (ft.path = ? OR substr(ft.path, -length(?) - 1) = '/' || ?)", [base, q, q, q]
 
 
-def _touch_rows(db: Database, query: str, f: Filters, extra: str = "") -> list[dict[str, Any]]:
+def _touch_rows(db: Database, query: str, f: Filters, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
     if not query.strip():
         return []
     cond, params = _match_sql(query)
@@ -64,9 +64,10 @@ def _touch_rows(db: Database, query: str, f: Filters, extra: str = "") -> list[d
         FROM file_touches ft
         LEFT JOIN threads t ON t.id = ft.thread_id
         LEFT JOIN threads p ON p.id = t.parent_thread_id
-        WHERE {cond}{''.join(' AND ' + w for w in where)}{extra}
-        ORDER BY coalesce(ft.ts, '') DESC, ft.thread_id, ft.message_id, ft.position"""
-    c = db.conn.execute(sql, [*params, *wparams])
+        WHERE {cond}{''.join(' AND ' + w for w in where)}
+        ORDER BY coalesce(ft.ts, '') DESC, ft.thread_id, ft.message_id, ft.position
+        LIMIT ? OFFSET ?"""
+    c = db.conn.execute(sql, [*params, *wparams, -1 if limit is None else max(limit, 0), max(offset, 0)])
     names = [d[0] for d in c.description]
     return [dict(zip(names, r)) for r in c.fetchall()]
 
@@ -117,8 +118,7 @@ def file_history(db: Database, query: str, f: Filters = Filters(), *, limit: int
     """The calls that touched files matching ``query``, newest first: ``thread_id, label,
     provider, project, message_id, ts, tool_name, action, path`` and ``diff`` (None when the
     call carries no change)."""
-    rows = _touch_rows(db, query, f)
-    rows = rows[max(offset, 0):][: None if limit is None else max(limit, 0)]
+    rows = _touch_rows(db, query, f, limit, offset)  # the page in SQL: a common name has thousands
     labels = first_prompts(db.conn, {r["thread_id"] for r in rows if not r["title"]})
     for r in rows:
         r["label"] = r.pop("title") or labels.get(r["thread_id"])

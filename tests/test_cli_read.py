@@ -190,7 +190,7 @@ def test_threads_order_and_shape(archive: Path) -> None:
     assert list(r) == ["id", "title", "label", "provider", "project", "model", "parent_thread_id", "created_at",
                        "first_ts", "last_ts", "messages", "children", "input_tokens", "output_tokens",
                        "cache_read_tokens", "cache_write_tokens", "total_tokens", "forked_from", "lineage", "inherited_messages",
-                       "inherited_tokens", "cost_usd", "unpriced_models"]  # fmt: skip
+                       "inherited_tokens", "cost_usd", "unpriced_models", "signals", "tags", "starred", "note"]  # fmt: skip
     assert r["forked_from"] is None and r["inherited_messages"] == r["inherited_tokens"] == 0
     assert r["provider"] == "codex" and r["project"] == "/Users/test_user/agent-sample" and r["children"] == 0
     assert r["messages"] == 21 and r["label"].startswith("add myapp directory")
