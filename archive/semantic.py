@@ -372,7 +372,10 @@ def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
     import numpy as np
 
     path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "") or f"mem:{id(conn)}"
-    version, dim = conn.execute("SELECT version, dim FROM semantic_state").fetchone()
+    try:
+        version, dim = conn.execute("SELECT version, dim FROM semantic_state").fetchone()
+    except sqlite3.OperationalError:  # opened read-only before an ingest migrated it
+        raise ArchiveError("this archive has no semantic index yet: run sesh-archive ingest") from None
     with _CACHE_LOCK:
         hit = _CACHE.get(path)
         if hit is not None and hit[0] == version:

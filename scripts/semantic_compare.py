@@ -34,7 +34,8 @@ from archive import semantic  # noqa: E402
 
 
 class MiniLM:
-    """BERT forward pass in numpy (fp32), mean pooling, unit length; 256 tokens at most."""
+    """BERT forward pass in numpy (fp32), mean pooling, unit length; 128 tokens at most (the
+    length it was trained at: chunks are cut there, as sentence-transformers would at 256)."""
 
     def __init__(self, folder: Path) -> None:
         from safetensors import safe_open
@@ -43,7 +44,7 @@ class MiniLM:
         with safe_open(str(folder / "model.safetensors"), framework="np") as f:
             self.w = {k: f.get_tensor(k).astype(np.float32) for k in f.keys() if not k.endswith("position_ids")}
         self.tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tok.enable_truncation(256)
+        self.tok.enable_truncation(128)
         self.tok.no_padding()
         self.layers = 1 + max(int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer."))
 
@@ -113,12 +114,12 @@ def main() -> None:
     texts = [r[0] for r in rows]
     owner = [roots.get(r[1], r[1]) for r in rows]
     wl = semantic.model()
-    out = [evaluate(wl.id, wl.embed, texts, owner, queries)]
-    if a.minilm:
-        out.append(evaluate("all-MiniLM-L6-v2 (numpy)", MiniLM(a.minilm).embed, texts, owner, queries))
-    print("| model | recall@5 | MRR | chunks | chars/s | embed s |\n| --- | --- | --- | --- | --- | --- |")
-    for r in out:
-        print(f"| {r['model']} | {r['recall@5']:.3f} | {r['mrr']:.3f} | {r['chunks']} | {r['chars_per_s']:,} | {r['embed_s']} |")
+    print("| model | recall@5 | MRR | chunks | chars/s | embed s |\n| --- | --- | --- | --- | --- | --- |", flush=True)
+    runs = [(wl.id, wl.embed)] + ([("all-MiniLM-L6-v2 (numpy, 128 tokens)", MiniLM(a.minilm).embed)] if a.minilm else [])
+    for name, embed in runs:
+        r = evaluate(name, embed, texts, owner, queries)
+        print(f"| {r['model']} | {r['recall@5']:.3f} | {r['mrr']:.3f} | {r['chunks']} | {r['chars_per_s']:,} | {r['embed_s']} |",
+              flush=True)
 
 
 if __name__ == "__main__":

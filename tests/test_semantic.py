@@ -235,3 +235,23 @@ def test_web_search_page_offers_meaning(archive: Path) -> None:
 def test_hybrid_fuses_ranks() -> None:
     assert semantic.lexical_any("count the files, with a helper!") == '"count" OR "the" OR "files" OR "with" OR "helper"'
     assert semantic.lexical_any("a") == ""
+
+
+def test_the_query_set_measures_what_the_docs_say(tmp_path: Path) -> None:
+    """scripts/semantic_eval.py on tests/fixtures: the numbers in README and docs/semantic.md."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    import semantic_eval
+
+    queries = json.loads(semantic_eval.QUERIES.read_text())["queries"]
+    assert len(queries) >= 40 and len({q["query"] for q in queries}) == len(queries)
+    db = semantic_eval.fixture_archive(tmp_path)
+    roots = set(semantic_eval._roots(db).values())
+    assert all(q["sessions"] and set(q["sessions"]) <= roots for q in queries)  # every answer is archived
+    res = semantic_eval.evaluate(db, queries)
+    # as published, give or take a tie a float16 rounding may break
+    for mode, (recall, mrr) in {"semantic": (0.721, 0.670), "hybrid": (0.721, 0.669), "lexical": (0.0, 0.0),
+                                "lexical-any": (0.526, 0.457), "hybrid-any": (0.639, 0.620)}.items():
+        assert abs(res[mode]["recall@5"] - recall) <= 0.02 and abs(res[mode]["mrr"] - mrr) <= 0.02, (mode, res[mode])
