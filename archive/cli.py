@@ -187,12 +187,12 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
                 progress.done()
             coverage.add_drift_warnings(summary, db, before)  # format drift, named by version
             cli_side.ingest_warnings(db, summary)  # a vendor's cleanup outrunning the runs (issue 38)
-            cli_semantic.ingest_step(db, quiet)  # embed what the run added (issue 40)
+            embedded = cli_semantic.ingest_step(db, quiet)  # embed what the run added (issue 40)
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
     if not paths and summary.files_seen == 0 and not quiet:
         _searched(providers)
-    _finish(summary, as_json, failed=bool(missing))
+    _finish(summary, as_json, failed=bool(missing), then=embedded)
 
 
 def _searched(providers: tuple[str, ...]) -> None:
@@ -231,8 +231,10 @@ def _summary_line(summary: Any) -> str:
     )
 
 
-def _finish(summary: Any, as_json: bool, failed: bool = False) -> None:
+def _finish(summary: Any, as_json: bool, failed: bool = False, then: str | None = None) -> None:
     click.echo(_summary_line(summary), err=True)
+    if then:  # the summary line stays the first (scripts read it)
+        click.echo(then, err=True)
     for p in summary.problems:
         click.echo(f"  problem: {p['path']}: {p['problem']}" + (f" ({p['detail']})" if p.get("detail") else ""), err=True)
     for w in summary.warnings:

@@ -11,15 +11,16 @@ import click
 from .cli import _plural
 
 
-def ingest_step(db: Any, quiet: bool) -> None:
-    """After an ingest, under its lock: embed what it added (a step the run starts itself).
+def ingest_step(db: Any, quiet: bool) -> str | None:
+    """After an ingest, under its lock: embed what it added (a step the run starts itself);
+    returns the line that says what it did, printed after the run's summary line.
 
     Without the ``[semantic]`` extra nothing happens (``status`` shows the blocks waiting);
     a failure here is a warning, never a failed ingest: the archive itself is complete."""
     from . import semantic
 
     if not semantic.available():
-        return
+        return None
     show = sys.stderr.isatty() and not quiet
 
     def progress(done: int, total: int) -> None:
@@ -29,14 +30,14 @@ def ingest_step(db: Any, quiet: bool) -> None:
     try:
         u = semantic.update(db, progress=progress)
     except semantic.ArchiveError as e:
-        click.echo(f"  warning: semantic index not updated: {e}", err=True)
-        return
+        return f"  warning: semantic index not updated: {e}"
     if show and u.blocks:
         click.echo("", err=True)
-    if u.blocks or u.dropped or u.rebuilt:
-        click.echo(f"semantic: {_plural(u.blocks, 'block')} embedded ({_plural(u.chunks, 'chunk')}) in {u.seconds:.1f}s"
-                   + (f", {_plural(u.dropped, 'stale chunk')} dropped" if u.dropped else "")
-                   + (f"; rebuilt for {u.model}" if u.rebuilt else ""), err=True)  # fmt: skip
+    if not (u.blocks or u.dropped or u.rebuilt):
+        return None
+    return (f"semantic: {_plural(u.blocks, 'block')} embedded ({_plural(u.chunks, 'chunk')}) in {u.seconds:.1f}s"
+            + (f", {_plural(u.dropped, 'stale chunk')} dropped" if u.dropped else "")
+            + (f"; rebuilt for {u.model}" if u.rebuilt else ""))  # fmt: skip
 
 
 def status_info(db: Any, info: dict[str, Any]) -> None:
