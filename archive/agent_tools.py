@@ -15,8 +15,8 @@ Invariants:
 * A session is named as the CLI names it: an id, an unambiguous prefix, a vendor's session
   id (``queries.resolve_thread``); an unknown or ambiguous one is an ``ArchiveError``
   saying so.
-* ``mode`` of search accepts only ``lexical`` (FTS5) until a semantic index exists: the
-  seam where it will plug in.
+* ``mode`` of search: ``lexical`` (FTS5), ``semantic`` or ``hybrid`` (``semantic.search``,
+  issue 40; the model comes with the ``[semantic]`` extra, and without it the error says so).
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ from .file_touches import sessions_touching
 from .model import Attachment, FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Unknown, WebSearch
 from .pricing import PriceTable, load_prices
 from .projection import load_threads, one_line
-from .queries import Filters, MessagePages, QueryError, ThreadNotFound, search, stats, threads
+from .queries import Filters, MessagePages, QueryError, ThreadNotFound, stats, threads
 from .queries import resolve_thread as _resolve_thread
 from .secrets import Redactor, redact_hits, redactor_all, redactor_for_threads, thread_scope
+from .semantic_search import search as by_mode
 
 CHARS_PER_TOKEN = 4
-SEARCH_MODES = ("lexical",)  # "semantic" joins when the archive has an embedding index
+SEARCH_MODES = ("lexical", "semantic", "hybrid")
 BLOCK_KINDS = ("text", "reasoning", "tool_call", "tool_result", "file_change", "web_search", "attachment", "unknown")
 ROLES = ("user", "assistant", "system", "tool")
 SORTS = ("recent", "oldest", "tokens", "cost", "messages")
@@ -129,16 +130,18 @@ def search_sessions(db: Database, query: str, *, vendor: str | None = None, proj
                     until: str | None = None, session: str | None = None, mode: str = "lexical",
                     literal: bool = True, per_session: int = 3, max_tokens: int = 2000,
                     cursor: str | None = None, tz: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """Hits of ``query`` grouped by session, best session first (its best hit's bm25)."""
+    """Hits of ``query`` grouped by session, best session first (its best hit's rank in ``mode``)."""
     if mode not in SEARCH_MODES:
-        raise QueryError(f"search mode {mode!r} is not available: no semantic index exists yet; use mode 'lexical'")
+        raise QueryError(f"search mode {mode!r} is not one of {', '.join(SEARCH_MODES)}")
     kinds = list(kinds)
     args = {"query": query, "vendor": vendor, "project": project, "role": role, "kinds": kinds, "since": since,
             "until": until, "session": session, "literal": literal, "per_session": per_session, "tz": tz}  # fmt: skip
+    if mode != "lexical":  # a lexical cursor made before modes existed stays valid
+        args["mode"] = mode
     offset = read_cursor(cursor, "search", args)
     thread = resolve_thread(db, session) if session else None
     f = Filters(provider=vendor, role=role, thread=thread, project=project, since=since, until=until, tz=tz)
-    hits = redact_hits(db.conn, search(db, query, f, limit=SCAN_HITS + 1, literal=literal, kinds=kinds))
+    hits = redact_hits(db.conn, by_mode(db, query, f, mode=mode, limit=SCAN_HITS + 1, literal=literal, kinds=kinds))
     more_hits = len(hits) > SCAN_HITS
     groups: dict[str, dict[str, Any]] = {}
     for h in hits[:SCAN_HITS]:

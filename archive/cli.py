@@ -95,11 +95,12 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], providers: tuple[str, ..
                 progress.done()
             coverage.add_drift_warnings(summary, db, before)  # format drift, named by version
             cli_side.ingest_warnings(db, summary)  # a vendor's cleanup outrunning the runs (issue 38)
+            embedded = cli_semantic.ingest_step(db, quiet)  # embed what the run added (issue 40)
     except (IngestLocked, ArchiveError) as e:
         raise click.ClickException(str(e))
     if not paths and summary.files_seen == 0 and not quiet:
         _searched(providers)
-    _finish(summary, as_json, failed=bool(missing))
+    _finish(summary, as_json, failed=bool(missing), then=embedded)
 
 
 def _searched(providers: tuple[str, ...]) -> None:
@@ -134,8 +135,10 @@ def _summary_line(summary: Any) -> str:
     )
 
 
-def _finish(summary: Any, as_json: bool, failed: bool = False) -> None:
+def _finish(summary: Any, as_json: bool, failed: bool = False, then: str | None = None) -> None:
     click.echo(_summary_line(summary), err=True)
+    if then:  # the summary line stays the first (scripts read it)
+        click.echo(then, err=True)
     for p in summary.problems:
         click.echo(f"  problem: {p['path']}: {p['problem']}" + (f" ({p['detail']})" if p.get("detail") else ""), err=True)
     for w in summary.warnings:
@@ -255,6 +258,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     info["coverage"] = coverage.coverage_rows(db)  # per provider and client version
     cli_side.status_info(db, info)  # lost sessions, retention warnings (issue 38)
     info["project_roots"] = cli_roots.status_info(db)  # where project-local logs are searched (issue 36)
+    cli_semantic.status_info(db, info)  # model, vectors, pending (issue 40)
     if as_json:
         _echo_json(info)
         return
@@ -286,6 +290,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"  {g['provider']}  {g['path']}")
     cli_side.print_status(info)
     cli_roots.print_status(info["project_roots"])
+    click.echo(cli_semantic.status_line(info))
 
 
 def _print_coverage(rows: list[dict[str, Any]]) -> None:
@@ -433,18 +438,21 @@ def _print_emit_report(outcome: Any, as_json: bool, install_with: str | None = N
 @_filter_options(role=True)
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0), help="At most this many hits (0: all).")
 @click.option("--literal", is_flag=True, help="Search the words as typed (each quoted), not FTS5 syntax.")
+@click.option("--semantic", "mode", flag_value="semantic", help="By meaning (the [semantic] extra's model).")
+@click.option("--hybrid", "mode", flag_value="hybrid", help="Words and meaning, ranks fused (RRF).")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as a JSON array.")
 @click.option("--redact", is_flag=True, help="Mask the secrets the scan found in the snippets ([REDACTED rule]).")
 @_db_after
 @click.pass_context
 def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str | None, thread_ref: str | None,
                project: str | None, since: str | None, until: str | None, limit: int, literal: bool,
-               as_json: bool, redact: bool) -> None:  # fmt: skip
+               mode: str | None, as_json: bool, redact: bool) -> None:  # fmt: skip
     """Full-text search of every message (SQLite FTS5 syntax: words, "phrases", OR, NOT, prefix*).
 
     A query FTS5 rejects is an error (exit 1); --literal searches the words as typed."""
-    from .queries import Filters, search
+    from .queries import Filters
     from .render import search_hits
+    from .semantic_search import search as semantic_search
 
     tz = _tz(ctx)
     f = Filters(provider=provider, role=role, thread=thread_ref, project=project, since=since, until=until, tz=tz)
@@ -453,12 +461,12 @@ def search_cmd(ctx: click.Context, query: str, provider: str | None, role: str |
         if team is not None:  # the team database (PostgreSQL full-text syntax)
             from .pg import queries as team_queries
 
-            if redact:
-                raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
+            if redact or mode:
+                raise click.UsageError(f"--{'redact' if redact else mode} works on the local archive only (no findings or vectors are pushed)")
             hits = team_queries.search(team, query, f, limit=limit or None, literal=literal)
         else:
             db = _open_existing(ctx)
-            hits = search(db, query, f, limit=limit or None, literal=literal)
+            hits = semantic_search(db, query, f, mode=mode or "lexical", limit=limit or None, literal=literal)
             if redact:
                 from .secrets import redact_hits
 
@@ -734,3 +742,4 @@ from . import cli_mcp, cli_secrets  # noqa: E402,F401  the mcp (issue 39), secre
 from . import cli_side  # noqa: E402  the lost command, side-file lines of ingest and status (issue 38)
 from . import cli_roots  # noqa: E402  the roots command, ingest --root and status (issue 36)
 from . import cli_files  # noqa: E402,F401  files, tag, untag, star, note, marks (issue 42)
+from . import cli_semantic  # noqa: E402  the semantic lines of ingest and status (issue 40)

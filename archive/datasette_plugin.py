@@ -47,6 +47,7 @@ from datasette import Response, hookimpl
 from datasette.database import QueryInterrupted
 from markupsafe import Markup, escape
 
+from .db import ArchiveError
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
 from . import secrets
@@ -314,24 +315,32 @@ async def search_page(datasette: Any, request: Any) -> Response:
         req = search.SearchRequest(q=(a.get("q") or "").strip(), provider=a.get("provider") or "",
                                    project=a.get("project") or "", role=a.get("role") or "", kind=a.get("kind") or "",
                                    since=a.get("since") or "", until=a.get("until") or "",
-                                   sort=a.get("sort") or "relevance", offset=search.parse_offset(a.get("offset")))  # fmt: skip
+                                   sort=a.get("sort") or "relevance", offset=search.parse_offset(a.get("offset")),
+                                   mode=a.get("mode") or "lexical")  # fmt: skip
         hits: list[dict[str, Any]] = []
         error = total = None
         if req.q:
-            for literal in (False, True):
+            if req.mode != "lexical":  # by meaning (issue 40)
                 try:
-                    sql, params = search.hits_sql(req, literal)
-                    rows = (await db.execute(sql, params)).rows
-                    csql, cparams = search.count_sql(req, literal)
+                    rows = await db.execute_fn(lambda conn: search.meaning_rows(conn, req))
+                    total = req.offset + min(len(rows), SEARCH_PAGE_SIZE)  # meaning has no count: the hits shown
+                except ArchiveError as e:  # the model's extra not installed: say how to get it
+                    error, rows = str(e), []
+            else:
+                for literal in (False, True):
                     try:
-                        total = (await db.execute(csql, cparams)).rows[0][0]
-                    except QueryInterrupted:
-                        total = None  # the hits are there; only the count ran out of time
-                    error = None
-                    break
-                except sqlite3.OperationalError as e:  # FTS5 syntax: retry with the words quoted
-                    error = str(e)
-                    rows = []
+                        sql, params = search.hits_sql(req, literal)
+                        rows = (await db.execute(sql, params)).rows
+                        csql, cparams = search.count_sql(req, literal)
+                        try:
+                            total = (await db.execute(csql, cparams)).rows[0][0]
+                        except QueryInterrupted:
+                            total = None  # the hits are there; only the count ran out of time
+                        error = None
+                        break
+                    except sqlite3.OperationalError as e:  # FTS5 syntax: retry with the words quoted
+                        error = str(e)
+                        rows = []
             labels = await db.execute_fn(lambda conn: first_prompts(conn, {r["thread_id"] for r in rows if not r["title"]}, 100))
             if not _show_secrets(datasette):
                 rows = await db.execute_fn(lambda conn: secrets.mask_search_rows(conn, rows, labels, MARK_OPEN, MARK_CLOSE))
@@ -346,11 +355,12 @@ async def search_page(datasette: Any, request: Any) -> Response:
     except QueryInterrupted:
         return _bad("the search ran past the time limit; narrow it with more words or a filter")
     more = len(hits) > SEARCH_PAGE_SIZE
-    base = {k: getattr(req, k) for k in ("q", "provider", "project", "role", "kind", "since", "until", "sort") if getattr(req, k)}
+    base = {k: getattr(req, k) for k in ("q", "provider", "project", "role", "kind", "since", "until", "sort", "mode")
+            if getattr(req, k) and (k, getattr(req, k)) != ("mode", "lexical")}  # fmt: skip
     here = datasette.urls.path(f"{PREFIX}/search")
     context = {
         "q": req.q, "req": req, "hits": hits[:SEARCH_PAGE_SIZE], "error": error, "offset": req.offset, "total": total,
-        "opts": opts, "kinds": search.KINDS, "roles": search.ROLES, "sorts": search.SORTS,
+        "opts": opts, "kinds": search.KINDS, "roles": search.ROLES, "sorts": search.SORTS, "modes": search.MODES,
         "next_url": here + "?" + urlencode({**base, "offset": req.offset + SEARCH_PAGE_SIZE}) if more else None,
         "prev_url": here + "?" + urlencode({**base, "offset": max(0, req.offset - SEARCH_PAGE_SIZE)}) if req.offset else None,
         "canned_url": datasette.urls.database(db_name) + "/search?" + urlencode({"q": req.q}),

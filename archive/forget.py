@@ -8,7 +8,9 @@ Invariants:
   then rebuilt from the rewritten lines (blocks, the full-text index, messages' raw JSON,
   thread facts, reports, findings), text blobs holding them are deleted (the rebuild
   stores the rewritten companion again), the FTS index is merged so no old segment keeps
-  a term, and the file is vacuumed with ``secure_delete`` so no free page keeps a copy.
+  a term, the vectors of the rewritten blocks are zeroed (by the rebuild: ``semantic.settle``)
+  and embedded again from the masked text, and the file is vacuumed with ``secure_delete``
+  so no free page keeps a copy.
 * **A new generation, recorded.** Each generation whose lines held a value becomes a new
   generation of its source (the next number) holding the rewritten lines; the old one is
   gone, since its bytes were the value. ``forget_generations`` says which generation
@@ -39,7 +41,7 @@ from typing import Any
 import orjson
 from sqlite_utils import Database
 
-from . import secrets
+from . import secrets, semantic
 from .errors import ArchiveError
 from .ingest import rebuild
 from .lines import Codec
@@ -162,6 +164,8 @@ def forget(db: Database, finding: int | None = None, thread: str | None = None, 
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    if semantic.available():  # embedded again now, from the masked text: the next ingest finds nothing to do
+        semantic.update(db)
     if vacuum:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("VACUUM")

@@ -103,7 +103,7 @@ def build_server(db_path: str | Path, tz: str | None = None) -> Any:
                since: Since = None, until: Until = None,
                session: Annotated[str | None, Field(description="Only this session (id or prefix) and its subagents")] = None,
                mode: Annotated[Literal[agent_tools.SEARCH_MODES], Field(  # type: ignore[valid-type]
-                   description="lexical: SQLite FTS5 (the only mode until a semantic index exists)")] = "lexical",
+                   description="lexical: SQLite FTS5 words; semantic: by meaning (paraphrases); hybrid: both, ranks fused")] = "lexical",
                fts_syntax: Annotated[bool, Field(description='query is FTS5 syntax ("phrases", OR, NOT, prefix*) instead of plain words')] = False,
                per_session: Annotated[int, Field(ge=1, le=20, description="Snippets shown per session")] = 3,
                tz: Zone = None, max_tokens: Tokens = 2000, cursor: Cursor = None) -> str:  # fmt: skip

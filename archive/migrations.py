@@ -1146,3 +1146,57 @@ def m111_42_user_marks(db: Database) -> None:
         """
         )
     )
+
+
+
+@migrations()
+def m100_40_semantic(db: Database) -> None:
+    """Search by meaning (issue 40): chunk vectors of prompts, answers and reasoning.
+
+    Layer 3 (disposable, derived by ``archive/semantic.py``). Vectors live in segments (one
+    blob of many float16 rows) so a search reads a few hundred blobs, not a row per chunk; a
+    chunk row names its segment row, the block (and message) it was cut from and the digest of
+    the block's text. A block written at or below the watermark (a rebuild, a message a vendor
+    rewrote, ``forget``) is queued for a check against that digest."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        CREATE TABLE semantic_state (
+            model TEXT,                         -- the model the vectors are from; another one: all rebuilt
+            dim INTEGER,
+            embedded_upto INTEGER NOT NULL DEFAULT 0,  -- blocks.id up to which every block is embedded
+            version INTEGER NOT NULL DEFAULT 0  -- bumped by every write: readers' cached matrices key on it
+        );
+        INSERT INTO semantic_state (model, dim, embedded_upto, version) VALUES (NULL, NULL, 0, 0);
+        CREATE TABLE semantic_segments (
+            id INTEGER PRIMARY KEY,
+            rows INTEGER NOT NULL,
+            vectors BLOB NOT NULL               -- rows x dim float16, little-endian, unit length (zero: dropped)
+        );
+        CREATE TABLE semantic_chunks (
+            segment INTEGER NOT NULL REFERENCES semantic_segments(id),
+            row INTEGER NOT NULL,
+            block_id INTEGER NOT NULL,          -- blocks.id the chunk was cut from
+            message_id TEXT NOT NULL,
+            start INTEGER NOT NULL,             -- character offset of the chunk in the block's text
+            length INTEGER NOT NULL,
+            digest TEXT NOT NULL,               -- of the block's text when embedded (sha1, 16 hex digits)
+            PRIMARY KEY (segment, row)
+        ) WITHOUT ROWID;
+        CREATE INDEX semantic_chunks_block ON semantic_chunks(block_id);
+        CREATE TABLE semantic_recheck (
+            block_id INTEGER PRIMARY KEY        -- written again at or below the watermark: compare, re-embed if changed
+        );
+        CREATE TRIGGER blocks_semantic_ai AFTER INSERT ON blocks
+        WHEN new.id <= (SELECT embedded_upto FROM semantic_state)
+        BEGIN
+            INSERT OR IGNORE INTO semantic_recheck (block_id) VALUES (new.id);
+        END;
+        CREATE TRIGGER blocks_semantic_au AFTER UPDATE OF text, message_id, type ON blocks
+        WHEN new.id <= (SELECT embedded_upto FROM semantic_state)
+        BEGIN
+            INSERT OR IGNORE INTO semantic_recheck (block_id) VALUES (new.id);
+        END;
+        """
+        )
+    )

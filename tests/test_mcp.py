@@ -154,7 +154,7 @@ def test_bad_arguments_are_clear_errors_and_the_server_stays_up(archive: Path) -
                 ("session_overview", {"session": "0"}, "matches 2 threads; give more of the id"),
                 ("session_overview", {}, "session"),  # a required argument missing
                 ("search", {"query": ""}, "at least 1 character"),
-                ("search", {"query": "x", "mode": "semantic"}, "lexical"),
+                ("search", {"query": "x", "mode": "vector"}, "lexical"),
                 ("search", {"query": "x", "vendor": "nobody"}, "vendor"),
                 ("search", {"query": "hello AND", "fts_syntax": True}, "invalid search query"),  # a dangling operator: FTS5 still rejects it
                 ("search", {"query": "x", "since": "last tuesday"}, "is not a date"),

@@ -168,6 +168,30 @@ CREATE TABLE secret_values (
     rule TEXT NOT NULL,
     first_seen TEXT NOT NULL            -- UTC, when a scan first found it
 );
+CREATE TABLE semantic_chunks (
+    segment INTEGER NOT NULL REFERENCES semantic_segments(id),
+    row INTEGER NOT NULL,
+    block_id INTEGER NOT NULL,          -- blocks.id the chunk was cut from
+    message_id TEXT NOT NULL,
+    start INTEGER NOT NULL,             -- character offset of the chunk in the block's text
+    length INTEGER NOT NULL,
+    digest TEXT NOT NULL,               -- of the block's text when embedded (sha1, 16 hex digits)
+    PRIMARY KEY (segment, row)
+) WITHOUT ROWID;
+CREATE TABLE semantic_recheck (
+    block_id INTEGER PRIMARY KEY        -- written again at or below the watermark: compare, re-embed if changed
+);
+CREATE TABLE semantic_segments (
+    id INTEGER PRIMARY KEY,
+    rows INTEGER NOT NULL,
+    vectors BLOB NOT NULL               -- rows x dim float16, little-endian, unit length (zero: dropped)
+);
+CREATE TABLE semantic_state (
+    model TEXT,                         -- the model the vectors are from; another one: all rebuilt
+    dim INTEGER,
+    embedded_upto INTEGER NOT NULL DEFAULT 0,  -- blocks.id up to which every block is embedded
+    version INTEGER NOT NULL DEFAULT 0  -- bumped by every write: readers' cached matrices key on it
+);
 CREATE TABLE source_chunks (
     id INTEGER PRIMARY KEY,
     source_id INTEGER NOT NULL REFERENCES sources(id),
@@ -313,6 +337,7 @@ CREATE INDEX reports_kind ON reports(kind, reason);
 CREATE INDEX secret_findings_blob ON secret_findings(blob_sha256) WHERE blob_sha256 IS NOT NULL;
 CREATE INDEX secret_findings_block ON secret_findings(block_id) WHERE block_id IS NOT NULL;
 CREATE INDEX secret_findings_thread ON secret_findings(thread_id);
+CREATE INDEX semantic_chunks_block ON semantic_chunks(block_id);
 CREATE UNIQUE INDEX source_chunks_key ON source_chunks(source_id, generation, first_offset);
 CREATE UNIQUE INDEX source_lines_key ON source_lines(source_id, generation, offset);
 CREATE INDEX source_paths_source ON source_paths(source_id);
@@ -338,6 +363,16 @@ WHEN old.id <= (SELECT indexed_upto FROM blocks_fts_progress) BEGIN
     INSERT INTO blocks_fts(blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO blocks_fts(rowid, text) SELECT new.id, new.text
     WHERE new.id <= (SELECT indexed_upto FROM blocks_fts_progress);
+END;
+CREATE TRIGGER blocks_semantic_ai AFTER INSERT ON blocks
+WHEN new.id <= (SELECT embedded_upto FROM semantic_state)
+BEGIN
+    INSERT OR IGNORE INTO semantic_recheck (block_id) VALUES (new.id);
+END;
+CREATE TRIGGER blocks_semantic_au AFTER UPDATE OF text, message_id, type ON blocks
+WHEN new.id <= (SELECT embedded_upto FROM semantic_state)
+BEGIN
+    INSERT OR IGNORE INTO semantic_recheck (block_id) VALUES (new.id);
 END;
 CREATE TRIGGER derived_messages_ad AFTER DELETE ON messages BEGIN
     INSERT OR IGNORE INTO _derived_dirty VALUES (old.thread_id);

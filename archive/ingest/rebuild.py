@@ -18,7 +18,7 @@ import time
 
 from sqlite_utils import Database
 
-from .. import secrets
+from .. import secrets, semantic
 from ..db import open_db
 from ..derived import refresh as refresh_derived
 from ..errors import ArchiveError
@@ -63,6 +63,7 @@ def rebuild_sources(db: Database, sources: list[tuple[int, str, str, str]]) -> S
             refresh_derived(conn)
             index_text(conn)
             secrets.scan_new(conn)  # the rebuilt blocks' findings (the old ones went with their blocks)
+            semantic.settle(conn)  # blocks written again as they were keep their vectors (issue 40)
             conn.execute("COMMIT")
         except KeyboardInterrupt:
             # one transaction: nothing of it stays, and the run says so (Ctrl-C, SIGTERM)

@@ -8,6 +8,8 @@ Invariants:
 * Filters: provider, project (the thread's folder or its parent's; a path matches that
   folder and below), role, block kind, and a date range on the message time (UTC days,
   inclusive). Sort: relevance (bm25) or date (newest first).
+* ``mode``: lexical (the SQL below), semantic or hybrid (``semantic.search``, issue 40:
+  ``meaning_rows`` shapes its hits as the SQL's rows; their count is the hits found).
 * Paging is bounded: ``offset`` is 0 to ``MAX_OFFSET``; anything else is a ``SearchError``
   (the page answers 400), as is a date that is not ``YYYY-MM-DD``.
 """
@@ -23,6 +25,7 @@ from ..queries import fts_literal, fts_query
 PAGE_SIZE = 50
 MAX_OFFSET = 100_000
 SORTS = ("relevance", "date")
+MODES = ("lexical", "semantic", "hybrid")
 KINDS = ("text", "reasoning", "tool_call", "tool_result", "file_change", "web_search", "attachment", "unknown")
 ROLES = ("user", "assistant", "tool", "system")
 MARK_OPEN, MARK_CLOSE = "\u27e6", "\u27e7"
@@ -43,6 +46,7 @@ class SearchRequest:
     until: str = ""
     sort: str = "relevance"
     offset: int = 0
+    mode: str = "lexical"
 
 
 def parse_offset(value: str | None) -> int:
@@ -67,6 +71,8 @@ def _day(value: str, name: str) -> str:
 def _where(r: SearchRequest) -> tuple[str, dict[str, Any]]:
     if r.sort not in SORTS:
         raise SearchError(f"sort must be one of {', '.join(SORTS)}")
+    if r.mode not in MODES:
+        raise SearchError(f"mode must be one of {', '.join(MODES)}")
     if r.role and r.role not in ROLES:
         raise SearchError(f"role must be one of {', '.join(ROLES)}")
     if r.kind and r.kind not in KINDS:
@@ -124,3 +130,25 @@ def count_sql(r: SearchRequest, literal: bool = False) -> tuple[str, dict[str, A
     where, params = _where(r)
     params["match"] = fts_literal(r.q) if literal else fts_query(r.q)
     return f"SELECT count(*) {_FROM}{where}", params
+
+
+def meaning_rows(conn: Any, r: SearchRequest, limit: int = PAGE_SIZE + 1) -> list[dict[str, Any]]:
+    """One page of ``semantic`` or ``hybrid`` hits (relevance order), as ``hits_sql``'s rows."""
+    from ..queries import Filters
+    from ..semantic_search import search
+    from sqlite_utils import Database
+
+    _where(r)  # the same checks
+    f = Filters(provider=r.provider or None, role=r.role or None, project=r.project or None,
+                since=r.since or None, until=r.until or None)  # fmt: skip
+    hits = search(Database(conn), r.q, f, mode=r.mode, limit=r.offset + limit, kinds=[r.kind] if r.kind else ())
+    return [{"block_id": h.get("block_id"), "type": h["block_type"], "tool_name": h["tool_name"],
+             "thread_id": h["thread_id"], "message_id": h["message_id"], "role": h["role"], "ts": h["ts"],
+             "title": h["thread_title"], "provider": h["provider"], "project": h["project"],
+             "snippet": _marked(h["snippet"], h.get("matches") or [])} for h in hits[r.offset:]]  # fmt: skip
+
+
+def _marked(text: str, matches: list[list[int]]) -> str:
+    for a, b in sorted(matches, reverse=True):
+        text = text[:a] + MARK_OPEN + text[a:b] + MARK_CLOSE + text[b:]
+    return text

@@ -1,0 +1,189 @@
+"""Search by meaning (issue 40): the brute-force search over the vectors ``semantic.py``
+keeps, and its fusion with the lexical search (reciprocal rank fusion)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from sqlite_utils import Database
+
+from .db import ArchiveError
+from . import semantic
+from .semantic import EMBED_TYPES
+
+
+# ---------------------------------------------------------------- reading
+
+MODES = ("lexical", "semantic", "hybrid")
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009), as agentsview and cass use
+FUSE_DEPTH = 100  # hits of each ranking fused
+
+_CACHE: dict[str, tuple[Any, Any, Any, Any]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
+    """Every vector as one float32 matrix, with each row's (segment, row); cached per file and version."""
+    import numpy as np
+
+    path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "") or f"mem:{id(conn)}"
+    try:
+        version, dim = conn.execute("SELECT version, dim FROM semantic_state").fetchone()
+    except sqlite3.OperationalError:  # opened read-only before an ingest migrated it
+        raise ArchiveError("this archive has no semantic index yet: run sesh-archive ingest") from None
+    with _CACHE_LOCK:
+        hit = _CACHE.get(path)
+        if hit is not None and hit[0] == version:
+            return hit[1], hit[2], hit[3]
+    segs = conn.execute("SELECT id, rows, vectors FROM semantic_segments ORDER BY id").fetchall()
+    if not segs or not dim:
+        mat = np.zeros((0, dim or 1), np.float32)
+        seg_of = row_of = np.zeros(0, np.int64)
+    else:
+        mat = np.frombuffer(b"".join(s[2] for s in segs), dtype="<f2").reshape(-1, dim).astype(np.float32)
+        seg_of = np.repeat(np.array([s[0] for s in segs], np.int64), [s[1] for s in segs])
+        row_of = np.concatenate([np.arange(s[1], dtype=np.int64) for s in segs])
+    with _CACHE_LOCK:
+        _CACHE[path] = (version, mat, seg_of, row_of)
+    return mat, seg_of, row_of
+
+
+def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
+                    kinds: Iterable[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
+    """Messages nearest in meaning to ``query``, best first: one hit per message (its best
+    chunk), shaped like ``queries.search``'s hits (``snippet`` is the chunk, ``matches``
+    empty) plus ``score`` (cosine). Filters apply to the best ``max(50 * limit, 2000)`` chunks
+    (without filters, ``4 * limit + 50``: room for a message's several chunks)."""
+    import numpy as np
+
+    from .queries import Filters, QueryError, _inheritors, _where, first_prompts
+
+    if not query.strip():
+        raise QueryError("empty search query")
+    f = f or Filters()
+    kinds = tuple(kinds)
+    if kinds and not set(kinds) & set(EMBED_TYPES):
+        return []
+    m = semantic.model()
+    conn = db.conn
+    mat, seg_of, row_of = _matrix(conn)
+    if not len(mat):
+        return []
+    q = m.embed([query])[0]
+    scores = mat @ q
+    filtered = bool(kinds or any(getattr(f, k) for k in ("provider", "role", "thread", "project", "since", "until")))
+    want = max(50 * (limit or 200), 2000) if filtered else 4 * (limit or 500) + 50
+    k = min(want, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    where, params = _where(f, ts="m.ts", project="coalesce(t.cwd, p.cwd)", provider="t.provider",
+                           thread="m.thread_id", role="m.role")  # fmt: skip
+    if kinds:
+        where.append("b.type IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(kinds)))
+    wanted = json.dumps([[int(seg_of[i]), int(row_of[i]), float(scores[i])] for i in top if scores[i] > 0])
+    sql = f"""
+        SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
+               m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name, c.block_id,
+               substr(b.text, c.start + 1, c.length) AS snippet, w.value ->> 2 AS score
+        FROM json_each(?) w
+        JOIN semantic_chunks c ON c.segment = w.value ->> 0 AND c.row = w.value ->> 1
+        JOIN blocks b ON b.id = c.block_id
+        JOIN messages m ON m.id = c.message_id
+        LEFT JOIN threads t ON t.id = m.thread_id
+        LEFT JOIN threads p ON p.id = t.parent_thread_id
+        {'WHERE ' + ' AND '.join(where) if where else ''}
+        ORDER BY w.key"""
+    cur = conn.execute(sql, (wanted, *params))
+    names = [d[0] for d in cur.description]
+    hits: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for r in cur:
+        h = dict(zip(names, r))
+        if h["message_id"] in seen:
+            continue
+        seen.add(h["message_id"])
+        h["snippet"] = " ".join((h["snippet"] or "").split())[:300]
+        h["matches"] = []
+        hits.append(h)
+        if limit and len(hits) >= limit:
+            break
+    labels = first_prompts(conn, (h["thread_id"] for h in hits if not h["thread_title"]))
+    forks = _inheritors(db, {h["thread_id"] for h in hits})
+    for h in hits:
+        h["thread_title"] = h["thread_title"] or labels.get(h["thread_id"])
+        h["also_in"] = sorted(x for x, ids in forks.get(h["thread_id"], {}).items() if h["message_id"] in ids)
+    return hits
+
+
+def lexical_any(query: str) -> str:
+    """The query's words as an FTS5 OR of quoted terms (bm25 over any word, as keyword rankers
+    rank): the lexical leg ``hybrid_search(any_word=True)`` measured against (docs/semantic.md)."""
+    words = [w for w in re.findall(r"[\w\u0080-\U0010ffff]+", query) if len(w) > 1]
+    return " OR ".join('"' + w + '"' for w in words)
+
+
+def hybrid_search(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
+                  kinds: Iterable[str] = (), literal: bool = False, any_word: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Lexical and semantic rankings fused by reciprocal rank (``sum 1 / (RRF_K + rank)``), one
+    hit per message; a message both rankings found keeps the lexical hit's highlights.
+
+    The lexical leg reads the query as ``search`` does (every word, FTS5 syntax; a query FTS5
+    rejects is taken literally): on the paraphrase set an any-word leg (``any_word``) lowered
+    MRR from the semantic ranking's, while an every-word leg adds exact matches on top of it."""
+    from .queries import Filters, QueryError, search
+
+    f = f or Filters()
+    lexical: list[dict[str, Any]] = []
+    words = lexical_any(query) if any_word else query
+    if words:
+        try:
+            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=literal)
+        except QueryError:
+            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=True)
+    meaning = semantic_search(db, query, f, limit=FUSE_DEPTH, kinds=kinds)
+    fused: dict[str, float] = {}
+    best: dict[str, dict[str, Any]] = {}
+    for ranking in (_per_message(lexical)[:FUSE_DEPTH], meaning):
+        for rank, h in enumerate(ranking, 1):
+            fused[h["message_id"]] = fused.get(h["message_id"], 0.0) + 1.0 / (RRF_K + rank)
+            best.setdefault(h["message_id"], h)
+    order = sorted(fused, key=lambda mid: -fused[mid])
+    out = []
+    for mid in order[:limit] if limit else order:
+        h = dict(best[mid])
+        h["score"] = round(fused[mid], 6)
+        out.append(h)
+    return out
+
+
+def _per_message(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    out = []
+    for h in hits:
+        if h["message_id"] not in seen:
+            seen.add(h["message_id"])
+            out.append(h)
+    return out
+
+
+def search(db: Database, query: str, f: Any = None, *, mode: str = "lexical", limit: int | None = 20,
+           literal: bool = False, kinds: Iterable[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
+    """One entry for the CLI, the web page and the MCP tool: ``mode`` lexical (FTS5,
+    ``queries.search``), semantic or hybrid."""
+    from .queries import Filters, QueryError
+    from .queries import search as lexical_search
+
+    f = f or Filters()
+    if mode == "lexical":
+        return lexical_search(db, query, f, limit=limit, literal=literal, kinds=kinds)
+    if mode == "semantic":
+        return semantic_search(db, query, f, limit=limit, kinds=kinds)
+    if mode == "hybrid":
+        return hybrid_search(db, query, f, limit=limit, kinds=kinds, literal=literal)
+    raise QueryError(f"unknown search mode {mode!r} (one of {', '.join(MODES)})")
