@@ -26,7 +26,6 @@ UNREAD = {
     "openclaw": (".openclaw", ["agents/main/sessions/0f1e2d3c.jsonl", "agents/main/sessions/1a2b3c4d.jsonl",
                                "agents/main/agent/openclaw-agent.sqlite"]),
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
-    "kilo": (".local/share/kilo", ["kilo.db"]),
     "mistral-vibe": (".vibe", ["logs/session/session_20260101_120000_ab12cd34/messages.jsonl",
                                "logs/session/unified/5d0c9a8e-0000-4000-8000-000000000001/meta.json"]),
     "hermes": (".hermes", ["state.db"]),
