@@ -7,14 +7,14 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import canonical, claude_code, clm, codex, copilot, gemini, kilo, opencode, pi, qwen
+from . import canonical, claude_code, clm, codex, copilot, crush, gemini, kilo, opencode, pi, qwen
 
 # Qwen Code before Claude Code: its records wear Claude Code's envelope (detect tells them
 # apart by the Gemini-style ``parts`` inside; Claude Code's detect would take both). Kilo
 # before OpenCode for the same reason (its rows are OpenCode's; detect reads the release).
 VENDORS: tuple[Adapter, ...] = (
     qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
-    pi.ADAPTER, copilot.ADAPTER, kilo.ADAPTER, opencode.ADAPTER,
+    pi.ADAPTER, copilot.ADAPTER, kilo.ADAPTER, opencode.ADAPTER, crush.ADAPTER,
     canonical.ADAPTER,
 )
 
