@@ -47,6 +47,7 @@ CASES = [
     pytest.param(CLAUDE_AGENT, "gemini", "Ask a helper to count", id="claude-code-agent->gemini"),
     pytest.param(CLAUDE_BASH, "opencode", "failed as expected", id="claude-code->opencode"),
     pytest.param(CODEX_EXEC, "opencode", "Run two commands", id="codex->opencode"),
+    pytest.param(CLAUDE_BASH, "kilo", "failed as expected", id="claude-code->kilo"),
 ]
 
 
