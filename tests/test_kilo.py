@@ -67,8 +67,11 @@ def test_default_location_rerun_and_restore(tmp_path: Path) -> None:
     make_db(home / ".local" / "share" / "opencode" / "opencode.db", OPENCODE)
     env = {"HOME": str(home)}
     db = open_db(tmp_path / "a.db")
+    diff = home / ".local" / "share" / "kilo" / "storage" / "session_diff" / f"{events(KILO)[0][0]}.json"
+    diff.parent.mkdir(parents=True)
+    diff.write_text("[]")  # what 7.7.7 writes beside kilo.db: bookkeeping, not named as unread
     first = ingest_paths(db, None, IngestOptions(providers=("kilo", "opencode"), env=env))
-    assert first.failed == 0 and first.files_changed == 2
+    assert first.failed == 0 and first.files_changed == 2 and not first.unread
     threads = dict(db.execute("SELECT id, provider FROM threads").fetchall())
     kilo_session, opencode_session = events(KILO)[0][0], events(OPENCODE)[0][0]
     assert threads == {kilo_session: "kilo", opencode_session: "opencode"}

@@ -43,7 +43,9 @@ class KiloAdapter(OpenCodeAdapter):
     name = NAME
     revision = 1
     env_vars = ("KILO_DB", "XDG_DATA_HOME")
-    not_sessions = ("auth.json", "mcp-auth.json", "telemetry-id")
+    # 7.7.7 writes a session's file changes to storage/session_diff/ without the rest of the
+    # legacy storage (its sessions are in kilo.db): bookkeeping, not a session
+    not_sessions = ("auth.json", "mcp-auth.json", "storage/session_diff/*.json")
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         data = (env_path(env, "XDG_DATA_HOME") or home / ".local" / "share") / NAME
