@@ -62,8 +62,10 @@ def test_a_project_database_archived_whole(tmp_path: Path) -> None:
     assert json.loads(calls["bash"][0]) == {"command": "echo hello-from-bash"}
     assert "hello-from-bash" in calls["bash"][1] and not calls["bash"][2]  # paired with its result
     assert json.loads(calls["agent"][0]) == {"prompt": "Describe dot.png"}  # from the zstd frame
-    usage = db.execute("SELECT input_tokens, output_tokens, extra FROM usage WHERE thread_id = ?", (PARENT,)).fetchone()
+    (usage,) = db.execute("SELECT input_tokens, output_tokens, extra, message_id, model FROM usage WHERE thread_id = ?",
+                          (PARENT,)).fetchall()  # one row per session: Crush keeps no usage per message
     assert usage[:2] == (1830, 41) and json.loads(usage[2])["vendor"]["cost"] == 0.00612
+    assert usage[3:] == ("11111111-0000-4000-8000-000000000006", "m")  # carried by the last answer
     before = dump_tables(db)
     again = ingest_paths(db, [crush_db], NEVER_IDLE)
     assert again.files_changed == 0 and again.lines == 0 and dump_tables(db) == before

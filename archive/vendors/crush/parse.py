@@ -23,7 +23,9 @@ Projection:
   names its parent: a child thread), metadata cwd (``workspace_cwd`` where the row has it,
   else the folder holding ``.crush/``), and one ``UsageRow`` (key ``crush:<session id>``):
   Crush keeps no usage per message, only the session's ``prompt_tokens``,
-  ``completion_tokens`` and summed ``cost``, kept raw in ``usage.extra["vendor"]``.
+  ``completion_tokens`` and summed ``cost``, kept raw in ``usage.extra["vendor"]``; every
+  assistant message repeats the row under the same key, so the last one carries it (with its
+  model).
 * ``message`` -> one canonical message (id = Crush's uuid), blocks in part order: text,
   reasoning (signature in extra), tool_call (input parsed when it is JSON), tool_result
   (in ``tool`` messages), image_url and binary as attachments (the bytes as a blob);
@@ -115,6 +117,10 @@ class CrushParser:
         s = state or {}
         self.session: str | None = s.get("session")
         self.model: str | None = s.get("model")
+        # the session row's usage figures: each assistant message repeats them under the same
+        # key (the latest line wins), so the session's usage is carried by its last answer
+        # and names the model that gave it
+        self.usage: JsonObject | None = s.get("usage")
 
     def state(self) -> JsonObject:
         out: JsonObject = {}
@@ -122,7 +128,17 @@ class CrushParser:
             out["session"] = self.session
         if self.model:
             out["model"] = self.model
+        if self.usage:
+            out["usage"] = self.usage
         return out
+
+    def _usage_row(self, session: str, message_id: str | None, model: str | None) -> UsageRow | None:
+        u = self.usage
+        if not u:
+            return None
+        usage = Usage(input_tokens=u["prompt_tokens"], output_tokens=u["completion_tokens"],
+                      extra={"vendor": dict(u), "scope": "session"})
+        return UsageRow(f"{NAME}:{session}", session, usage, message_id, model, u.get("ts"))
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         try:
@@ -162,11 +178,13 @@ class CrushParser:
         yield ThreadFact(sid, fields)
         prompt, completion = _int(r.get("prompt_tokens")), _int(r.get("completion_tokens"))
         cost = r.get("cost")
+        self.usage = None
         if prompt or completion or cost:
-            usage = Usage(input_tokens=prompt, output_tokens=completion,
-                          extra={"vendor": {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost},
-                                 "scope": "session"})
-            yield UsageRow(f"{NAME}:{sid}", sid, usage, None, None, iso(r.get("updated_at")))
+            self.usage = {"prompt_tokens": prompt, "completion_tokens": completion, "cost": cost,
+                          "ts": iso(r.get("updated_at"))}
+            row = self._usage_row(sid, None, None)
+            if row is not None:
+                yield row
 
     def message_row(self, d: dict[str, Any]) -> Iterator[Row]:
         r = d["row"]
@@ -208,6 +226,10 @@ class CrushParser:
             extra["summary"] = True  # Crush's compaction: the summary that replaces the history
         yield MessageRow(Message(id=mid, thread_id=session, role=role, ts=iso(r.get("created_at")), content=tuple(blocks),
                                  provenance=Provenance(NAME, session_id=session, source_id=mid), extra=extra or None))
+        if role == "assistant":
+            row = self._usage_row(session, mid, model or self.model)
+            if row is not None:
+                yield row
 
     def file_row(self, d: dict[str, Any]) -> Iterator[Row]:
         r = d["row"]
