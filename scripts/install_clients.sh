@@ -174,3 +174,15 @@ PY
     fi
     echo "vibe: $("$vibe_prefix/bin/vibe" --version 2>&1 | tail -1)"
 fi
+
+# Kilo Code CLI (issue 36), pinned in its own prefix DIR/old/kilocode-cli-<version>
+# (tests/clients/kilo.py find_kilo), installed once. 7.7.7: the registry here holds no linux
+# binary of 7.8.1. Its postinstall fetches the platform package from the registry.
+kilo_version="${KILO_VERSION:-7.7.7}"
+prefix="$dir/old/kilocode-cli-$kilo_version"
+if [ ! -x "$prefix/node_modules/.bin/kilo" ]; then
+    mkdir -p "$prefix"
+    PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$prefix" --no-fund --no-audit --no-save \
+        "@kilocode/cli@$kilo_version"
+fi
+echo "kilo: $("$prefix/node_modules/.bin/kilo" --version 2>&1 | tail -n 1)"

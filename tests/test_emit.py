@@ -68,10 +68,10 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
             assert same, (tid, rel, originals[digest])
             covered.update(same)
     # every fixture file that holds a session comes back through some thread
-    # (OpenCode's stored documents are not files OpenCode reads: its emit builds an import
-    # file from the model, test_opencode.py)
+    # (OpenCode's and Kilo's stored documents are not files the clients read: their emit
+    # builds an import file from the model, test_opencode.py, test_kilo.py)
     missing = {p for p in placed.values() if p not in covered and not p.name.startswith("fuzz-corpus-meta")
-               and not p.parent.parent.parent.name.startswith("opencode-")}
+               and not p.parent.parent.parent.name.startswith(("opencode-", "kilo-"))}
     assert missing == set()
 
 

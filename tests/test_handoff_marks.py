@@ -49,6 +49,7 @@ CASES = [
     pytest.param(CODEX_EXEC, "opencode", "Run two commands", id="codex->opencode"),
     pytest.param(CLAUDE_BASH, "vibe", "failed as expected", id="claude-code->vibe"),
     pytest.param(CODEX_EXEC, "vibe", "Run two commands", id="codex->vibe"),
+    pytest.param(CLAUDE_BASH, "kilo", "failed as expected", id="claude-code->kilo"),
 ]
 
 

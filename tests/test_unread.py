@@ -26,7 +26,6 @@ UNREAD = {
     "openclaw": (".openclaw", ["agents/main/sessions/0f1e2d3c.jsonl", "agents/main/sessions/1a2b3c4d.jsonl",
                                "agents/main/agent/openclaw-agent.sqlite"]),
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
-    "kilo": (".local/share/kilo", ["kilo.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might

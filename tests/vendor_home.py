@@ -68,6 +68,9 @@ def build_home(home: Path) -> dict[str, Path]:
         if vendor_dir.name.startswith("opencode-"):
             placed.update(_opencode_db(home, vendor_dir))
             continue
+        if vendor_dir.name.startswith("kilo-"):  # an OpenCode fork: the same schema in kilo/kilo.db
+            placed.update(_opencode_db(home, vendor_dir, "kilo"))
+            continue
         vendor = next(h for v, h in homes.items() if vendor_dir.name.startswith(v + "-"))
         for scenario in sorted(p for p in vendor_dir.iterdir() if p.is_dir()):
             for f in sorted(scenario.rglob("*")):
@@ -90,7 +93,7 @@ def build_home(home: Path) -> dict[str, Path]:
     return placed
 
 
-def _opencode_db(home: Path, vendor_dir: Path) -> dict[str, Path]:
+def _opencode_db(home: Path, vendor_dir: Path, name: str = "opencode") -> dict[str, Path]:
     """OpenCode keeps its sessions in one database: the recorded sessions' event rows are
     written into ``.local/share/opencode/opencode.db`` as the client writes them (the
     recorded ``export/`` documents are for the client's own import, not part of its home)."""
@@ -98,13 +101,13 @@ def _opencode_db(home: Path, vendor_dir: Path) -> dict[str, Path]:
 
     from opencode_writer import SCHEMA, events, write
 
-    db = home / ".local" / "share" / "opencode" / "opencode.db"
+    db = home / ".local" / "share" / name / f"{name}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.executescript(SCHEMA)
     placed = {}
-    for doc in sorted(vendor_dir.glob("*/opencode/*.jsonl")):
+    for doc in sorted(vendor_dir.glob(f"*/{name}/*.jsonl")):
         for ev in events(doc):
             write(conn, *ev)
         # the recorded document: what restore gives back for the session (the bytes read from the db)

@@ -5,7 +5,7 @@ sessions, and which files there are sessions (DESIGN.md "Nothing passed over").
 instead of passing over it in silence. Each entry honours the vendor's own variables, as an
 adapter's ``default_roots`` does. Sources: /work/shared/formats/next-vendors.md and the
 repositories it names (OpenClaw ``docs/reference/session-management-compaction.md``,
-cline ``sdk/packages/shared/src/storage/paths.ts``, Kilo ``packages/opencode/src/storage/db.ts``,
+cline ``sdk/packages/shared/src/storage/paths.ts``,
 mistral-vibe ``vibe/core/session/session_logger.py``, agentsview ``internal/parser/``).
 
 Aider and Crush write inside project folders, not under one root: they are not here (Aider and
@@ -53,9 +53,6 @@ def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
     return [data / "sessions"]
 
 
-def _kilo(env: Mapping[str, str], home: Path) -> list[Path]:
-    db = env_path(env, "KILO_DB")
-    return [db.parent, _data(env, home) / "kilo"] if db else [_data(env, home) / "kilo"]
 
 
 LAYOUTS: tuple[KnownLayout, ...] = (
@@ -64,8 +61,6 @@ LAYOUTS: tuple[KnownLayout, ...] = (
                 "OpenClaw session logs and agent databases"),
     KnownLayout("cline", ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR"), _cline,
                 ("*/*.messages.json",), "Cline CLI sessions"),
-    KnownLayout("kilo", ("KILO_DB", "XDG_DATA_HOME"), _kilo,
-                ("kilo*.db", "storage/session/*/*.json"), "Kilo Code CLI databases and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip

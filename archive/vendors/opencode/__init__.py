@@ -50,8 +50,7 @@ from ..base import (
     SourceInfo,
     env_path,
 )
-from .emit import FOLDER as EXPORT_FOLDER
-from .emit import emit_session, resume_hint
+from .emit import emit_session, folder, resume_hint
 from . import storage, storage_emit
 from .parse import NAME
 
@@ -90,6 +89,11 @@ def _data_field(data: bytes) -> bytes:
 
 
 class OpenCodeAdapter(Adapter):
+    """OpenCode's store, and through ``name`` that of a fork that keeps it under its own
+    name (Kilo, ``archive/vendors/kilo``): the data folder ``$XDG_DATA_HOME/<name>``, the
+    database, the import folder ``<name>-import``, the config ``<name>/<name>.json``, the
+    command in the resume hint, and the provider every row names."""
+
     name = NAME
     revision = 2  # 2: tool parts in any state (a call left running is kept, unfinished)
     emits = True
@@ -106,14 +110,17 @@ class OpenCodeAdapter(Adapter):
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         data = env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
-        return [data / "opencode"]
+        return [data / self.name]
+
+    def is_database(self, path: Path) -> bool:
+        return path.name == DB_NAME
 
     def classify(self, path: Path) -> str | None:
-        if path.name == DB_NAME:
+        if self.is_database(path):
             return RECORDS
         if storage.session_info(path) is not None:
             return RECORDS  # a session of the JSON storage (before 1.2): its files are one record
-        if path.parent.name == EXPORT_FOLDER and path.name.startswith("ses_") and path.suffix == ".json":
+        if path.parent.name == folder(self.name) and path.name.startswith("ses_") and path.suffix == ".json":
             return SNAPSHOT  # an import file emit wrote
         return None
 
@@ -194,7 +201,7 @@ class OpenCodeAdapter(Adapter):
             yield Document(f"{path}#{text}.jsonl", b"".join(lines))
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> storage.StorageParser:
-        return storage.StorageParser(source, state)
+        return storage.StorageParser(source, state, self.name)
 
     def unpack(self, document_path: str, data: bytes) -> list[tuple[str, bytes]]:
         """The files a restored JSON-storage document holds, at their place under its
@@ -214,12 +221,12 @@ class OpenCodeAdapter(Adapter):
         return None  # the stored documents are event logs, not files OpenCode reads: emit builds an import file
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
-        return resume_hint(session_id, cwd)
+        return resume_hint(session_id, cwd, self.name)
 
     def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
         """``model_provider`` and ``model`` from the ``model`` (``provider/model``) of the
         user's opencode.json: an imported session then names a model their OpenCode has."""
-        config = (env_path(env, "XDG_CONFIG_HOME") or home / ".config") / "opencode" / "opencode.json"
+        config = (env_path(env, "XDG_CONFIG_HOME") or home / ".config") / self.name / f"{self.name}.json"
         try:
             d = orjson.loads(config.read_bytes())
         except (OSError, orjson.JSONDecodeError):

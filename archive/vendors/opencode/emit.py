@@ -50,7 +50,7 @@ from ..base import CHILD_THREADS_NOT_WRITTEN, EMIT_MARK, RESPONSE_KEY, EmitOptio
 from .parse import NAME, digest_form
 
 CLIENT_VERSION = "1.18.33"
-FOLDER = "opencode-import"
+FOLDER = f"{NAME}-import"
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -93,18 +93,27 @@ class _Ids:
         return made
 
 
-def resume_hint(session_id: str, cwd: str | None) -> str:
-    """Import the file ``emit --install`` wrote under OpenCode's data folder, then resume."""
-    file = '"${XDG_DATA_HOME:-$HOME/.local/share}"/opencode/' + command(f"{FOLDER}/{session_id}.json")
-    run = command("opencode", "--session", session_id)
-    return f"opencode import {file} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
+def folder(name: str = NAME) -> str:
+    """The folder under the data folder where ``emit --install`` puts import files."""
+    return f"{name}-import"
+
+
+def resume_hint(session_id: str, cwd: str | None, name: str = NAME) -> str:
+    """Import the file ``emit --install`` wrote under the client's data folder (``name``: its
+    command and folder, OpenCode's or a fork's such as Kilo), then resume."""
+    file = f'"${{XDG_DATA_HOME:-$HOME/.local/share}}"/{name}/' + command(f"{folder(name)}/{session_id}.json")
+    run = command(name, "--session", session_id)
+    return f"{name} import {file} && {'cd ' + command(cwd) + ' && ' if cwd else ''}{run}"
 
 
 def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence[tuple[Thread, Iterable[Message]]],
-                 options: EmitOptions) -> EmitResult:
+                 options: EmitOptions, name: str = NAME, client_version: str = CLIENT_VERSION) -> EmitResult:
+    """``name``: the client whose import document this is (OpenCode, or a fork that keeps
+    its format under its own name: Kilo), ``client_version`` the release written when none
+    is given."""
     result = EmitResult()
     meta = thread.metadata or {}
-    own = meta.get("provider") == NAME or thread.id.startswith("ses_")
+    own = meta.get("provider") == name or thread.id.startswith("ses_")
     created = _ms(thread.created_at, 1767225600000)
     ids = _Ids(thread.id, created)
     session_id = options.session_id or (thread.id if thread.id.startswith("ses_") else ids.make("ses"))
@@ -112,8 +121,8 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
     model = (meta.get("model") if own else None) or options.model or meta.get("model") or "m"
     provider = (meta.get("modelProvider") if own else None) or options.model_provider or "mock"
     if not own and not options.model_provider:
-        result.count("model provider: none given, 'mock' written (emit --model-provider, or your opencode.json)")
-    path = f"{FOLDER}/{session_id}.json"
+        result.count(f"model provider: none given, 'mock' written (emit --model-provider, or your {name}.json)")
+    path = f"{folder(name)}/{session_id}.json"
     out = _Writer(result, path, thread.id)  # the messages, written once nothing can change them
     calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part, until written
     current: dict[str, Any] | None = None  # the open assistant message
@@ -215,19 +224,19 @@ def emit_session(thread: Thread, messages: Iterable[Message], children: Sequence
             else:
                 current["parts"].append({"type": "text", "text": _as_text(b, result), "time": {"start": ms, "end": ms}, **base})
         if msg.usage is not None:
-            _usage(current, msg.usage, ids, session_id, own, ms, emitted_response(msg), msg.id)
+            _usage(current, msg.usage, ids, session_id, own, ms, emitted_response(msg), msg.id, name)
     _close(current, ids)
     out.flush(calls, everything=True)
     short = first_prompt if first_prompt is None or len(first_prompt) <= 80 else first_prompt[:79].rstrip() + "…"
     title = thread.title or short or "Imported session"
     info = {"id": session_id, "slug": "imported", "projectID": "global", "directory": cwd, "title": title,
-            "version": options.client_version or CLIENT_VERSION,
+            "version": options.client_version or client_version,
             "time": {"created": created, "updated": last_ms}}
     if children:
         result.count(CHILD_THREADS_NOT_WRITTEN, len(children))
     out.close(info)
     result.thread_id = session_id
-    result.resume_hint = resume_hint(session_id, cwd)
+    result.resume_hint = resume_hint(session_id, cwd, name)
     return result
 
 
@@ -409,7 +418,7 @@ def _as_text(b: Any, result: EmitResult) -> str:
 
 
 def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: bool, ms: int,
-           response: str | None = None, carrier: str | None = None) -> None:
+           response: str | None = None, carrier: str | None = None, name: str = NAME) -> None:
     vendor = ((u.extra or {}).get("vendor") or {}) if own else {}
     reasoning = u.reasoning_tokens or 0
     tokens = {"total": (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0),
@@ -421,7 +430,7 @@ def _usage(current: dict[str, Any], u: Usage, ids: _Ids, session_id: str, own: b
     # the response's own step-finish id (usage key ``opencode:<part id>``): the imported
     # session read back is the same response, not a second one
     key = (u.extra or {}).get(RESPONSE_KEY) if own else None
-    own_id = key.split(":", 1)[1] if isinstance(key, str) and key.startswith(f"{NAME}:prt_") else None
+    own_id = key.split(":", 1)[1] if isinstance(key, str) and key.startswith(f"{name}:prt_") else None
     current["parts"].append({"type": "step-finish", "reason": info["finish"], "tokens": tokens, "cost": cost,
                              "id": ids.make("prt", own_id, ms), "sessionID": session_id, "messageID": info["id"],
                              "_u": response, "_carrier": carrier})

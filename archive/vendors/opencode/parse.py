@@ -185,8 +185,11 @@ def marked_part(part: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | 
 
 
 class OpenCodeParser:
-    def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
+    def __init__(self, source: SourceInfo, state: JsonObject | None = None, name: str = NAME) -> None:
         self.source = source
+        # the provider the rows name (provenance, usage keys): "opencode", or a fork that
+        # keeps OpenCode's store under its own name (Kilo: ``archive/vendors/kilo``)
+        self.name = name
         s = state or {}
         # message id -> [role, model, provider, agent, created ms, last canonical message id]
         self.msgs: dict[str, list[Any]] = {k: list(v) for k, v in (s.get("msgs") or {}).items()}
@@ -382,7 +385,7 @@ class OpenCodeParser:
         if info[3]:
             x["agent"] = info[3]
         msg = Message(id=cid, thread_id=session, role=role or info[0], ts=ts, content=tuple(blocks), turn_id=mid,
-                      provenance=Provenance(NAME, session_id=session, source_id=pid), extra=x or None)
+                      provenance=Provenance(self.name, session_id=session, source_id=pid), extra=x or None)
         if msg.role != "tool" and (info[5] is None or cid >= info[5]):
             # the carrier of the step's usage: its last assistant message in OpenCode's part
             # order (ids sort by creation), not the last one updated (parallel tool calls
@@ -443,7 +446,7 @@ class OpenCodeParser:
             else:
                 yield UsageRow(step[0], session, opencode_usage(tokens, part.get("cost")), step[1], model, ts)
             return
-        yield UsageRow(f"{NAME}:{pid}", session, opencode_usage(tokens, part.get("cost")), carrier, model, ts)
+        yield UsageRow(f"{self.name}:{pid}", session, opencode_usage(tokens, part.get("cost")), carrier, model, ts)
         if carrier is None:
             yield Report(WARNING, "step-finish before any part", "usage kept without a message")
 

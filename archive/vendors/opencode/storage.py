@@ -188,8 +188,8 @@ class StorageParser(OpenCodeParser):
     """``OpenCodeParser`` that also reads the lines of a JSON-storage document (any other
     line goes to ``OpenCodeParser.feed``)."""
 
-    def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
-        super().__init__(source, state)
+    def __init__(self, source: SourceInfo, state: JsonObject | None = None, name: str = NAME) -> None:
+        super().__init__(source, state, name)
         self.legacy: bool = bool((state or {}).get("legacy"))  # a 0.x session: cwd from its messages
 
     def state(self) -> JsonObject:
@@ -297,7 +297,7 @@ class StorageParser(OpenCodeParser):
         tokens = _dict(assistant.get("tokens"))
         if role == "assistant" and tokens:
             info = self.msgs.get(mid)
-            yield UsageRow(f"{NAME}:{mid}", session, opencode_usage(tokens, assistant.get("cost")),
+            yield UsageRow(f"{self.name}:{mid}", session, opencode_usage(tokens, assistant.get("cost")),
                            info[5] if info else None, _str(assistant.get("modelID")),
                            iso_ms(time.get("completed")) or iso_ms(time.get("created")))
 
