@@ -23,8 +23,6 @@ from tests.vendor_home import build_home
 LINE = b'{"type":"message"}\n'
 # a session file of each known layout without an adapter, relative to HOME
 UNREAD = {
-    "openclaw": (".openclaw", ["agents/main/sessions/0f1e2d3c.jsonl", "agents/main/sessions/1a2b3c4d.jsonl",
-                               "agents/main/agent/openclaw-agent.sqlite"]),
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
     "kilo": (".local/share/kilo", ["kilo.db"]),
     "mistral-vibe": (".vibe", ["logs/session/session_20260101_120000_ab12cd34/messages.jsonl",
@@ -106,7 +104,6 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
 @pytest.mark.parametrize("var, vendor, rel", [
     ("VIBE_HOME", "mistral-vibe", "logs/session/session_20260101_120000_ab12cd34/messages.jsonl"),
     ("HERMES_HOME", "hermes", "state.db"),
-    ("OPENCLAW_STATE_DIR", "openclaw", "agents/main/sessions/0f1e2d3c.jsonl"),
     ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json"),
 ])  # fmt: skip
 def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel):
