@@ -126,4 +126,5 @@ def vendor_env(home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "COPILOT_HOME": str(home / ".copilot"),
+        "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
     }
