@@ -207,3 +207,21 @@ def test_detect_takes_openclaw_files_and_leaves_pi_files(tmp_path: Path) -> None
     pi = next((Path(__file__).parent / "fixtures" / "pi").glob("pi-0.73.1-*.jsonl"))
     assert not ADAPTER.detect(pi.read_bytes()[:65536])
     shutil.copy(EXEC, tmp_path / "given.jsonl")
+
+
+def test_emit_files_the_session_under_the_configured_workspace(tmp_path: Path) -> None:
+    """2026.7.1 rewrites a resumed header's cwd to its workspace (losing the header's mark):
+    the configured workspace is the emitted cwd."""
+    state = tmp_path / "state"
+    state.mkdir()
+    assert ADAPTER.configured_options({"OPENCLAW_STATE_DIR": str(state)}, tmp_path) == {}
+    (state / "openclaw.json").write_text('{"agents": {"defaults": {"workspace": "/srv/claw"}}}')
+    configured = ADAPTER.configured_options({"OPENCLAW_STATE_DIR": str(state)}, tmp_path)
+    assert configured == {"cwd": "/srv/claw"}
+    db_path = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    make_db(db_path)
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [db_path], NEVER_IDLE)
+    out = emit_thread(db, SID, "openclaw", exact=False, configured=configured)
+    (session,) = [p for p in out.files if p.endswith(".jsonl")]
+    assert orjson.loads(dict(out.files)[session].split(b"\n", 1)[0])["cwd"] == "/srv/claw"

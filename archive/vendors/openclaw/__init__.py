@@ -188,5 +188,20 @@ class OpenClawAdapter(Adapter):
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return resume_hint(session_id, cwd)
 
+    def configured_options(self, env: Mapping[str, str], home: Path) -> dict[str, str]:
+        """``cwd``: the workspace of the user's ``openclaw.json`` (``agents.defaults.workspace``).
+        2026.7.1 rewrites a resumed session's header ``cwd`` to its workspace, which breaks the
+        header's emit mark (the hand-off would come back as a thread of its own); a header
+        that already names the workspace is kept byte for byte. A config in JSON5 (comments)
+        is not read."""
+        state = env_path(env, "OPENCLAW_STATE_DIR") or home / ".openclaw"
+        try:
+            config = orjson.loads((state / "openclaw.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        defaults = (config.get("agents") or {}).get("defaults") if isinstance(config, dict) else None
+        workspace = defaults.get("workspace") if isinstance(defaults, dict) else None
+        return {"cwd": workspace} if isinstance(workspace, str) and workspace else {}
+
 
 ADAPTER = OpenClawAdapter()
