@@ -34,7 +34,8 @@ under this provider's name (``parse.py``).
 Emit: a JSONL session (``agents/main/sessions/<id>.jsonl``, pi's writer under this name)
 plus ``sessions.json`` naming it. 2026.7.1 resumes it directly; the SQLite releases read it after
 ``openclaw doctor --session-sqlite import`` has moved it into its database (the client's
-own importer writes its database; the archive never does; checked with 2026.7.1 only).
+own importer writes its database; the archive never does: 2026.9.6's import keeps the emitted
+lines byte for byte, checked by hand; the resume after it is not checked).
 """
 
 from __future__ import annotations
