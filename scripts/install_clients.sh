@@ -90,6 +90,24 @@ if [ ! -f "$copilot_pkg/index.js" ]; then
 fi
 echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"
 
+# OpenClaw (issue 35) needs Node >= 24.16: the npm package node@24 puts one in DIR/node24.
+# Each release in a prefix of its own, DIR/old/openclaw-<version> (tests/clients/openclaw.py):
+# the newest (its sessions in SQLite) and 2026.7.1, the last release that wrote JSONL
+# transcripts. Installed once: an existing prefix is kept.
+node24_version="${NODE24_VERSION:-24}"
+if [ ! -x "$dir/node24/node_modules/.bin/node" ]; then
+    mkdir -p "$dir/node24"
+    npm install --prefix "$dir/node24" --no-fund --no-audit --no-save "node@${node24_version}"
+fi
+for pin in "${OPENCLAW_VERSION:-latest}" "${OPENCLAW_OLD_VERSION:-2026.7.1}"; do
+    prefix="$old/openclaw-$pin"
+    if [ ! -f "$prefix/node_modules/openclaw/openclaw.mjs" ]; then
+        PATH="$(cd "$dir/node24/node_modules/.bin" && pwd):$PATH" npm install --prefix "$prefix" --no-fund --no-audit --no-save \
+            "openclaw@$pin"
+    fi
+    echo "openclaw $pin: $("$dir/node24/node_modules/.bin/node" "$prefix/node_modules/openclaw/openclaw.mjs" --version 2>&1)"
+done
+
 # Older releases whose layouts no newer release writes (issue 33), each pinned in a prefix of
 # its own, DIR/old/<package>-<version> (tests/clients/old_clients.py looks there): Gemini CLI
 # 0.1.x (checkpoints and logs.json only) and Qwen Code 0.1.x (~/.qwen/tmp/<hash>/...). Their

@@ -23,8 +23,6 @@ from tests.vendor_home import build_home
 LINE = b'{"type":"message"}\n'
 # a session file of each known layout without an adapter, relative to HOME
 UNREAD = {
-    "openclaw": (".openclaw", ["agents/main/sessions/0f1e2d3c.jsonl", "agents/main/sessions/1a2b3c4d.jsonl",
-                               "agents/main/agent/openclaw-agent.sqlite"]),
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
@@ -98,7 +96,6 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
 
 
 @pytest.mark.parametrize("var, vendor, rel, under", [
-    ("OPENCLAW_STATE_DIR", "openclaw", "agents/main/sessions/0f1e2d3c.jsonl", ""),
     ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json", ""),
 ])  # fmt: skip
 def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel, under):

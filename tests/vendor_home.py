@@ -133,4 +133,5 @@ def vendor_env(home: Path) -> dict[str, str]:
         "COPILOT_HOME": str(home / ".copilot"),
         "HERMES_HOME": str(home / ".hermes"),
         "VIBE_HOME": str(home / ".vibe"),
+        "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
     }

@@ -7,18 +7,22 @@ Adding a vendor: one module under ``archive/vendors/`` exposing ``ADAPTER`` (see
 from __future__ import annotations
 
 from .base import Adapter
-from . import aider, canonical, claude_code, clm, codex, copilot, crush, factory_droid, gemini, goose, hermes, kilo, opencode, pi, qwen, vibe
+from . import (
+    aider, canonical, claude_code, clm, codex, copilot, crush, factory_droid, gemini, goose, hermes, kilo, openclaw,
+    opencode, pi, qwen, vibe,
+)
 
 # Qwen Code before Claude Code: its records wear Claude Code's envelope (detect tells them
-# apart by the Gemini-style ``parts`` inside; Claude Code's detect would take both); Goose's
+# apart by the Gemini-style ``parts`` inside; Claude Code's detect would take both); OpenClaw
+# before pi: it writes pi's format (its detect looks for OpenClaw's own records); Goose's
 # documents before OpenCode's, which wear the same {"table":"session","row":...} envelope
 # (Goose's session row names a ``working_dir``); Kilo before OpenCode for the same reason
 # (its rows are OpenCode's; detect reads the release). Mistral Vibe before clm: clm's
 # session ids are loose enough to take Vibe's ``messages.jsonl``
 VENDORS: tuple[Adapter, ...] = (
     qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, vibe.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
-    pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, kilo.ADAPTER, opencode.ADAPTER, crush.ADAPTER,
-    aider.ADAPTER, hermes.ADAPTER, factory_droid.ADAPTER, canonical.ADAPTER,
+    openclaw.ADAPTER, pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, kilo.ADAPTER, opencode.ADAPTER,
+    crush.ADAPTER, aider.ADAPTER, hermes.ADAPTER, factory_droid.ADAPTER, canonical.ADAPTER,
 )
 
 

@@ -40,11 +40,6 @@ def _data(env: Mapping[str, str], home: Path) -> Path:
     return env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
 
 
-def _openclaw(env: Mapping[str, str], home: Path) -> list[Path]:
-    state = env_path(env, "OPENCLAW_STATE_DIR")
-    return [state] if state else [home / ".openclaw", home / ".clawdbot", home / ".moltbot"]
-
-
 def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
     sessions = env_path(env, "CLINE_SESSION_DATA_DIR")
     if sessions:
@@ -56,9 +51,6 @@ def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 LAYOUTS: tuple[KnownLayout, ...] = (
-    KnownLayout("openclaw", ("OPENCLAW_STATE_DIR",), _openclaw,
-                ("agents/*/sessions/*.jsonl", "agents/*/agent/openclaw-agent.sqlite"),
-                "OpenClaw session logs and agent databases"),
     KnownLayout("cline", ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR"), _cline,
                 ("*/*.messages.json",), "Cline CLI sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],

@@ -548,12 +548,17 @@ def _chat_text(content: Any) -> str:
     return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str))
 
 
+OPENCLAW_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+
+
 def chat_prompt_and_step(messages: list[dict[str, Any]]) -> tuple[str, int]:
     """The latest user message's text and the number of tool-result rounds after it (a
     round is a run of consecutive ``tool`` messages, since one response may call several)."""
     prompt, step, prev_tool = "", 0, False
     for m in messages:
         role = m.get("role")
+        if role == "user" and _chat_text(m.get("content")).startswith(OPENCLAW_CONTEXT):
+            continue  # context OpenClaw (2026.9) adds after the prompt on every request
         if role == "user":
             prompt, step, prev_tool = _chat_text(m.get("content")), 0, False
         elif role == "tool":

@@ -87,6 +87,11 @@ def _model_of(m: Message) -> str | None:
 
 
 class _Emitter:
+    """Writes one session; ``vendor`` is the provider whose own records (api, cost, details)
+    are written back as they were (OpenClaw's emitter is a subclass)."""
+
+    vendor = NAME
+
     def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread = thread
         self.messages = MessageStream(messages)
@@ -96,7 +101,7 @@ class _Emitter:
         created = _parse_ts(thread.created_at) or self.messages.first(lambda m: _parse_ts(m.ts))
         self.created = created or datetime(1970, 1, 1, tzinfo=timezone.utc)
         self.clock = self.created
-        self.id = options.session_id or pi_uuid(f"sesh-archive:pi:{thread.id}", self.created)
+        self.id = options.session_id or pi_uuid(f"sesh-archive:{self.vendor}:{thread.id}", self.created)
         self.cwd = str(options.cwd or meta.get("cwd") or "/")
         model = options.model or meta.get("model") or self.messages.first(_model_of)
         self.model = model if isinstance(model, str) else None
@@ -139,15 +144,22 @@ class _Emitter:
         self._write(orjson.dumps(mark_record(header, None, self.thread.id)))
         if self.thread.parent_thread_id:
             self.count("thread: parentThreadId not representable (emitted as a standalone session)")
-        if self.model:
-            self.entry("model_change", None, provider=self.provider or "unknown", modelId=self.model)
+        self.settings()
         for m in self.messages:
             self.current = (m.id, emitted_response(m))
             self.emit_message(m)
         self.current = (None, None)
         self.result.thread_id = self.id
-        self.result.resume_hint = resume_hint(self.id, self.cwd)
+        self.result.resume_hint = self.resume_hint()
         return self.result
+
+    def resume_hint(self) -> str | None:
+        return resume_hint(self.id, self.cwd)
+
+    def settings(self) -> None:
+        """The entries after the header that set up the session: the model."""
+        if self.model:
+            self.entry("model_change", None, provider=self.provider or "unknown", modelId=self.model)
 
     def path(self) -> str:
         stamp = _fmt_ts(self.created).replace(":", "-").replace(".", "-")
@@ -187,7 +199,7 @@ class _Emitter:
 
     def assistant(self, m: Message, blocks: list[Any]) -> None:
         x = m.extra or {}
-        own = m.provenance is not None and m.provenance.provider == NAME
+        own = m.provenance is not None and m.provenance.provider == self.vendor
         content: list[JsonObject] = []
         for b in blocks:
             if isinstance(b, Text):
@@ -240,7 +252,7 @@ class _Emitter:
         vendor = (u.extra or {}).get("vendor") if u is not None else None
         inp, out = (u.input_tokens or 0, u.output_tokens or 0) if u else (0, 0)
         cr, cw = (u.cache_read_tokens or 0, u.cache_write_tokens or 0) if u else (0, 0)
-        cost = vendor.get("cost") if isinstance(vendor, dict) and m.provenance and m.provenance.provider == NAME else None
+        cost = vendor.get("cost") if isinstance(vendor, dict) and m.provenance and m.provenance.provider == self.vendor else None
         return {"input": inp, "output": out, "cacheRead": cr, "cacheWrite": cw, "totalTokens": inp + out + cr + cw,
                 "cost": cost if isinstance(cost, dict) else dict(ZERO_COST)}
 
@@ -256,7 +268,7 @@ class _Emitter:
         msg: JsonObject = {"role": "toolResult", "toolCallId": b.call_id, "toolName": name, "content": content,
                            "isError": bool(b.is_error)}
         details = (b.extra or {}).get("details")
-        if details is not None and m.provenance is not None and m.provenance.provider == NAME:
+        if details is not None and m.provenance is not None and m.provenance.provider == self.vendor:
             msg["details"] = details
         self.message(m.ts, msg)
 

@@ -192,11 +192,16 @@ def neutral_usage(u: JsonObject) -> Usage:
     """pi's usage in the neutral buckets (pi's are neutral already; see the module doc)."""
     return Usage(input_tokens=_int(u.get("input")), output_tokens=_int(u.get("output")),
                  cache_read_tokens=_int(u.get("cacheRead")), cache_write_tokens=_int(u.get("cacheWrite")),
+                 reasoning_tokens=_int(u.get("reasoningTokens")),  # OpenClaw 2026.9 adds it; pi 0.73.1 does not
                  extra={"vendor": u})
 
 
 class PiParser:
-    """Feeds pi session lines; see the module docstring for what each line becomes."""
+    """Feeds pi session lines; see the module docstring for what each line becomes.
+    ``vendor`` names the provider of the rows (ids, provenance, usage keys): OpenClaw
+    writes the same format and reads it with a subclass."""
+
+    vendor = NAME
 
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
@@ -218,6 +223,10 @@ class PiParser:
         self.legacy: str | None = s.get("legacy")
         self.position: int = s.get("position", 0)  # entries after the header so far (v1 ids)
         self.aliases: dict[str, str] = s.get("aliases", {})  # migrated random id -> v1 id
+
+    def parent_session(self, path: Any) -> str | None:
+        """The session id a fork header's ``parentSession`` names."""
+        return parent_session_id(path)
 
     def state(self) -> JsonObject:
         return {
@@ -247,9 +256,9 @@ class PiParser:
         k = self.known.get(entry_id)
         if k is not None:
             copy = bool(k[1])
-            anchor = k[2] if len(k) > 2 else stable_id(NAME, self.parent if copy and self.parent else s, entry_id)
+            anchor = k[2] if len(k) > 2 else stable_id(self.vendor, self.parent if copy and self.parent else s, entry_id)
             return self.threads[k[0]], anchor, copy, True
-        return s, stable_id(NAME, s, entry_id), False, False
+        return s, stable_id(self.vendor, s, entry_id), False, False
 
     def _remember(self, entry_id: str, thread: str, anchor: str | None, copy: bool, is_message: bool) -> None:
         k: list[Any] = [self._tidx(thread), 1 if copy else 0]
@@ -320,7 +329,7 @@ class PiParser:
         elif "id" in keys and keys.index("version") > keys.index("id"):
             self.legacy = "migrated"  # pi appended ``version`` when it rewrote a v1 file
         parent_path = d.get("parentSession") or d.get("branchedFrom")
-        self.parent = parent_session_id(parent_path)
+        self.parent = self.parent_session(parent_path)
         self._tidx(sid)
         meta: JsonObject = {k: v for k, v in (("cwd", self.cwd), ("sessionVersion", d.get("version")),
                                               ("parentSession", parent_path)) if v is not None}
@@ -392,7 +401,7 @@ class PiParser:
             rows.append(Report(WARNING, "too many branches", f"{eid}: kept in the last branch"))
             thread = self.threads[-1]
         is_message = d.get("type") in MESSAGE_TYPES
-        mine = stable_id(NAME, origin, eid)
+        mine = stable_id(self.vendor, origin, eid)
         own_anchor = mine if is_message else anchor
         self.leaves[str(self._tidx(thread))] = eid
         if thread != session or not is_message or origin != session:
@@ -411,16 +420,16 @@ class PiParser:
     def message(self, d: JsonObject, thread: str, parent: str | None, origin: str, role: str,
                 blocks: list[Block], extra: JsonObject, usage: Usage | None = None, model: str | None = None,
                 ts: str | None = None) -> Iterator[Row]:
-        mid = stable_id(NAME, origin, d["id"])
+        mid = stable_id(self.vendor, origin, d["id"])
         msg = Message(
             id=mid, thread_id=thread, role=role, ts=_str(d.get("timestamp")) or ts, content=tuple(blocks),
             parent_id=parent, usage=None,
-            provenance=Provenance(NAME, session_id=origin, source_id=d["id"]),
+            provenance=Provenance(self.vendor, session_id=origin, source_id=d["id"]),
             extra={"piType": d.get("type"), **extra},
         )
         yield MessageRow(msg)
         if usage is not None:
-            yield UsageRow(f"{NAME}:{mid}", thread, usage, mid, model, msg.ts)
+            yield UsageRow(f"{self.vendor}:{mid}", thread, usage, mid, model, msg.ts)
 
 
 MESSAGE_TYPES = {"message", "custom_message", "branch_summary", "compaction"}
