@@ -148,3 +148,58 @@ def test_provider_filter_leaves_project_files_to_their_adapter(tmp_path, isolate
     assert _aider_paths(db) == set()
     ingest_paths(db, None, IngestOptions(providers=("aider",)))  # the cwd archived before counts
     assert len(_aider_paths(db)) == 2
+
+
+def test_a_plain_ingest_finds_crush_and_aider_in_one_project_and_restores_them(tmp_path, isolated_home, monkeypatch):
+    """Issue 36's home: a Claude Code session ran in a project holding Aider's history and a
+    Crush database (written from Crush's schema: tests/crush_writer.py), and a second project
+    is named with ``--root``; one plain ingest archives all of it, the rerun opens nothing,
+    and every file comes back byte for byte."""
+    import os
+    import time
+
+    from crush_writer import write as write_crush
+
+    from archive.ingest import restore
+
+    repo = _aider_project(tmp_path / "work" / "spotter")
+    crush_db = write_crush(repo)
+    _claude_session(isolated_home, repo)
+    named = tmp_path / "src" / "tool"
+    _aider_project(named)
+    for name in (".aider.chat.history.md", ".aider.input.history"):  # another project's own history
+        (named / name).write_bytes(b"# another project\n" + (named / name).read_bytes())
+    crush_named = write_crush(named)
+    for db_file in (crush_db, crush_named):
+        old = time.time() - 60  # not changed within the last instant: its stats are trusted
+        os.utime(db_file, (old, old))
+    db_path = str(tmp_path / "a.db")
+    r = CliRunner().invoke(cli, ["--db", db_path, "ingest", "--root", str(tmp_path / "src"), "--json"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    db = open_db(db_path)
+    found = {(p, prov) for p, prov in db.execute(
+        "SELECT DISTINCT p.path, s.provider FROM source_paths p JOIN sources s ON s.id = p.source_id "
+        "WHERE s.provider IN ('aider', 'crush')")}  # fmt: skip
+    paths = {p for p, _ in found}
+    assert {prov for _, prov in found} == {"aider", "crush"}
+    for project in (repo, named):
+        assert str(project / ".aider.chat.history.md") in paths
+        assert any(p.startswith(str(project / ".crush" / "crush.db")) for p in paths)
+    crush_threads = db.execute("SELECT DISTINCT cwd FROM threads WHERE provider = 'crush'").fetchall()
+    assert {c for (c,) in crush_threads} == {str(repo), str(named)}
+
+    opened = _opens(monkeypatch)
+    again = ingest_paths(db, None, IngestOptions())
+    assert again.files_changed == 0 and opened == []  # a rerun opens nothing
+
+    out = tmp_path / "restored"
+    files = restore(db, out, all_generations=True)
+    restored = {str(f.path): f for f in files}
+    for project in (repo, named):
+        for name in (".aider.chat.history.md", ".aider.input.history"):
+            back = next((p for p in restored if p.endswith(str(project / name))), None)
+            assert back is not None, sorted(restored)
+            assert Path(back).read_bytes() == (project / name).read_bytes()
+    assert {f.source_uid for f in files} >= {r[0] for r in db.execute(
+        "SELECT uid FROM sources WHERE provider IN ('aider', 'crush')")}  # fmt: skip
