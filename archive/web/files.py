@@ -93,7 +93,7 @@ def panel(conn: sqlite3.Connection, thread_id: str, file_url: Any) -> Markup:
         "GROUP BY path ORDER BY count(*) DESC, path LIMIT 20", (thread_id,)).fetchall()  # fmt: skip
     if changed:
         items = "".join(f'<li><a href="{escape(file_url(p))}"><code>{escape(p)}</code></a> &times;{n}</li>' for p, n in changed)
-        html += f'<details class="sesh-fold sesh-files"><summary>{len(changed)} file{"" if len(changed) == 1 else "s"} changed</summary><ul>{items}</ul></details>'
+        html += f'<details class="sesh-files"><summary>{len(changed)} file{"" if len(changed) == 1 else "s"} changed</summary><ul>{items}</ul></details>'
     return Markup(html)
 
 
