@@ -59,8 +59,6 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     chunk), shaped like ``queries.search``'s hits (``snippet`` is the chunk, ``matches``
     empty) plus ``score`` (cosine). Filters apply to the best ``max(50 * limit, 2000)`` chunks
     (without filters, ``4 * limit + 50``: room for a message's several chunks)."""
-    import numpy as np
-
     from .queries import Filters, QueryError, _inheritors, _where, first_prompts
 
     if not query.strip():
@@ -69,7 +67,8 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     kinds = tuple(kinds)
     if kinds and not set(kinds) & set(EMBED_TYPES):
         return []
-    m = semantic.model()
+    m = semantic.model()  # first: without the extra (numpy, wordllama) it says how to get it
+    import numpy as np
     conn = db.conn
     mat, seg_of, row_of = _matrix(conn)
     if not len(mat):

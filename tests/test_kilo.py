@@ -116,3 +116,18 @@ def test_emit_to_kilo_writes_what_kilo_import_reads(tmp_path: Path, source: Path
         recorded = [orjson.loads(raw)["part"]["id"] for _a, _s, _e, _k, raw in events(source)
                     if b'"type":"step-finish"' in raw]
         assert finishes == recorded  # the same responses, by the same ids (usage keys kilo:<part>)
+
+
+def test_opencode_files_in_a_folder_given_by_hand_stay_opencode(tmp_path):
+    """Kilo's files have OpenCode's names and layout: in a folder walk (files taken by name),
+    only those below a ``kilo`` data folder, or a ``kilo*.db``, are Kilo's."""
+    from archive.ingest import IngestOptions, ingest_paths
+
+    legacy = Path(__file__).parent / "fixtures" / "recorded" / "opencode-0.1.174"
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [legacy], IngestOptions(idle_seconds=10**9))
+    providers = {r[0] for r in db.execute("SELECT DISTINCT provider FROM threads")}
+    assert providers == {"opencode"}
+    kilo = get("kilo")
+    assert kilo.classify(tmp_path / "kilo" / "storage" / "session" / "info" / "ses_x.json") == \
+        get("opencode").classify(tmp_path / "opencode" / "storage" / "session" / "info" / "ses_x.json")

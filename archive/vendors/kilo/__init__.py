@@ -67,6 +67,16 @@ class KiloAdapter(OpenCodeAdapter):
         found = _VERSION.search(head.split(b"\n", 1)[0])
         return found is not None and int(found.group(1)) >= KILO_MAJOR
 
+    def classify(self, path: Path) -> str | None:
+        """OpenCode's file kinds, for Kilo's own files only: a ``kilo*.db`` database, or a
+        storage session or import file below a ``kilo`` data folder. OpenCode's files have
+        the same names and layout; claimed by name alone (a storage session is taken without
+        a look at its content), one of them in a folder given by hand was read as Kilo's."""
+        kind = super().classify(path)
+        if kind is None or self.is_database(path):
+            return kind
+        return kind if NAME in path.parts else None
+
     def is_database(self, path: Path) -> bool:
         return _DB.fullmatch(path.name) is not None
 
