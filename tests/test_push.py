@@ -355,6 +355,16 @@ def test_cli_push_then_threads_show_stats_search_on_the_team_database(tmp_path, 
         mine = runner.invoke(cli, [*local, *args], catch_exceptions=False)
         theirs = runner.invoke(cli, [*team_db, *args], catch_exceptions=False)
         assert theirs.exit_code == 0, theirs.output
+        if args[0] == "threads":
+            # the archive's own additions of issue 42 (signals derived locally, the user's marks)
+            # are not on the team database yet (docs/team.md): every other key is the same
+            local_only = ("signals", "tags", "starred", "note")
+            mine_rows = json.loads(mine.stdout)
+            assert mine_rows and all(set(local_only) <= set(row) for row in mine_rows)
+            theirs_rows = json.loads(theirs.stdout)
+            assert not any(set(local_only) & set(row) for row in theirs_rows)
+            assert theirs_rows == [{k: v for k, v in row.items() if k not in local_only} for row in mine_rows], args
+            continue
         assert theirs.stdout == mine.stdout, args
     r = runner.invoke(cli, [*team_db, "search", "quokka", "--json"], catch_exceptions=False)
     hits = json.loads(r.stdout)
