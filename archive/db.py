@@ -120,6 +120,8 @@ def dump_tables(db: Database, exclude: tuple[str, ...] = ("ingest_runs", "_sqlit
             continue
         if table in ("source_chunks", "secret_scan_progress"):
             continue  # where batches fell is not content; source_lines below carries the bytes
+        if table.startswith("semantic_"):
+            continue  # the vectors: a disposable index a step after ingest builds (tests/test_semantic.py checks it)
         if table == "source_lines":
             out[table] = sorted(
                 (sid, g, *line)
