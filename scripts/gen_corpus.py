@@ -13,7 +13,7 @@ Guarantees:
   from the seed (string seeds are hashed with SHA-512, so ``PYTHONHASHSEED`` plays no role).
   Set iteration is never used to order anything.
 * **Valid, vendor-shaped lines.** Every line of every ``.jsonl`` / ``.jsonl.bak`` is one
-  complete JSON object followed by ``\\n``. Shapes follow ``shared/formats/*.md``: Claude Code
+  complete JSON object followed by ``\\n``. Shapes follow the vendors' formats (docs/vendors.md, tests/fixtures): Claude Code
   2.1.x (``~/.claude/projects``, subagents, compaction), Codex rollouts G2 (0.66) and G3
   (0.171) including ``archived_sessions/``, clm logs (``~/.local/state/clm``, with
   ``.jsonl.bak`` companions for compacted sessions), Gemini CLI 0.61 operation logs

@@ -49,7 +49,7 @@ BAD_INPUT = _canonical("bad-input", "/home/dev/my repo", [
     ("assistant", _call("c3", "apply_patch", {"input": "*** Begin Patch\n*** Update File: src/old_name.py\n"
                                                         "*** Move to: src/new_name.py\n@@\n-a\n+b\n*** End Patch\n"})),
     ("tool", _result("c3")),
-    ("assistant", _call("c4", "Read", {"file_path": "../other/../shared/conf.toml"})),
+    ("assistant", _call("c4", "Read", {"file_path": "../other/../common/conf.toml"})),
     ("tool", _result("c4")),
     ("assistant", _call("c5", "Edit", {"file_path": "config/deploy.env", "old_string": "KEY=",
                                         "new_string": f"aws_access_key_id = {AWS}"})),
@@ -102,7 +102,7 @@ def test_bad_input_spaces_relative_paths_and_a_rename(archive: Path) -> None:
     assert [c["action"] for c in file_history(db, "src/old_name.py")] == ["deleted"]
     assert [c["action"] for c in file_history(db, "src/new_name.py")] == ["created"]
     # .. folded against the cwd
-    assert file_history(db, "/home/dev/shared/conf.toml")[0]["action"] == "read"
+    assert file_history(db, "/home/dev/common/conf.toml")[0]["action"] == "read"
     s = sessions_touching(db, "a b.md")
     assert s[0]["thread_id"] == "bad-input" and s[0]["actions"] == {"read": 1, "changed": 1}
 

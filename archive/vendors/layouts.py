@@ -3,13 +3,12 @@ sessions, and which files there are sessions (DESIGN.md "Nothing passed over").
 
 ``ingest`` and ``status`` name every such folder that holds sessions (``archive/unread.py``)
 instead of passing over it in silence. Each entry honours the vendor's own variables, as an
-adapter's ``default_roots`` does. Sources: /work/shared/formats/next-vendors.md and the
-repositories it names (OpenClaw ``docs/reference/session-management-compaction.md``,
-cline ``sdk/packages/shared/src/storage/paths.ts``,
+adapter's ``default_roots`` does. Sources: the vendors' public repositories (OpenClaw
+``docs/reference/session-management-compaction.md``, cline ``sdk/packages/shared/src/storage/paths.ts``,
 mistral-vibe ``vibe/core/session/session_logger.py``, agentsview ``internal/parser/``).
 
-Aider and Crush write inside project folders, not under one root: they are not here (Aider and
-Goose are read now: archive/vendors/aider, archive/vendors/goose).
+Vendors that write inside project folders (Aider, Crush) are found through
+``archive/project_roots.py``, not here.
 
 Turning one into a reader is a one-line move: an adapter whose ``name`` is the layout's
 takes it over (``unread_layouts`` leaves out every registered name), and can reuse its
