@@ -4,8 +4,8 @@ offers as tools, each returning one JSON-ready dict sized for a model's context.
 Invariants:
 
 * Read-only, and no query of its own where the library has one: search is
-  ``queries.search``, listing and overviews ``queries.threads``, a session's pages
-  ``queries.MessagePages``, usage ``queries.stats``, files ``file_touches.sessions_touching``.
+  ``queries.search``, listing ``queries.threads``, a session's overview and pages the thread
+  view ``show`` and ``emit`` read (``thread_view.load_view``), usage ``queries.stats``, files ``file_touches.sessions_touching``.
 * Every result passes through the secret masking of ``show --redact`` and ``serve``
   (``archive.secrets``): a found secret leaves as ``[REDACTED rule]``, on every tool.
 * Sized: each result stays within about ``max_tokens`` (4 characters a token, measured on
@@ -33,11 +33,12 @@ from sqlite_utils import Database
 from .file_touches import sessions_touching
 from .model import Attachment, FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Unknown, WebSearch
 from .pricing import PriceTable, load_prices
-from .projection import load_threads, one_line
-from .queries import Filters, MessagePages, QueryError, ThreadNotFound, stats, threads
+from .projection import one_line
+from .queries import Filters, QueryError, ThreadNotFound, stats, threads
 from .queries import resolve_thread as _resolve_thread
 from .secrets import Redactor, redact_hits, redactor_all, redactor_for_threads, thread_scope
 from .semantic_search import search as by_mode
+from .thread_view import load_view
 
 CHARS_PER_TOKEN = 4
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
@@ -214,11 +215,11 @@ def list_sessions(db: Database, *, vendor: str | None = None, project: str | Non
 def session_overview(db: Database, session: str, *, max_tokens: int = 2000) -> dict[str, Any]:
     """What a session was: title, vendor, project, dates, models, usage, cost, lineage, children.
 
-    Not ``queries.show``: that sums every child thread (2,459 for the 1 GB corpus's largest
-    session: 1.9 s); here only the children shown are summed."""
+    The children shown are summed, not every child (2,459 for the 1 GB corpus's largest session:
+    1.9 s to sum them all)."""
     tid = resolve_thread(db, session)
-    (thread,) = load_threads(db.conn, "id = ?", (tid,))
-    s = threads(db, ids=[tid], limit=None, prices=_prices())[0]
+    view = load_view(db, tid, children=max(max_tokens // 40, 5), prices=_prices())  # ~40 tokens a child at least
+    thread, s = view.thread, view.summary
     models = [{"model": m, "responses": n} for m, n in db.conn.execute(
         "SELECT model, count(*) FROM usage_responses WHERE thread_id = ? GROUP BY 1 ORDER BY 2 DESC, 1", (tid,))]  # fmt: skip
     out: dict[str, Any] = {
@@ -232,19 +233,15 @@ def session_overview(db: Database, session: str, *, max_tokens: int = 2000) -> d
                     "forked_from": s["forked_from"], "kind": s["lineage"] or ("subagent" if s["parent_thread_id"] else None),
                     "inherited_messages": s["inherited_messages"], "inherited_tokens": s["inherited_tokens"]},
     }  # fmt: skip
-    child_ids = [r[0] for r in db.conn.execute(
-        "SELECT id FROM threads WHERE parent_thread_id = ? ORDER BY coalesce(created_at, ''), id", (tid,))]  # fmt: skip
-    out["children_total"] = len(child_ids)
+    out["children_total"] = view.children_total
     red = redactor_for_threads(db.conn, thread_scope(db.conn, tid))
     out = red.value(out)
-    shown = child_ids[: max(max_tokens // 40, 5)]  # at least ~40 tokens a child: never more than fit
-    rows = {r["id"]: r for r in threads(db, ids=shown, limit=None)} if shown else {}
-    kids = [red.value({"session": c, "title": one_line(rows[c]["label"], 80) or None, "messages": rows[c]["messages"],
-                       "kind": "fork" if rows[c].get("forked_from") == tid else "subagent", "started": rows[c]["first_ts"]})
-            for c in shown if c in rows]  # fmt: skip
+    kids = [red.value({"session": c["id"], "title": one_line(c["label"], 80) or None, "messages": c["messages"],
+                       "kind": "fork" if c.get("forked_from") == tid else "subagent", "started": c["first_ts"]})
+            for c in view.children]  # fmt: skip
     out["children"], cut = _page(kids, max_tokens, out)
-    if cut or len(shown) < len(child_ids):
-        out["children_note"] = (f"{len(out['children'])} of {len(child_ids)} children shown; "
+    if cut or len(view.children) < view.children_total:
+        out["children_note"] = (f"{len(out['children'])} of {view.children_total} children shown; "
                                 "list_sessions with subagents=true lists them all")  # fmt: skip
     return out
 
@@ -300,7 +297,7 @@ def session_messages(db: Database, session: str, *, start: int | None = None, fu
     tid = resolve_thread(db, session)
     args = {"session": tid, "full_tools": full_tools}
     offset = read_cursor(cursor, "read_session", args) if cursor else max(start or 0, 0)
-    pages = MessagePages(db, tid, page=50)  # a page is read while it fits; 50 messages a query
+    pages = load_view(db, tid, summaries=False, page=50).messages  # read while it fits; 50 messages a query
     red = redactor_for_threads(db.conn, thread_scope(db.conn, tid))
     head: dict[str, Any] = {"session": tid, "messages_total": len(pages), "from_index": offset,
                             "next_cursor": make_cursor("read_session", args, offset)}  # fmt: skip

@@ -561,8 +561,8 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
     terminal's width; messages are read in pages, so a huge thread streams."""
     import shutil
 
-    from .queries import show
     from .render import thread_markdown, thread_text
+    from .thread_view import load_view
 
     tz = _tz(ctx)
     try:
@@ -575,7 +575,7 @@ def show_cmd(ctx: click.Context, thread: str, fmt: str, full: bool, no_pager: bo
             view = team_queries.show(team, thread)
         else:
             db = _open_existing(ctx)
-            view = show(db, thread)
+            view = load_view(db, thread)
             if redact:
                 from .secrets import redact_view
 

@@ -13,6 +13,8 @@ Invariants:
   drops or transforms is counted with its reason in the report.
 * **Paths** are relative to the parent of the vendor's first root folder
   (``Adapter.install_path``), so ``-o DIR`` and ``--install`` lay files out the same way.
+* **One view of the thread:** ``thread_view.load_view`` (the loader ``show``, the pages and the
+  MCP server use): a fork's inherited history first, the session's child threads beside it.
 * **Streamed:** messages are read from the archive a page at a time (``MessagePages``) and
   the emitters write each file as they go (``EmittedFiles``: spooled to a temporary file
   past a few MB), so memory stays flat however long the thread (README benchmarks).
@@ -24,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,7 @@ from sqlite_utils import Database
 from .errors import ArchiveError
 from .ingest import plain_name
 from .lines import iter_stored_lines
-from .model import Message, Thread
-from .projection import fork_of, inherited, load_messages, load_threads
-from .queries import MessagePages, resolve_thread
+from .thread_view import ThreadView, child_views, load_view
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import EmitError, EmitOptions, EmitResult, EmittedFiles, file_chunks
@@ -71,40 +71,6 @@ class EmitOutcome:
             "notes": self.notes,
             "resume": self.resume_hint,
         }
-
-
-def _thread_record(db: Database, thread_id: str) -> Thread:
-    found = load_threads(db.conn, "id = ?", (thread_id,))
-    if not found:
-        raise ArchiveError(f"no thread {thread_id!r}")
-    return found[0]
-
-
-def load_thread(db: Database, thread_id: str) -> tuple[Thread, list[Message]]:
-    return _thread_record(db, thread_id), load_messages(db.conn, "m.thread_id = ?", (thread_id,))
-
-
-def with_lineage(db: Database, thread: Thread, own: list[Message], seen: frozenset[str] = frozenset()) -> list[Message]:
-    """A thread forked or branched from another (``projection.fork_of``: the adapter or the
-    shared copies say so) continues its parent's conversation: the parent's messages up to
-    the fork point come before the thread's own, so the emitted session has the whole
-    history the client had. A subagent or sidechain child has its own conversation."""
-    return inherited(db.conn, thread.id, seen) + own
-
-
-def descendants(db: Database, thread_id: str) -> list[str]:
-    out, frontier = [], [thread_id]
-    while frontier:
-        # a fork is a session of its own (its client resumes it alone), not part of its parent's
-        children = [r[0] for r in db.execute(
-            f"SELECT id FROM threads WHERE parent_thread_id IN ({', '.join('?' * len(frontier))}) "
-            "AND json_extract(metadata, '$.forkedFrom') IS NOT parent_thread_id ORDER BY created_at, id",
-            frontier,
-        )]  # fmt: skip
-        children = [c for c in children if c not in out and c != thread_id]
-        out += children
-        frontier = children
-    return out
 
 
 def _root_name(provider: str, env: Mapping[str, str], home: Path) -> Path:
@@ -146,11 +112,13 @@ def _companions(db: Database, provider: str, thread_id: str) -> list[tuple[int, 
     return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
-def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd: str | None) -> EmitOutcome | None:
+def _exact(db: Database, view: ThreadView, target: str, cwd: str | None) -> EmitOutcome | None:
     if target not in INSTALLABLE:
         return None  # canonical JSONL is always built from the model (a file may hold other threads)
     adapter = get_adapter(target)
-    sources = _thread_sources(db, thread_ids + (_fork_ancestors(db, thread) if adapter.fork_reads_parent_files else []))
+    thread = view.thread
+    ids = [thread.id, *view.descendants, *(view.ancestors if adapter.fork_reads_parent_files else [])]
+    sources = _thread_sources(db, ids)
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
     own_cwd = (thread.metadata or {}).get("cwd")
@@ -168,7 +136,7 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
     if not files:
         return None  # the adapter writes none of its stored sources back (a database's documents): build
     notes = [f"filed under {cwd}: the files are byte for byte as archived (they still name {own_cwd} inside)"] if moved else []
-    root = _root_thread(db, thread)
+    root = view.session
     hint = adapter.resume_hint(root, cwd or own_cwd)
     if root != thread.id and hint:
         hint += f"  # {thread.id} is a subagent thread: its client reaches it through the session above"
@@ -185,36 +153,6 @@ def _stored_chunks(db: Database, source_id: int, generation: int):  # type: igno
     return chunks
 
 
-def _fork_ancestors(db: Database, thread: Thread) -> list[str]:
-    """The threads a fork inherits its history from, nearest first (``projection.fork_of``)."""
-    out: list[str] = []
-    fork = fork_of(thread)
-    while fork is not None and fork[0] not in out and fork[0] != thread.id:
-        out.append(fork[0])
-        found = load_threads(db.conn, "id = ?", (fork[0],))
-        fork = fork_of(found[0]) if found else None
-    return out
-
-
-def _root_thread(db: Database, thread: Thread) -> str:
-    """The session a child thread belongs to: its parents followed up to the top, or to a
-    fork (a session of its own)."""
-    if fork_of(thread) is not None:
-        return thread.id
-    tid, parent, seen = thread.id, thread.parent_thread_id, set()
-    while parent and parent not in seen:
-        seen.add(parent)
-        row = db.execute(
-            "SELECT id, parent_thread_id, json_extract(metadata, '$.forkedFrom') IS parent_thread_id "
-            "AND origin_message_id IS NOT NULL FROM threads WHERE id = ?",
-            (parent,),
-        ).fetchone()
-        if row is None:
-            break
-        tid, parent = row[0], (None if row[2] else row[1])
-    return tid
-
-
 def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
                 options: EmitOptions = EmitOptions(), configured: Mapping[str, str] | None = None) -> EmitOutcome:
     """Build the files for one thread (and its child threads) in the target format.
@@ -224,33 +162,28 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
     field unset; the thread's own model stays when it comes from the target vendor."""
     if target not in TARGETS:
         raise ArchiveError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
-    thread_id = resolve_thread(db, ref)  # an id or an unambiguous prefix
     if target == MARKDOWN:
-        from .queries import show
         from .render import thread_markdown
 
+        view = load_view(db, ref)
         md = EmittedFiles()
-        out = md.open(f"{_safe_name(thread_id)}.md")
-        for line in thread_markdown(show(db, thread_id), full=True):
+        out = md.open(f"{_safe_name(view.thread.id)}.md")
+        for line in thread_markdown(view, full=True):
             out.write(line.encode() + b"\n")
-        return EmitOutcome(thread_id, target, False, md)
+        return EmitOutcome(view.thread.id, target, False, md)
     adapter = get_adapter(target)
-    # messages are loaded only when the target is built from them, not for a byte-exact copy
-    thread = _thread_record(db, thread_id)
-    child_ids = descendants(db, thread_id)
+    # the thread's view (thread_view: a fork's inherited history, the parent's messages up to
+    # the fork point, then its own, read a page at a time); messages are read only when the
+    # target is built from them, not for a byte-exact copy
+    view = load_view(db, ref, summaries=False)
+    thread, thread_id = view.thread, view.thread.id
     if exact:
-        outcome = _exact(db, thread, [thread_id] + child_ids, target, options.cwd)
+        outcome = _exact(db, view, target, options.cwd)
         if outcome is not None:
             return outcome
-    # the thread's view a page at a time (MessagePages: a fork's inherited history, the
-    # parent's messages up to the fork point, then its own); child threads are paged too
-    pages = [MessagePages(db, thread_id)]
-    messages: Iterable[Message] = pages[0]
-    full = 0
-    children = []
-    for c in child_ids:
-        pages.append(MessagePages(db, c))
-        children.append((_thread_record(db, c), pages[-1]))
+    messages = view.messages
+    children = child_views(db, view)
+    pages = [messages, *(c[1] for c in children)]
     applied = []
     for key, value in (configured or {}).items():
         own_model = key == "model" and (thread.metadata or {}).get("provider") == target and (thread.metadata or {}).get("model")
@@ -264,7 +197,7 @@ def emit_thread(db: Database, ref: str, target: str, exact: bool = True,
         result: EmitResult = adapter.emit(thread, messages, children, options)
     except EmitError as e:
         raise ArchiveError(str(e)) from e
-    full += sum(n for p in pages for n in p.replaced.values())
+    full = sum(n for p in pages for n in p.replaced.values())
     if default_cwd:
         result.count("cwd: none archived, the current folder was used")
     if full:

@@ -14,7 +14,7 @@ Invariants, each what makes ingest order irrelevant (incremental = whole = rebui
   occurrence is recorded with the thread of its line.
 * A thread whose first messages are owned by another thread is a fork of it
   (``thread_lineage``: parent and last inherited message), recomputed for every thread
-  holding a copy whenever a copy arrives in another thread; its view (``load_view``) is the
+  holding a copy whenever a copy arrives in another thread; its view (``thread_view``) is the
   parent's view up to the fork point, then its own messages.
 * A usage row is one model response: the row from the largest key wins (the final
   snapshot of a split response).
@@ -626,27 +626,6 @@ def lineage_of(thread: Thread) -> str | None:
     return "handoff" if (thread.metadata or {}).get("emittedFrom") else "fork"
 
 
-def load_view(conn: sqlite3.Connection, thread_id: str) -> list[Message]:
-    """The conversation the thread's client sees: for a fork, its parent's view up to the
-    fork point (inclusive), then the thread's own messages; else its own messages."""
-    own = load_messages(conn, "m.thread_id = ?", (thread_id,))
-    return inherited(conn, thread_id) + own
-
-
-def inherited(conn: sqlite3.Connection, thread_id: str, seen: frozenset[str] = frozenset()) -> list[Message]:
-    """The messages a fork inherits (its ancestors' up to each fork point); [] otherwise."""
-    found = load_threads(conn, "id = ?", (thread_id,))
-    fork = fork_of(found[0]) if found else None
-    if fork is None or fork[0] in seen or fork[0] == thread_id:
-        return []
-    parent, origin = fork
-    before = inherited(conn, parent, seen | {thread_id}) + load_messages(conn, "m.thread_id = ?", (parent,))
-    ids = [m.id for m in before]
-    if origin not in ids:
-        return []
-    return before[: ids.index(origin) + 1]
-
-
 def inherited_from(conn: sqlite3.Connection, thread_id: str) -> str | None:
     """The parent whose history the thread continues (a fork), else None; one lookup."""
     row = conn.execute(
@@ -665,7 +644,7 @@ def _own_ids(conn: sqlite3.Connection, thread_id: str) -> list[str]:
 
 
 def inherited_ids(conn: sqlite3.Connection, thread_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
-    """The ids of ``inherited(conn, thread_id)``, in order, without loading the messages."""
+    """The ids of the messages a fork inherits (its ancestors' up to each fork point), in order; [] otherwise."""
     row = conn.execute(
         "SELECT parent_thread_id, origin_message_id FROM threads WHERE id = ? AND origin_message_id IS NOT NULL "
         "AND json_extract(metadata, '$.forkedFrom') = parent_thread_id",

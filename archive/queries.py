@@ -1,4 +1,5 @@
-"""Read-only queries behind ``search``, ``threads``, ``show`` and ``stats``.
+"""Read-only queries behind ``search``, ``threads`` and ``stats`` (a thread as ``show`` prints it:
+``archive/thread_view.py``).
 
 SQL lives here, not in cli.py; every function takes an open archive and returns plain
 values (dicts of JSON types, or canonical model objects), whose shapes are the commands'
@@ -24,16 +25,13 @@ import datetime as dt
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from sqlite_utils import Database
 
-from .companions import with_full_outputs
-from .model import Message, Thread
 from .pricing import PriceTable, cost
-from .projection import inherited_ids, load_messages, load_threads
+from .projection import inherited_ids
 from .vendors import get as get_adapter
 
 from .filters import (  # noqa: F401  re-exported: the shared filters live in filters.py
@@ -385,57 +383,6 @@ def resolve_thread(db: Database, ref: str) -> str:
         found = {r["id"]: r for r in threads(db, ids=ids[:20], limit=None)}
         raise AmbiguousThread(ref, [found[i] for i in ids if i in found])
     return ids[0]
-
-
-class MessagePages:
-    """A thread's messages in thread order, read from the database a page at a time on each
-    iteration: ``show`` of a 100k-message thread holds one page of messages, not all of
-    them (only the ordered ids are kept: ~100 bytes a message). ``len`` is the count."""
-
-    def __init__(self, db: Database, thread_id: str, page: int = 500) -> None:
-        self.db, self.conn, self.page = db, db.conn, page
-        # the thread's view: a fork's inherited history first
-        self.ids = inherited_ids(self.conn, thread_id) + [r[0] for r in self.conn.execute(
-            "SELECT id FROM messages m WHERE thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub",
-            (thread_id,))]  # fmt: skip
-        self.replaced: dict[int, int] = {}  # page start -> tool outputs read in full from companions
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def __iter__(self) -> Iterator[Message]:
-        return self.between(0, len(self.ids))
-
-    def between(self, start: int, stop: int) -> Iterator[Message]:
-        """Messages ``start`` to ``stop`` (thread order, end exclusive), read a page at a time."""
-        for i in range(max(start, 0), min(stop, len(self.ids)), self.page):
-            chunk = self.ids[i : min(i + self.page, stop)]
-            page, self.replaced[i] = with_full_outputs(self.db, load_messages(self.conn, "m.id IN (SELECT value FROM json_each(?))", (json.dumps(chunk),)))
-            # a tool output the vendor kept in a companion file reads in full, not as its preview
-            msgs = {m.id: m for m in page}
-            for mid in chunk:
-                if mid in msgs:
-                    yield msgs[mid]
-
-
-@dataclass(frozen=True)
-class ThreadView:
-    thread: Thread
-    summary: dict[str, Any]  # the thread's ``threads()`` row
-    messages: Iterable[Message]  # MessagePages: iterate (more than once if needed), len() counts
-    children: list[dict[str, Any]]  # ``threads()`` rows of the child threads, oldest first
-
-
-def show(db: Database, ref: str) -> ThreadView:
-    tid = resolve_thread(db, ref)
-    (thread,) = load_threads(db.conn, "id = ?", (tid,))
-    # the thread and its children in one query (child ids need not share the parent's prefix)
-    child_ids = [r[0] for r in db.conn.execute("SELECT id FROM threads WHERE parent_thread_id = ?", (tid,))]
-    summary = threads(db, ids=[tid, *child_ids], limit=None)
-    own = next(s for s in summary if s["id"] == tid)
-    children = sorted((s for s in summary if s["id"] != tid),
-                      key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
-    return ThreadView(thread, own, MessagePages(db, tid), children)
 
 
 # ---------------------------------------------------------------- stats

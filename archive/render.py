@@ -37,7 +37,7 @@ from .model import (
     WebSearch,
 )
 from .projection import one_line, render_text
-from .queries import ThreadView
+from .thread_view import ThreadView
 
 ROLE_COLOURS = {"user": "cyan", "assistant": "green", "system": "magenta", "tool": "yellow"}
 WIDTH = 110

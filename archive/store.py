@@ -41,9 +41,9 @@ from .projection import (
     inherited_from,
     load_messages,
     load_threads,
-    load_view,
 )
 from .secrets import scan_new
+from .thread_view import MessagePages
 from .vendors.base import response_row
 
 
@@ -213,9 +213,9 @@ class SqliteMessageStore:
         return load_threads(self.conn, where, tuple(params))
 
     def get_messages(self, thread_id: str, after_id: str | None = None, limit: int | None = None) -> list[Message]:
-        """The thread's view: a fork's inherited history first (``projection.load_view``)."""
+        """The thread's view: a fork's inherited history first (``thread_view.MessagePages``)."""
         if inherited_from(self.conn, thread_id):
-            return page_messages(load_view(self.conn, thread_id), after_id, limit)
+            return page_messages(list(MessagePages(self.db, thread_id, full_outputs=False)), after_id, limit)
         where, params = "m.thread_id = ?", [thread_id]
         if after_id is not None:
             key = self.conn.execute(

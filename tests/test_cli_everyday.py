@@ -337,7 +337,7 @@ def test_show_wraps_puts_results_under_their_call_and_diffs_edits(tmp_path: Path
 
 def test_show_reads_messages_a_page_at_a_time(tmp_path: Path) -> None:
     from archive.projection import load_messages
-    from archive.queries import MessagePages, show
+    from archive.thread_view import MessagePages, load_view
 
     store = SqliteMessageStore(tmp_path / "a.db")
     store.put_thread(Thread(id="big", created_at="2026-01-01T00:00:00Z"))
@@ -349,7 +349,7 @@ def test_show_reads_messages_a_page_at_a_time(tmp_path: Path) -> None:
     assert len(pages) == 1234
     assert [m.to_dict() for m in pages] == [m.to_dict() for m in load_messages(db.conn, "m.thread_id = ?", ("big",))]
     assert len(list(pages)) == 1234  # iterable again
-    view = show(db, "big")
+    view = load_view(db, "big")
     assert isinstance(view.messages, MessagePages)
     out, err = invoke("--db", str(tmp_path / "a.db"), "show", "big", "--format", "json")
     assert len(out.splitlines()) == 1235 and err.startswith("1,234 messages")

@@ -436,7 +436,7 @@ def test_stats_by_tool(archive: Path) -> None:
 
 def test_show_lists_children_whose_ids_do_not_extend_the_parents(tmp_path: Path) -> None:
     """Codex forks and spawned agents have ids of their own: show finds them by parent."""
-    from archive.queries import show
+    from archive.thread_view import load_view
 
     db_path = tmp_path / "a.db"
     store = SqliteMessageStore(db_path)
@@ -445,7 +445,7 @@ def test_show_lists_children_whose_ids_do_not_extend_the_parents(tmp_path: Path)
         store.put_thread(Thread(id=child, created_at=f"2026-01-0{i + 2}T00:00:00Z", parent_thread_id="parent-1"))
         store.append_message(Message(id=f"{child}-m", thread_id=child, role="user", ts=f"2026-01-0{i + 2}T00:00:00Z",
                                      content=[]))  # fmt: skip
-    view = show(open_db(db_path), "parent-1")
+    view = load_view(open_db(db_path), "parent-1")
     assert view.summary["children"] == 2
     assert [c["id"] for c in view.children] == ["zz-fork", "aa-agent"]
 

@@ -27,7 +27,7 @@ import pytest
 
 from archive.emit import emit_thread, install_base, write_files
 from archive.ingest import restore
-from archive.projection import load_view
+from archive.thread_view import MessagePages
 from clients import old_clients as old
 from clients.mock_servers import ChatCompletionsMock, GeminiMock
 from ingest_helpers import ingest
@@ -81,7 +81,7 @@ def test_old_release_archived_whole_and_resumed_from_the_archive(vendor: str, tm
     for f in files:
         if f.name.startswith("checkpoint-"):
             (tid,) = db.execute("SELECT id FROM threads WHERE title = ?", (f"checkpoint {f.name[11:-5]}",)).fetchone()
-            assert len(load_view(db.conn, tid)) == len(orjson.loads(f.read_bytes()))
+            assert len(MessagePages(db, tid)) == len(orjson.loads(f.read_bytes()))
     restored = sorted(r.sha256 for r in restore(db, tmp_path / "restored"))
     assert restored == sorted(hashlib.sha256(f.read_bytes()).hexdigest() for f in files)
 

@@ -17,7 +17,7 @@ from archive.emit import emit_thread
 from archive.ingest import IngestOptions, ingest_paths, restore
 from archive.model import ToolResult
 from archive.projection import load_messages
-from archive.queries import show
+from archive.thread_view import load_view
 from archive.vendors.base import COMPANION
 
 RECORDING = Path(__file__).parent / "fixtures" / "recorded" / "claude-code-2.1.197" / "bigoutput"
@@ -78,7 +78,7 @@ def test_cross_vendor_emit_and_show_use_the_full_output(archive):
     outputs = [d["payload"]["output"] for d in map(orjson.loads, rollout.splitlines())
                if d.get("payload", {}).get("type") == "function_call_output"]  # fmt: skip
     assert outputs == [FULL.decode()]
-    view = show(db, SID)
+    view = load_view(db, SID)
     (result,) = [b for m in view.messages for b in m.content if isinstance(b, ToolResult)]
     assert result.output == FULL.decode()
 

@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from archive.db import dump_tables, open_db
 from archive.emit import INSTALLABLE, emit_thread, write_files
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore
-from archive.projection import load_messages, load_view
+from archive.projection import load_messages
+from archive.thread_view import MessagePages
 from archive.vendors import VENDORS
 from archive.vendors.base import INVALID, PARSE_ERROR, Adapter
 from helpers import (
@@ -183,7 +184,7 @@ def roots(db) -> list[str]:
 def test_parse_emit_parse_keeps_the_conversation_and_its_usage(adapter: Adapter, path: Path, tmp_path: Path) -> None:
     db, _, _ = ingest_copy(adapter, path, tmp_path / "in")
     for tid in roots(db):
-        messages = load_view(db.conn, tid)  # a fork's inherited history first
+        messages = list(MessagePages(db, tid, full_outputs=False))  # a fork's inherited history first
         out = emit_thread(db, tid, adapter.name, exact=False)
         assert not out.exact
         dest = tmp_path / "emitted" / hashlib.sha256(tid.encode()).hexdigest()[:12]

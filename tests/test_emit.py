@@ -77,7 +77,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
 
 @pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "canonical"])
 def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_path, target):
-    from archive.emit import load_thread
+    from archive.thread_view import own_messages as load_thread
 
     home, db_path, placed = archive
     db = open_db(db_path)

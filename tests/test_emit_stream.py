@@ -13,9 +13,10 @@ import pytest
 from ingest_helpers import NEVER_IDLE
 
 from archive.db import open_db
-from archive.emit import descendants, load_thread
 from archive.ingest import ingest_paths
 from archive.model import Message, Provenance, Text, Thread, ToolCall, ToolResult, Usage
+from archive.thread_view import descendants
+from archive.thread_view import own_messages as load_thread
 from archive.vendors import VENDORS
 from archive.vendors.base import EmitOptions, EmittedFiles, file_chunks
 

@@ -19,7 +19,7 @@ import pytest
 
 from archive.db import dump_tables
 from archive.ingest import ingest_paths, rebuild, restore
-from archive.projection import load_view
+from archive.thread_view import MessagePages
 from archive.vendors import get
 from archive.vendors.base import DUPLICATE, INVALID, PARSE_ERROR, SNAPSHOT, UNKNOWN, MessageRow, Report, UsageRow
 from helpers import check_golden, parse_bytes, rows_dump, source_for
@@ -100,7 +100,7 @@ def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, m
         contents = orjson.loads(f.read_bytes())
         contents = contents["history"] if isinstance(contents, dict) else contents  # 0.19.4: {history, authType}
         (tid,) = [t for t, title in threads.items() if title == f"checkpoint {f.name[11:-5]}"]
-        view = load_view(db.conn, tid)
+        view = list(MessagePages(db, tid))
         assert len(view) == len(contents)
         for m, c in zip(view, contents):
             assert m.role == {"user": "tool" if "functionResponse" in c["parts"][0] else "user", "model": "assistant"}[c["role"]]
@@ -141,7 +141,7 @@ def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, m
         # the session document: every prompt and answer, with each response's tokens
         (doc,) = OLD[vendor].rglob("session-*.json")
         d = orjson.loads(doc.read_bytes())
-        view = load_view(db.conn, d["sessionId"])
+        view = list(MessagePages(db, d["sessionId"]))
         assert [(m.role, m.content[0].text) for m in view] == [
             ("user" if x["type"] == "user" else "assistant", x["content"]) for x in d["messages"]]
         usage = db.execute("SELECT count(*), sum(input_tokens), sum(cache_read_tokens) FROM usage WHERE thread_id = ?",

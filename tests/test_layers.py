@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("archive.db", "archive.migrations", "archive.migration_set", "archive.migrations_1", "archive.migrations_2", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.filters", "archive.pricing", "archive.projection", "archive.identity",
               "archive.unread", "archive.records", "archive.masking", "archive.side_files", "archive.project_roots", "archive.derived", "archive.file_index", "archive.signals", "archive.marks", "archive.semantic")),
     ("ingest", ("archive.ingest*",)),
-    ("read and write operations", ("archive.companions", "archive.queries", "archive.render", "archive.emit",
+    ("read and write operations", ("archive.companions", "archive.queries", "archive.thread_view", "archive.render", "archive.emit",
                                    "archive.forget", "archive.stats", "archive.file_touches", "archive.agent_tools",
                                    "archive.store", "archive.push", "archive.pg", "archive.pg.queries",
                                    "archive.pg.store", "archive.push_marks", "archive.semantic_search")),

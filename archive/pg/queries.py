@@ -32,7 +32,6 @@ from ..queries import (
     Filters,
     QueryError,
     ThreadNotFound,
-    ThreadView,
     _add,
     _bound,
     _empty_group,
@@ -43,6 +42,7 @@ from ..queries import (
     prompt_label,
     tool_kind,
 )
+from ..thread_view import ThreadView
 from . import nul_restore
 
 ORDER = 'm.machine_id COLLATE "C", m.source_no, m.generation, m."offset", m.sub'

@@ -9,7 +9,8 @@ Invariants:
   table of contents lists its own prompts, and a thread longer than a page links to the
   list of all its prompts (``prompts``), a page of its own. Measured on the 1 GB corpus's largest thread: see docs/benchmarks.md.
 * **Thread order** is the ``conversation`` view's (source, generation, offset, sub); a fork
-  shows the history it inherited first (``projection.inherited_ids``), as its client sees it.
+  shows the history it inherited first (``thread_view.MessagePages``, the view ``show`` and
+  ``emit`` read), as its client sees it.
 * **One bubble per response.** Consecutive assistant messages, and the tool results that
   answer them, form one bubble until the next typed user message; injected context is a
   folded bubble of its own; empty text blocks are not shown.
@@ -31,9 +32,11 @@ import sqlite3
 from typing import Any
 
 from markupsafe import Markup, escape
+from sqlite_utils import Database
 
 from ..pricing import PriceTable, cost
-from ..projection import inherited_ids, one_line
+from ..projection import one_line
+from ..thread_view import MessagePages
 from .markup import code_html, diff_html, edit_diff, render_markdown
 
 PAGE_SIZE = 250  # messages; measured 0.3-0.6 s a page of the 1 GB corpus's largest thread (markdown-it is most of it)
@@ -111,7 +114,7 @@ def locate(conn: sqlite3.Connection, thread_id: str, *, block: int | None = None
         message = row[0] if row else None
     if message is None:
         return None
-    inherited = inherited_ids(conn, thread_id)
+    inherited = MessagePages(Database(conn), thread_id).inherited  # a fork's history comes first
     if message in inherited:
         return inherited.index(message) // page_size + 1
     row = conn.execute(
@@ -125,14 +128,20 @@ def locate(conn: sqlite3.Connection, thread_id: str, *, block: int | None = None
     return before // page_size + 1
 
 
-def _inherited_rows(cur: sqlite3.Cursor, ids: list[str]) -> list[dict[str, Any]]:
-    """The page's messages a fork inherited, in the fork's order, marked as inherited."""
-    if not ids:
-        return []
+def _page_rows(cur: sqlite3.Cursor, thread_id: str, ids: list[str]) -> list[dict[str, Any]]:
+    """The page's messages in thread order; those a fork inherited are marked with the thread they are archived in."""
     rows = {r["id"]: r for r in _rows(
-        cur, "SELECT id, role, ts, model, injected, thread_id AS inherited_from FROM messages "
+        cur, "SELECT id, role, ts, model, injected, thread_id FROM messages "
         "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}  # fmt: skip
-    return [rows[i] for i in ids if i in rows]
+    out = []
+    for i in ids:
+        if i in rows:
+            r = rows[i]
+            origin = r.pop("thread_id")
+            if origin != thread_id:
+                r["inherited_from"] = origin
+            out.append(r)
+    return out
 
 
 def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE) -> list[dict[str, Any]]:
@@ -146,7 +155,7 @@ def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE
             FROM o WHERE o.role = 'user' AND o.injected = 0 ORDER BY o.n""",
         (thread_id,),
     ).fetchall()
-    inherited = inherited_ids(conn, thread_id)
+    inherited = MessagePages(Database(conn), thread_id).inherited  # a fork's history comes first
     if inherited:  # a fork: its parent's prompts up to the fork point first
         before = conn.execute(
             "SELECT m.id, m.ts, (SELECT substr(b.text, 1, 300) FROM blocks b WHERE b.message_id = m.id "
@@ -170,21 +179,14 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
     if not threads:
         return None
     thread = threads[0]
-    count, first_ts, last_ts = cur.execute(
-        "SELECT count(*), min(ts), max(ts) FROM messages WHERE thread_id = ?", (thread_id,)
-    ).fetchone()
-    inherited = inherited_ids(conn, thread_id)  # a fork: its parent's history first
-    count += len(inherited)
+    first_ts, last_ts = cur.execute("SELECT min(ts), max(ts) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()
+    view = MessagePages(Database(conn), thread_id, page_size)  # a fork: its parent's history first
+    count = len(view)
     pages = max(1, -(-count // page_size))
     if page < 1 or page > pages:
         raise PageError(f"page {page} is outside this thread (pages 1 to {pages})")
     start = (page - 1) * page_size
-    messages = _inherited_rows(cur, inherited[start : start + page_size])
-    messages += _rows(
-        cur,
-        f"SELECT id, role, ts, model, injected FROM messages WHERE thread_id = ? ORDER BY {ORDER} LIMIT ? OFFSET ?",
-        (thread_id, page_size - len(messages), max(start - len(inherited), 0)),
-    ) if len(messages) < page_size else []  # fmt: skip
+    messages = _page_rows(cur, thread_id, view.ids(start, start + page_size))
     ids = json.dumps([m["id"] for m in messages])
     blocks = _rows(cur, f"{_BLOCK_SQL} WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, position", (ids,))
     superseded = {r[0] for r in cur.execute(
