@@ -228,15 +228,33 @@ def first_prompts(conn: Any, thread_ids: Iterable[str], width: int = 120, candid
     """Each thread's first typed user text (not vendor-injected context, not harness
     markup: see ``prompt_label``), one line. Looks at the first ``candidates`` user text
     blocks of each thread; a thread with none gets no entry."""
+    ids = sorted(set(thread_ids))
+    typed = "m.role = 'user' AND m.injected = 0 AND {type} = 'text' AND trim(coalesce(b.text, '')) != ''"
+    found: dict[str, list[str]] = {}
+    if d.postgres:
+        # every thread in one query (a round trip per thread costs more than the window there)
+        for r in d.rows(conn, f"""
+                SELECT thread_id, text FROM (
+                    SELECT m.thread_id, b.text,
+                           row_number() OVER (PARTITION BY m.thread_id ORDER BY {d.message_order}, b.position) AS n
+                    FROM messages m JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = ANY(?) AND {typed.format(type="b.type")}) c
+                WHERE n <= ? ORDER BY thread_id, n""", (ids, candidates)):  # fmt: skip
+            found.setdefault(r["thread_id"], []).append(r["text"])
     out: dict[str, str] = {}
-    # the ordered join keeps messages first (thread order index); otherwise SQLite picks
-    # blocks_type and walks every text block of the archive (measured: 50 ms a thread)
-    sql = (f"SELECT b.text FROM messages m {d.ordered_join()} blocks b ON b.message_id = m.id "
-           f"WHERE m.thread_id = ? AND m.role = 'user' AND m.injected = 0 AND {d.unindexed('b.type')} = 'text' "
-           f"AND trim(coalesce(b.text, '')) != '' ORDER BY {d.message_order}, b.position LIMIT ?")  # fmt: skip
-    for tid in sorted(set(thread_ids)):
-        for r in d.each(conn, sql, (tid, candidates)):
-            label = prompt_label(r["text"])
+    for tid in ids:
+        if d.postgres:
+            texts: Iterable[str] = found.get(tid, [])
+        else:
+            # one thread at a time, read only up to its first label: CROSS JOIN keeps messages
+            # first (thread order index); otherwise SQLite picks blocks_type and walks every
+            # text block of the archive (measured: 50 ms a thread)
+            texts = (r["text"] for r in d.each(
+                conn, f"SELECT b.text FROM messages m CROSS JOIN blocks b ON b.message_id = m.id "
+                f"WHERE m.thread_id = ? AND {typed.format(type='+b.type')} ORDER BY {d.message_order}, b.position LIMIT ?",
+                (tid, candidates)))  # fmt: skip
+        for text in texts:
+            label = prompt_label(text)
             if label:
                 out[tid] = one_line(label, width)
                 break

@@ -157,15 +157,6 @@ class Dialect:
             return f"{column} = ANY(?)", list(values)
         return f"{column} IN (SELECT value FROM json_each(?))", json.dumps(list(values))
 
-    def ordered_join(self) -> str:
-        """A join whose left table the planner must read first (SQLite's CROSS JOIN; PostgreSQL
-        plans joins itself)."""
-        return "JOIN" if self.postgres else "CROSS JOIN"
-
-    def unindexed(self, expr: str) -> str:
-        """``expr`` kept off an index (SQLite's unary +; PostgreSQL's planner needs no hint)."""
-        return expr if self.postgres else f"+{expr}"
-
     def limit(self, limit: int | None, offset: int = 0) -> tuple[str, list[Any]]:
         """``LIMIT ? OFFSET ?`` and its parameters; None: no limit."""
         n = None if limit is None else max(limit, 0)
