@@ -520,6 +520,7 @@ def threads_cmd(ctx: click.Context, provider: str | None, thread_ref: str | None
                 raise ArchiveError("--tag and --starred read the local archive (the team's marks: SQL on thread_tags)")
             rows = team_queries.threads(team, f, limit=limit or None, top_level=not show_all and not thread_ref,
                                         include_empty=show_all or empty, prices=prices)  # fmt: skip
+            rows = team_queries.annotate(team, rows) if as_json else rows
             shorts = {}
         else:
             from .marks import annotate, tagged

@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import ArchiveError
 from .projection import one_line
+from .sql_dialect import SQLITE, Dialect
 
 
 class QueryError(ArchiveError):
@@ -153,7 +154,8 @@ def _like_prefix(s: str) -> str:
 
 
 def _where(f: Filters, *, ts: str | None, project: str, provider: str = "t.provider", thread: str = "t.id",
-           role: str | None = None) -> tuple[list[str], list[Any]]:  # fmt: skip
+           role: str | None = None, d: Dialect = SQLITE) -> tuple[list[str], list[Any]]:  # fmt: skip
+    """The conditions ``f`` asks for, over the columns named, and their parameters."""
     sql: list[str] = []
     params: list[Any] = []
     if f.provider:
@@ -171,13 +173,13 @@ def _where(f: Filters, *, ts: str | None, project: str, provider: str = "t.provi
             sql.append(f"({project} = ? OR {project} LIKE ? ESCAPE '\\')")
             params += [root, _like_prefix(root.rstrip("/") + "/")]
         else:
-            sql.append(f"instr({project}, ?) > 0")
+            sql.append(f"{d.contains(project)} > 0")
             params.append(f.project)
     if ts and f.since:
-        sql.append(f"{ts} >= ?")
+        sql.append(f"{ts} >= {d.c('?')}")
         params.append(_bound(f.since, tz=f.tz))
     if ts and f.until:
-        sql.append(f"{ts} < ?")
+        sql.append(f"{ts} < {d.c('?')}")
         params.append(_bound(f.until, end=True, tz=f.tz))
     return sql, params
 
@@ -190,9 +192,7 @@ def _bound(value: str, end: bool = False, tz: str | None = None) -> str:
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: Iterable[Any]) -> list[dict[str, Any]]:
-    cur = conn.execute(sql, tuple(params))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    return SQLITE.rows(conn, sql, tuple(params))
 
 
 # Harness markup the clients wrap around what the user typed (slash commands, local
@@ -223,23 +223,37 @@ def prompt_label(text: str | None) -> str | None:
     return rest
 
 
-def first_prompts(conn: sqlite3.Connection, thread_ids: Iterable[str], width: int = 120,
-                  candidates: int = 12) -> dict[str, str]:  # fmt: skip
+def first_prompts(conn: Any, thread_ids: Iterable[str], width: int = 120, candidates: int = 12,
+                  d: Dialect = SQLITE) -> dict[str, str]:  # fmt: skip
     """Each thread's first typed user text (not vendor-injected context, not harness
     markup: see ``prompt_label``), one line. Looks at the first ``candidates`` user text
     blocks of each thread; a thread with none gets no entry."""
+    ids = sorted(set(thread_ids))
+    typed = "m.role = 'user' AND m.injected = 0 AND {type} = 'text' AND trim(coalesce(b.text, '')) != ''"
+    found: dict[str, list[str]] = {}
+    if d.postgres:
+        # every thread in one query (a round trip per thread costs more than the window there)
+        for r in d.rows(conn, f"""
+                SELECT thread_id, text FROM (
+                    SELECT m.thread_id, b.text,
+                           row_number() OVER (PARTITION BY m.thread_id ORDER BY {d.message_order}, b.position) AS n
+                    FROM messages m JOIN blocks b ON b.message_id = m.id
+                    WHERE m.thread_id = ANY(?) AND {typed.format(type="b.type")}) c
+                WHERE n <= ? ORDER BY thread_id, n""", (ids, candidates)):  # fmt: skip
+            found.setdefault(r["thread_id"], []).append(r["text"])
     out: dict[str, str] = {}
-    for tid in set(thread_ids):
-        rows = conn.execute(
-            # CROSS JOIN keeps messages first (thread order index); otherwise SQLite picks
-            # blocks_type and walks every text block of the archive (measured: 50 ms a thread)
-            "SELECT b.text FROM messages m CROSS JOIN blocks b ON b.message_id = m.id "
-            "WHERE m.thread_id = ? AND m.role = 'user' AND m.injected = 0 AND +b.type = 'text' "
-            "AND trim(coalesce(b.text, '')) != '' "
-            "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position LIMIT ?",
-            (tid, candidates),
-        )
-        for (text,) in rows:
+    for tid in ids:
+        if d.postgres:
+            texts: Iterable[str] = found.get(tid, [])
+        else:
+            # one thread at a time, read only up to its first label: CROSS JOIN keeps messages
+            # first (thread order index); otherwise SQLite picks blocks_type and walks every
+            # text block of the archive (measured: 50 ms a thread)
+            texts = (r["text"] for r in d.each(
+                conn, f"SELECT b.text FROM messages m CROSS JOIN blocks b ON b.message_id = m.id "
+                f"WHERE m.thread_id = ? AND {typed.format(type='+b.type')} ORDER BY {d.message_order}, b.position LIMIT ?",
+                (tid, candidates)))  # fmt: skip
+        for text in texts:
             label = prompt_label(text)
             if label:
                 out[tid] = one_line(label, width)

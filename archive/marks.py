@@ -125,6 +125,12 @@ def annotate(conn: sqlite3.Connection, rows: list[dict[str, Any]], key: str = "i
         tags.setdefault(tid, []).append(t)
     notes = {tid: (s, n) for tid, s, n in conn.execute(
         "SELECT thread_id, starred, note FROM thread_notes WHERE thread_id IN (SELECT value FROM json_each(?))", (ids,))}
+    return apply_marks(rows, key, sig, tags, notes)
+
+
+def apply_marks(rows: list[dict[str, Any]], key: str, sig: dict[str, dict[str, Any]], tags: dict[str, list[str]],
+                notes: dict[str, tuple[int, str | None]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each row's ``signals``, ``tags``, ``starred`` and ``note`` from what was read (by thread id)."""
     for r in rows:
         r["signals"] = sig.get(r[key])
         r["tags"] = tags.get(r[key], [])

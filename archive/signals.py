@@ -32,6 +32,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from .sql_dialect import SQLITE, Dialect
+
 IDLE_SECONDS = 300
 RUNNING_MINUTES = 30
 OUTCOMES = ("completed", "errored", "abandoned", "running")
@@ -39,10 +41,11 @@ SIGNAL_FIELDS = ("tool_calls", "tool_errors", "retries", "same_file_edits", "com
                  "duration_seconds", "active_seconds")  # fmt: skip
 
 
-def outcome_sql(alias: str = "s") -> str:
-    """SQL for a thread's outcome from its ``thread_signals`` row ``alias``."""
+def outcome_sql(alias: str = "s", d: Dialect = SQLITE) -> str:
+    """SQL for a thread's outcome from its ``thread_signals`` row ``alias`` (in the local
+    archive or the team database: ``d``)."""
     return (f"CASE {alias}.ending WHEN 'completed' THEN 'completed' WHEN 'errored' THEN 'errored' "
-            f"WHEN 'open' THEN CASE WHEN julianday({alias}.last_ts) >= julianday('now', '-{RUNNING_MINUTES} minutes') "
+            f"WHEN 'open' THEN CASE WHEN {d.since_minutes_ago(f'{alias}.last_ts', RUNNING_MINUTES)} "
             f"THEN 'running' ELSE 'abandoned' END END")  # fmt: skip
 
 

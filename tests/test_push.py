@@ -342,6 +342,8 @@ def test_cli_push_then_threads_show_stats_search_on_the_team_database(tmp_path, 
     a = machine_b(tmp_path)
     runner = CliRunner()
     local = ["--db", str(a)]
+    for args in (["tag", "b-thread-1", "flaky", "review"], ["star", "b-thread-2"], ["note", "b-thread-1", "look again"]):
+        assert runner.invoke(cli, [*local, *args], catch_exceptions=False).exit_code == 0
     r = runner.invoke(cli, [*local, "push", pg_url, "--machine", "ci", "--json"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["machine_name"] == "ci"
@@ -356,14 +358,10 @@ def test_cli_push_then_threads_show_stats_search_on_the_team_database(tmp_path, 
         theirs = runner.invoke(cli, [*team_db, *args], catch_exceptions=False)
         assert theirs.exit_code == 0, theirs.output
         if args[0] == "threads":
-            # the archive's own additions of issue 42 (signals derived locally, the user's marks)
-            # are not on the team database yet (docs/team.md): every other key is the same
-            local_only = ("signals", "tags", "starred", "note")
+            # every key, the archive's own additions of issue 42 too (signals, the user's marks)
             mine_rows = json.loads(mine.stdout)
-            assert mine_rows and all(set(local_only) <= set(row) for row in mine_rows)
-            theirs_rows = json.loads(theirs.stdout)
-            assert not any(set(local_only) & set(row) for row in theirs_rows)
-            assert theirs_rows == [{k: v for k, v in row.items() if k not in local_only} for row in mine_rows], args
+            assert mine_rows and all({"signals", "tags", "starred", "note"} <= set(row) for row in mine_rows)
+            assert json.loads(theirs.stdout) == mine_rows, args
             continue
         assert theirs.stdout == mine.stdout, args
     r = runner.invoke(cli, [*team_db, "search", "quokka", "--json"], catch_exceptions=False)

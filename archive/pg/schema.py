@@ -451,6 +451,34 @@ CREATE TABLE machine_marks (
 );
 """
 
+# The threads' signals (issue 42, archive/signals.py): derived on each machine from its
+# copy of the thread, pushed per machine (archive/push_marks.py) so that the team's
+# ``threads --json`` carries them as the local one does; a digest per machine says when
+# they changed (only the rows that differ are then sent or removed).
+P050_42_THREAD_SIGNALS = """
+CREATE TABLE thread_signals (
+    machine_id text NOT NULL,
+    thread_id text NOT NULL,
+    tool_calls integer NOT NULL,
+    tool_errors integer NOT NULL,
+    retries integer NOT NULL,
+    same_file_edits integer NOT NULL,
+    compactions integer NOT NULL,
+    interrupted_turns integer NOT NULL,
+    ending text NOT NULL,
+    first_ts text,
+    last_ts text,
+    duration_seconds double precision,
+    active_seconds double precision,
+    PRIMARY KEY (machine_id, thread_id)
+);
+CREATE INDEX thread_signals_thread ON thread_signals(thread_id);
+CREATE TABLE machine_signals (
+    machine_id text PRIMARY KEY,
+    digest text NOT NULL
+);
+"""
+
 # (name, SQL): append only, never edit a released one
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p001_initial", P001_INITIAL),
@@ -458,6 +486,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p020_25_shared_message_owner", P020_25_SHARED_MESSAGE_OWNER),
     ("p030_unsettled_threads", P030_UNSETTLED_THREADS),
     ("p040_42_thread_marks", P040_42_THREAD_MARKS),
+    ("p050_42_thread_signals", P050_42_THREAD_SIGNALS),
 )
 
 
