@@ -65,6 +65,21 @@ def test_the_model_is_packaged_and_loads_without_network(monkeypatch: pytest.Mon
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
 
 
+def test_embed_is_the_mean_of_the_token_vectors() -> None:
+    """The pooled matrix product equals WordLlama's definition, token by token, across steps."""
+    import numpy as np
+
+    m = semantic.model()
+    texts = ["count the files with a helper", "", "   ", "a helper counted the files " * 40] * (semantic.EMBED_STEP // 2 + 3)
+    got = m.embed(texts)
+    for i, t in enumerate(texts[:8]):
+        ids = m.tokenizer.encode(t, add_special_tokens=False).ids
+        want = m.table[ids].mean(axis=0) if ids else np.zeros(m.dim, np.float32)
+        norm = float(np.linalg.norm(want))
+        assert np.allclose(got[i], want / norm if norm else want, atol=1e-6)
+    assert np.allclose(got[:4], got[-4:], atol=1e-6)  # the same text in another step: the same vector
+
+
 def test_update_is_incremental_and_equals_a_whole_run(tmp_path: Path) -> None:
     a = open_db(tmp_path / "a.db")
     ingest_paths(a, MIXED[:1])
