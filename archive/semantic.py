@@ -94,11 +94,12 @@ class Model:
         self.pieces: dict[str, int] = {}  # piece -> its tokens: _tok[_off[i]:_off[i + 1]]
         self._off = np.zeros(1, dtype=np.int64)
         self._tok = np.zeros(0, dtype=np.int64)
-        try:
-            from threadpoolctl import threadpool_limits
+        try:  # the controller once: it finds the loaded BLAS libraries (~5 ms a time)
+            from threadpoolctl import ThreadpoolController
+
+            self._blas: Any = ThreadpoolController()
         except ImportError:  # an install without it: BLAS as it starts
-            threadpool_limits = None
-        self._blas_limit = threadpool_limits
+            self._blas = None
         self.dim = int(self.table.shape[1])
         self.id = f"wordllama-{_version('wordllama')}/l2_supercat_{self.dim}"
         self.np = np
@@ -161,7 +162,7 @@ class Model:
         tokens, all_lens = self._tokens(texts)
         np.clip(tokens, 0, self.table.shape[0] - 1, out=tokens)
         bounds = np.concatenate(([0], np.cumsum(all_lens)))
-        with self._blas_limit(limits=1, user_api="blas") if self._blas_limit else nullcontext():
+        with self._blas.limit(limits=1, user_api="blas") if self._blas else nullcontext():
             for i in range(0, len(texts), EMBED_STEP):
                 j = min(i + EMBED_STEP, len(texts))
                 lens = all_lens[i:j]
