@@ -558,3 +558,22 @@ def m100_40_semantic(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m126_42_file_touches_in_order(db: Database) -> None:
+    """``files PATH`` reads its page in order (issue 42): each lookup's index ends with the
+    history's order (newest first, then thread, message, call), so a name, a path or a glob
+    stops after the page instead of sorting every touch of a common name (4,849 for ``auth``
+    in the 1 GB corpus: 144 ms, then under 1 ms; docs/file-history.md). The path is in the
+    name and order indexes so a suffix or a glob is tested without reading the row. They
+    replace the plain ``name`` and ``path`` indexes, which they begin with."""
+    db.executescript(
+        """
+        DROP INDEX file_touches_name;
+        DROP INDEX file_touches_path;
+        CREATE INDEX file_touches_name ON file_touches(name, coalesce(ts, '') DESC, thread_id, message_id, position, path);
+        CREATE INDEX file_touches_path ON file_touches(path, coalesce(ts, '') DESC, thread_id, message_id, position);
+        CREATE INDEX file_touches_order ON file_touches(coalesce(ts, '') DESC, thread_id, message_id, position, path);
+        """
+    )

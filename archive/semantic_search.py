@@ -89,7 +89,7 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     sql = f"""
         SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
                m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name, c.block_id,
-               substr(b.text, c.start + 1, c.length) AS snippet, w.value ->> 2 AS score
+               NULL AS snippet, w.value ->> 2 AS score, c.start, c.length
         FROM json_each(?) w
         JOIN semantic_chunks c ON c.segment = w.value ->> 0 AND c.row = w.value ->> 1
         JOIN blocks b ON b.id = c.block_id
@@ -107,11 +107,14 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
         if h["message_id"] in seen:
             continue
         seen.add(h["message_id"])
-        h["snippet"] = " ".join((h["snippet"] or "").split())[:300]
-        h["matches"] = []
         hits.append(h)
         if limit and len(hits) >= limit:
             break
+    for h in hits:  # the snippet of the hits kept only: reading the chunks' text was most of a query
+        start, length = h.pop("start"), h.pop("length")
+        got = conn.execute("SELECT substr(text, ? + 1, ?) FROM blocks WHERE id = ?", (start, length, h["block_id"])).fetchone()
+        h["snippet"] = " ".join(((got[0] if got else None) or "").split())[:300]
+        h["matches"] = []
     labels = first_prompts(conn, (h["thread_id"] for h in hits if not h["thread_title"]))
     forks = _inheritors(db, {h["thread_id"] for h in hits})
     for h in hits:

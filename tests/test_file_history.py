@@ -92,6 +92,23 @@ def test_a_claude_code_edit_and_a_codex_apply_patch_of_the_same_file_are_both_fo
     assert {c["provider"] for c in file_history(db, "/tmp/sesh-record/claude-code-files/*")} == {"claude-code"}
 
 
+@pytest.mark.parametrize("query", ["hello.py", "work/hello.py", "/tmp/sesh-record/codex-patch/work/hello.py", "*.py",
+                                   "/tmp/sesh-record/claude-code-files/*", "work/*/hello.py"])  # fmt: skip
+def test_a_page_is_read_in_order_not_sorted(archive: Path, query: str) -> None:
+    """The page comes out of an index in the history's order (m126): no sort of every touch
+    of a common name (144 ms for 4,849 touches of one name at 1 GB, docs/file-history.md)."""
+    from archive.file_touches import touch_sql
+    from archive.queries import Filters
+
+    db = open_db(archive)
+    sql, params = touch_sql(query, Filters(), 50)
+    plan = " | ".join(r[-1] for r in db.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+    assert "TEMP B-TREE" not in plan and "file_touches_" in plan, plan
+    rows = db.conn.execute(sql, params).fetchall()
+    by_call = sorted(rows, key=lambda r: (r[0], r[1], r[2]))
+    assert rows == sorted(by_call, key=lambda r: r[3] or "", reverse=True)  # newest first, then thread, message, call
+
+
 def test_bad_input_spaces_relative_paths_and_a_rename(archive: Path) -> None:
     db = open_db(archive)
     spaced = file_history(db, "docs/a b.md")

@@ -65,6 +65,41 @@ def test_the_model_is_packaged_and_loads_without_network(monkeypatch: pytest.Mon
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
 
 
+def test_embed_is_the_mean_of_the_token_vectors() -> None:
+    """The pooled matrix product equals WordLlama's definition, token by token, across steps."""
+    import numpy as np
+
+    m = semantic.model()
+    texts = ["count the files with a helper", "", "   ", "a helper counted the files " * 40] * (semantic.EMBED_STEP // 2 + 3)
+    got = m.embed(texts)
+    for i, t in enumerate(texts[:8]):
+        ids = m.tokenizer.encode(t, add_special_tokens=False).ids
+        want = m.table[ids].mean(axis=0) if ids else np.zeros(m.dim, np.float32)
+        norm = float(np.linalg.norm(want))
+        assert np.allclose(got[i], want / norm if norm else want, atol=1e-6)
+    assert np.allclose(got[:4], got[-4:], atol=1e-6)  # the same text in another step: the same vector
+
+
+def test_token_ids_from_cached_pieces_are_the_tokenizers() -> None:
+    """``_ids`` cuts the normalised text before each run of spaces and tokenizes each piece
+    once: exact only because no token holds a space after another character."""
+    m = semantic.Model()  # its own cache
+    assert not [t for t in m.tokenizer.get_vocab() if "\u2581" in t.lstrip("\u2581")]
+    texts = ["count the files with a helper", "", " ", "   leading and trailing   ", "tab\tand\nnew  lines",
+             "def f(x):\n    return  x  +  1\n\n        indented", "naïve café 東京 🙂 \u2581 ▁▁x", "a" * 3000,
+             (FIX.parent.parent / "archive" / "semantic.py").read_text()[:5000]]  # fmt: skip
+    want = [m.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+    for _ in range(2):  # tokenized, then from the cache
+        assert m._ids(texts) == want
+    assert m._ids(texts[::-1]) == want[::-1] and m._ids([]) == [] and m._ids(["", ""]) == [[], []]
+    monkey = semantic.PIECE_CACHE
+    try:  # a full cache starts again
+        semantic.PIECE_CACHE = 5
+        assert m._ids(texts) == want and len(m.pieces) > 5
+    finally:
+        semantic.PIECE_CACHE = monkey
+
+
 def test_update_is_incremental_and_equals_a_whole_run(tmp_path: Path) -> None:
     a = open_db(tmp_path / "a.db")
     ingest_paths(a, MIXED[:1])

@@ -323,8 +323,9 @@ CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL
 CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
 CREATE INDEX blocks_tool_name ON blocks(tool_name) WHERE tool_name IS NOT NULL;
 CREATE INDEX blocks_type ON blocks(type);
-CREATE INDEX file_touches_name ON file_touches(name);
-CREATE INDEX file_touches_path ON file_touches(path);
+CREATE INDEX file_touches_name ON file_touches(name, coalesce(ts, '') DESC, thread_id, message_id, position, path);
+CREATE INDEX file_touches_order ON file_touches(coalesce(ts, '') DESC, thread_id, message_id, position, path);
+CREATE INDEX file_touches_path ON file_touches(path, coalesce(ts, '') DESC, thread_id, message_id, position);
 CREATE INDEX file_touches_thread ON file_touches(thread_id);
 CREATE INDEX forget_generations_source ON forget_generations(source_id, generation);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
