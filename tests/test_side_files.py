@@ -300,6 +300,42 @@ def test_an_older_codex_history_has_the_same_shape(tmp_path: Path) -> None:
     assert lost_sessions(db) == []
 
 
+CODEX_TS = FIXTURES / "codex-0.1.2505172129"
+CODEX_TS_PROMPTS = [("2026-12-02T08:19:56.108Z", "say hello"), ("2026-12-02T08:19:59.529Z", "please list the files")]
+
+
+def test_codex_typescript_history_json_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(CODEX_TS / ".codex", home / ".codex")
+    env = {"HOME": str(home)}
+    history = home / ".codex" / "history.json"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.warnings and not summary.reports.get("invalid")
+    rows = db.execute("SELECT provider, thread_id, project, ts, prompt FROM prompt_history ORDER BY offset").fetchall()
+    assert rows == [("codex", None, None, ts, text) for ts, text in CODEX_TS_PROMPTS]
+    assert lost_sessions(db) == []  # the rollout holds both prompts
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # the client rewrites the whole file at each prompt: a new generation, the old one kept
+    grown = orjson.loads(history.read_bytes()) + [{"command": "one more", "timestamp": 1796199700000}]
+    history.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    source, generation = sources_by_path(db)[str(history)]
+    assert generation == 2 and stored_file_bytes(db, source, 1) == (CODEX_TS / ".codex" / "history.json").read_bytes()
+    (lost,) = lost_sessions(db)
+    assert (lost["provider"], lost["thread_id"], lost["project"], lost["prompts"]) == ("codex", None, None, 1)
+    assert lost["history"] == [{"ts": "2026-12-02T08:21:40.000Z", "prompt": "one more"}]
+    # the rollout gone before the archive saw it: every prompt is lost, each counted once
+    shutil.rmtree(home / ".codex" / "sessions")
+    db2 = open_db(tmp_path / "b.db")
+    ingest_paths(db2, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db2)
+    assert [(p["ts"], p["prompt"]) for p in lost["history"]] == CODEX_TS_PROMPTS + [("2026-12-02T08:21:40.000Z", "one more")]
+    assert lost_counts(db2) == [{"provider": "codex", "project": None, "sessions": 0, "prompts": 3,
+                                 "prompts_without_session": True}]
+
+
 def test_codex_history_names_its_sessions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(CODEX / ".codex", home / ".codex")
