@@ -15,7 +15,7 @@ from .vendors import names as vendor_names
 @cli.command(name="lost")
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor's sessions.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many sessions (0: all).")
-@click.option("--redact", is_flag=True, help="Mask the secrets the rules find in the prompts ([REDACTED rule]).")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in the prompts ([REDACTED rule]).")
 @click.option("--json", "as_json", is_flag=True, help="Print the lost sessions, with their prompts, as a JSON array.")
 @_db_after
 @click.pass_context
@@ -25,8 +25,9 @@ def lost_cmd(ctx: click.Context, provider: str | None, limit: int, redact: bool,
     from .projection import one_line
     from .side_files import lost_sessions, mask_prompts
 
-    rows = lost_sessions(_open_read(ctx), provider, limit or None)
-    rows = mask_prompts(rows) if redact else rows
+    db = _open_read(ctx)
+    rows = lost_sessions(db, provider, limit or None)
+    rows = mask_prompts(db, rows) if redact else rows
     if as_json:
         _echo_json(rows)
     for r in rows if not as_json else ():

@@ -566,10 +566,20 @@ def m127_38_prompts_without_session(db: Database) -> None:
     Codex CLI's ``history.json``): such a prompt is lost when no user message of a thread of
     its provider has its text (trimmed). ``lost_prompts`` lists every lost prompt (the three
     cases); ``lost_sessions`` groups them as before, the prompts with neither session nor
-    project in one row per provider (thread, session and project NULL)."""
+    project in one row per provider (thread, session and project NULL).
+
+    Prompt histories are scanned for secrets at ingest (``secrets.scan_new``): a finding in a
+    prompt has ``field`` 'prompt' and names the prompt's report (``source_id``, ``generation``,
+    ``offset``; ``position`` = its ``seq``); ``prompts_upto`` is the ``reports`` rowid up to which
+    every prompt was scanned (0 here: the histories already archived are scanned by the next
+    ingest)."""
     db.executescript(
         textwrap.dedent(
             """
+        ALTER TABLE secret_findings ADD COLUMN source_id INTEGER;
+        ALTER TABLE secret_findings ADD COLUMN generation INTEGER;
+        ALTER TABLE secret_findings ADD COLUMN offset INTEGER;
+        ALTER TABLE secret_scan_progress ADD COLUMN prompts_upto INTEGER NOT NULL DEFAULT 0;
         DROP VIEW lost_sessions;
         CREATE VIEW lost_prompts AS
         WITH unattributed AS (

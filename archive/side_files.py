@@ -56,18 +56,15 @@ def lost_sessions(db: Database, provider: str | None = None, limit: int | None =
     return out
 
 
-def mask_prompts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` (of ``lost_sessions``) with every secret the rules find in a prompt replaced
-    by ``[REDACTED rule]``: the ingest scan covers blocks and blobs, not prompt histories, so
-    they are scanned here, when shown."""
-    from .secrets import find
+def mask_prompts(db: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (of ``lost_sessions``) with every secret the ingest scan found in prompt
+    histories (``secret_findings`` of field 'prompt') replaced by ``[REDACTED rule]``."""
+    from .secrets import redactor_for_prompts
 
+    red = redactor_for_prompts(getattr(db, "conn", db))
     for r in rows:
         for p in r["history"]:
-            text = p["prompt"] or ""
-            for hit in sorted(find(text), key=lambda h: h.start, reverse=True):
-                text = f"{text[:hit.start]}[REDACTED {hit.rule}]{text[hit.end:]}"
-            p["prompt"] = text
+            p["prompt"] = red.text(p["prompt"] or "")
     return rows
 
 

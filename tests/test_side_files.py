@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from archive.cli import cli
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore, stored_file_bytes
-from archive.side_files import checkpoints, lost_counts, lost_sessions, retention_warnings
+from archive.side_files import checkpoints, lost_counts, lost_sessions, mask_prompts, retention_warnings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "side-files"
 NEW = FIXTURES / "claude-code-2.1.332"
@@ -175,7 +175,7 @@ def test_a_session_whose_transcript_was_deleted_is_lost(tmp_path: Path) -> None:
     assert SESSION in out and "[plan] Plan the next step." in out
     listed = orjson.loads(CliRunner().invoke(cli, ["lost", "--json"], env=env, catch_exceptions=False).stdout)
     assert [r["thread_id"] for r in listed if r["thread_id"]] == [SESSION]
-    # a secret typed into a prompt: masked with --redact (the ingest scan does not cover histories)
+    # a secret typed into a prompt: found by the ingest scan, masked with --redact
     with (config / "history.jsonl").open("ab") as f:
         f.write(orjson.dumps({"display": "deploy with ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "timestamp": 2,
                               "project": "/tmp/sesh-record-side/proj", "sessionId": SESSION}) + b"\n")
@@ -184,6 +184,53 @@ def test_a_session_whose_transcript_was_deleted_is_lost(tmp_path: Path) -> None:
     redacted = CliRunner().invoke(cli, ["lost", "--redact"], env=env, catch_exceptions=False).stdout
     assert "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" in plain and "[REDACTED github-token]" not in plain
     assert "ghp_a1B2" not in redacted and "deploy with [REDACTED github-token]" in redacted
+    found = orjson.loads(CliRunner().invoke(cli, ["secrets", "--json"], env=env, catch_exceptions=False).stdout)
+    assert [(f["rule"], f["field"], f["thread_id"]) for f in found] == [("github-token", "prompt", SESSION)]
+
+
+def test_prompt_histories_are_scanned_for_secrets_at_ingest(tmp_path: Path) -> None:
+    from archive import secrets
+
+    home = tmp_path / "home"
+    shutil.copytree(CODEX_TS / ".codex", home / ".codex")
+    history = home / ".codex" / "history.json"
+    key = "AKIAQWERTYUIOPASDFGH"
+    # the client leaves out prompts matching its own patterns ("key", 20 word characters), not this one
+    grown = orjson.loads(history.read_bytes()) + [{"command": f"aws {key.lower()[:4]} is AKIA QWERTYUIOPASDFGH", "timestamp": 1},
+                                                   {"command": f"deploy with {key}!", "timestamp": 1796199700000}]
+    history.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    db = open_db(tmp_path / "a.db")
+    env = {"HOME": str(home)}
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    found = secrets.list_findings(db.conn)
+    assert [(f["rule"], f["field"], f["thread_id"], f["source_id"]) for f in found] == [
+        ("aws-access-key", "prompt", None, sources_by_path(db)[str(history)][0])]
+    assert secrets.summary(db.conn)["findings"] == 1
+    # scanned once: another run, and a rewrite that repeats the line in a new generation
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert len(secrets.list_findings(db.conn)) == 1
+    history.write_bytes(history.read_bytes() + b"\n")
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert len(secrets.list_findings(db.conn)) == 2 and secrets.summary(db.conn)["distinct_values"] == 1
+    assert secrets.rescan(db.conn) == 2
+    # masked wherever the prompts are shown, and by restore --redact
+    (lost,) = lost_sessions(db)
+    assert any(key in p["prompt"] for p in lost["history"])
+    (masked,) = mask_prompts(db, lost_sessions(db))
+    assert "deploy with [REDACTED aws-access-key]!" in [p["prompt"] for p in masked["history"]]
+    assert key not in orjson.dumps(masked).decode()
+    assert key.encode() not in secrets.redactor_all(db.conn).bytes(history.read_bytes())
+    # a rebuild derives the same findings
+    from archive.ingest import rebuild as rebuild_all
+
+    rebuild_all(db)
+    assert len(secrets.list_findings(db.conn)) == 2
+    # forget takes the value out of the stored history and its prompts
+    from archive.forget import forget
+
+    forget(db, finding=secrets.list_findings(db.conn)[0]["id"], vacuum=False)
+    assert key not in orjson.dumps(lost_sessions(db)).decode()
+    assert not db.execute("SELECT count(*) FROM reports WHERE instr(detail, ?) > 0", (key,)).fetchone()[0]
 
 
 def test_a_checkpoint_links_the_edit_to_the_file_before_it(tmp_path: Path) -> None:

@@ -157,12 +157,12 @@ CREATE TABLE secret_findings (
     end INTEGER NOT NULL,
     value_sha256 TEXT NOT NULL,
     first_seen TEXT NOT NULL
-);
+, source_id INTEGER, generation INTEGER, offset INTEGER);
 CREATE TABLE secret_scan_progress (
     blocks_upto INTEGER NOT NULL,       -- blocks.id up to which every block was scanned
     blobs_upto INTEGER NOT NULL,        -- blobs.rowid likewise (text companions)
     rules_version INTEGER NOT NULL      -- secrets.RULES_VERSION the findings come from
-);
+, prompts_upto INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE secret_values (
     sha256 TEXT PRIMARY KEY,            -- sha256 of the value (utf-8); the value is never stored
     rule TEXT NOT NULL,
