@@ -383,6 +383,30 @@ def test_codex_typescript_history_json_is_a_side_file_and_feeds_lost_sessions(tm
                                  "prompts_without_session": True}]
 
 
+COPILOT = FIXTURES / "copilot-1.0.102"
+
+
+def test_copilot_command_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(COPILOT / ".copilot", home / ".copilot")
+    env = {"HOME": str(home), "COPILOT_HOME": str(home / ".copilot")}
+    history = home / ".copilot" / "command-history-state.json"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("copilot",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.warnings and not summary.reports.get("invalid")
+    # "/exit" is a slash command, not a prompt
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history").fetchall() == [("copilot", None, "say hello")]
+    assert lost_sessions(db) == []
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # the session state gone before the archive saw it: the prompt is all that is left
+    shutil.rmtree(home / ".copilot" / "session-state")
+    db2 = open_db(tmp_path / "b.db")
+    ingest_paths(db2, None, IngestOptions(providers=("copilot",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db2)
+    assert (lost["provider"], lost["thread_id"], lost["history"]) == ("copilot", None, [{"ts": None, "prompt": "say hello"}])
+
+
 def test_codex_history_names_its_sessions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(CODEX / ".codex", home / ".codex")
