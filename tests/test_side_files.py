@@ -407,6 +407,31 @@ def test_copilot_command_history_is_a_side_file_and_feeds_lost_sessions(tmp_path
     assert (lost["provider"], lost["thread_id"], lost["history"]) == ("copilot", None, [{"ts": None, "prompt": "say hello"}])
 
 
+OPENCODE = FIXTURES / "opencode-1.18.33"
+
+
+def test_opencode_prompt_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(OPENCODE / ".local", home / ".local")
+    env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share"),
+           "XDG_STATE_HOME": str(home / ".local" / "state")}
+    history = home / ".local" / "state" / "opencode" / "prompt-history.jsonl"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("opencode",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.reports.get("invalid")
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history").fetchall() == [("opencode", None, "say hello")]
+    assert db.execute("SELECT count(*) FROM threads WHERE provider = 'opencode'").fetchone()[0] == 1
+    assert lost_sessions(db) == []
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # a shell-mode line is not a prompt; a prompt of a session whose database row is gone is lost
+    with history.open("ab") as f:
+        f.write(b'{"input":"ls","parts":[],"mode":"shell"}\n{"input":"a deleted session","parts":[],"mode":"normal"}\n')
+    ingest_paths(db, None, IngestOptions(providers=("opencode",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db)
+    assert (lost["provider"], lost["thread_id"], lost["history"]) == ("opencode", None, [{"ts": None, "prompt": "a deleted session"}])
+
+
 def test_codex_history_names_its_sessions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(CODEX / ".codex", home / ".codex")
