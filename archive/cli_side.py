@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .cli_common import _db_after, _echo_json, _open_read, _plural, cli
+from .cli_common import _db_after, _echo_json, _open_read, _plural, _team, cli
 from .vendors import names as vendor_names
 
 
@@ -25,9 +25,17 @@ def lost_cmd(ctx: click.Context, provider: str | None, limit: int, redact: bool,
     from .projection import one_line
     from .side_files import lost_sessions, mask_prompts
 
-    db = _open_read(ctx)
-    rows = lost_sessions(db, provider, limit or None)
-    rows = mask_prompts(db, rows) if redact else rows
+    team = _team(ctx)
+    if team is not None:  # the team database (push sends the prompt histories: archive/push_side.py)
+        from .push_side import team_lost_sessions
+
+        if redact:
+            raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
+        rows = team_lost_sessions(team, provider, limit or None)
+    else:
+        db = _open_read(ctx)
+        rows = lost_sessions(db, provider, limit or None)
+        rows = mask_prompts(db, rows) if redact else rows
     if as_json:
         _echo_json(rows)
     for r in rows if not as_json else ():
