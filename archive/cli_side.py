@@ -8,14 +8,14 @@ from typing import Any
 
 import click
 
-from .cli_common import _db_after, _echo_json, _open_read, _plural, cli
+from .cli_common import _db_after, _echo_json, _open_read, _plural, _team, cli
 from .vendors import names as vendor_names
 
 
 @cli.command(name="lost")
 @click.option("--provider", type=click.Choice(vendor_names()), help="Only this vendor's sessions.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0), help="At most this many sessions (0: all).")
-@click.option("--redact", is_flag=True, help="Mask the secrets the rules find in the prompts ([REDACTED rule]).")
+@click.option("--redact", is_flag=True, help="Mask the secrets the scan found in the prompts ([REDACTED rule]).")
 @click.option("--json", "as_json", is_flag=True, help="Print the lost sessions, with their prompts, as a JSON array.")
 @_db_after
 @click.pass_context
@@ -25,8 +25,17 @@ def lost_cmd(ctx: click.Context, provider: str | None, limit: int, redact: bool,
     from .projection import one_line
     from .side_files import lost_sessions, mask_prompts
 
-    rows = lost_sessions(_open_read(ctx), provider, limit or None)
-    rows = mask_prompts(rows) if redact else rows
+    team = _team(ctx)
+    if team is not None:  # the team database (push sends the prompt histories: archive/push_side.py)
+        from .push_side import team_lost_sessions
+
+        if redact:
+            raise click.UsageError("--redact masks the local archive's findings; push with --redact to mask the team's copy")
+        rows = team_lost_sessions(team, provider, limit or None)
+    else:
+        db = _open_read(ctx)
+        rows = lost_sessions(db, provider, limit or None)
+        rows = mask_prompts(db, rows) if redact else rows
     if as_json:
         _echo_json(rows)
     for r in rows if not as_json else ():

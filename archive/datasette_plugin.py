@@ -425,8 +425,8 @@ async def lost_page(datasette: Any, request: Any) -> Response:
     if db_name is None:
         return _no_archive()
     provider, thread = request.args.get("provider") or "", request.args.get("thread") or ""
-    rows = await db.execute_fn(lambda conn: lost.lost_page(conn, provider, thread))
-    rows = rows if _show_secrets(datasette) else lost.masked(rows)
+    mask = not _show_secrets(datasette)
+    rows = await db.execute_fn(lambda conn: lost.lost_page(conn, provider, thread, mask))
     return await _render(datasette, request, "sesh_lost.html", db_name, {"rows": rows, "thread": thread})
 
 

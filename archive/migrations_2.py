@@ -577,3 +577,55 @@ def m126_42_file_touches_in_order(db: Database) -> None:
         CREATE INDEX file_touches_order ON file_touches(coalesce(ts, '') DESC, thread_id, message_id, position, path);
         """
     )
+
+
+@migrations()
+def m127_38_prompts_without_session(db: Database) -> None:
+    """Prompt histories that name neither a session nor a project (issue 38: the TypeScript
+    Codex CLI's ``history.json``): such a prompt is lost when no user message of a thread of
+    its provider has its text (trimmed). ``lost_prompts`` lists every lost prompt (the three
+    cases); ``lost_sessions`` groups them as before, the prompts with neither session nor
+    project in one row per provider (thread, session and project NULL).
+
+    Prompt histories are scanned for secrets at ingest (``secrets.scan_new``): a finding in a
+    prompt has ``field`` 'prompt' and names the prompt's report (``source_id``, ``generation``,
+    ``offset``; ``position`` = its ``seq``); ``prompts_upto`` is the ``reports`` rowid up to which
+    every prompt was scanned (0 here: the histories already archived are scanned by the next
+    ingest)."""
+    db.executescript(
+        textwrap.dedent(
+            """
+        ALTER TABLE secret_findings ADD COLUMN source_id INTEGER;
+        ALTER TABLE secret_findings ADD COLUMN generation INTEGER;
+        ALTER TABLE secret_findings ADD COLUMN offset INTEGER;
+        ALTER TABLE secret_scan_progress ADD COLUMN prompts_upto INTEGER NOT NULL DEFAULT 0;
+        DROP VIEW lost_sessions;
+        CREATE VIEW lost_prompts AS
+        WITH unattributed AS (
+            SELECT DISTINCT provider FROM prompt_history WHERE thread_id IS NULL AND project IS NULL),
+        user_texts AS (
+            SELECT DISTINCT t.provider, trim(b.text) AS text
+            FROM blocks b JOIN messages m ON m.id = b.message_id JOIN threads t ON t.id = m.thread_id
+            WHERE m.role = 'user' AND b.type = 'text' AND t.provider IN (SELECT provider FROM unattributed))
+        SELECT p.* FROM prompt_history p
+        WHERE (p.thread_id IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
+                               WHERE m.thread_id = p.thread_id AND t.provider = p.provider))
+           OR (p.thread_id IS NULL AND p.project IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider))
+           OR (p.thread_id IS NULL AND p.project IS NULL
+               AND NOT EXISTS (SELECT 1 FROM user_texts u WHERE u.provider = p.provider AND u.text = trim(p.prompt)));
+        CREATE VIEW lost_sessions AS
+        SELECT p.provider, p.thread_id, max(p.session_id) AS session_id, max(p.project) AS project,
+               count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt) AS prompts,
+               min(p.ts) AS first_ts, max(p.ts) AS last_ts
+        FROM lost_prompts p WHERE p.thread_id IS NOT NULL
+        GROUP BY p.provider, p.thread_id
+        UNION ALL
+        SELECT p.provider, NULL, NULL, p.project,
+               count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt), min(p.ts), max(p.ts)
+        FROM lost_prompts p WHERE p.thread_id IS NULL
+        GROUP BY p.provider, p.project;
+        """
+        )
+    )

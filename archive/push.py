@@ -65,6 +65,7 @@ from . import pg
 from .lines import Codec, LineReader
 from .projection import LINE_REF, dumps
 from .push_marks import send_marks
+from .push_side import send_side
 
 # Line bytes covered by one server transaction: a batch's rows take ~3x that in Python
 # objects, and WORKERS + 1 batches are in memory at once (one being read, one per worker).
@@ -383,6 +384,7 @@ class _Pusher:
             self._send_blobs(blobs_upto)
             self._send_threads()
             send_marks(self)  # tags, stars, notes (archive/push_marks.py)
+            send_side(self)  # prompt histories and side files (archive/push_side.py)
         finally:
             self.sq.execute("COMMIT")
 

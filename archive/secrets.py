@@ -11,7 +11,7 @@ Invariants:
   the scanned field, a character span inside it) and the sha256 of the value. The value is
   read back from the archive through the span when something must be masked.
 * **Scanned once, incrementally.** ``scan_new`` scans the blocks (and text blobs: companion
-  files) above a watermark, like the full-text index; ingest, rebuild and the store call it
+  files, and the prompts of prompt histories: ``field`` 'prompt', issue 38) above a watermark, like the full-text index; ingest, rebuild and the store call it
   before they commit, so findings commit with the rows they describe.
 * **The archive is untouched by masking.** ``Redactor`` replaces known values (and their
   JSON-escaped form) in text or bytes on the way out (emit, show, search, restore, serve,
@@ -137,6 +137,31 @@ def scan_new(conn: sqlite3.Connection) -> int:
                 found.append((h.rule, None, None, None, None, "blob", bsha, h.start, h.end, sha(text[h.start:h.end])))
         added += _insert(conn, found, now)
         conn.execute("UPDATE secret_scan_progress SET blobs_upto = ?", (btop,))
+    return added + _scan_prompts(conn, now)
+
+
+def _scan_prompts(conn: sqlite3.Connection, now: str) -> int:
+    """The prompts of prompt histories (``reports`` of reason 'prompt history', issue 38)
+    written since the last call; a report written again (a rebuild) replaces its findings."""
+    (upto,) = conn.execute("SELECT prompts_upto FROM secret_scan_progress").fetchone()
+    top = conn.execute("SELECT coalesce(max(rowid), 0) FROM reports").fetchone()[0]
+    if top <= upto:
+        return 0
+    rows = conn.execute(
+        "SELECT source_id, generation, offset, seq, json_extract(detail, '$.thread'), json_extract(detail, '$.prompt') "
+        "FROM reports WHERE rowid > ? AND rowid <= ? AND kind = 'metadata' AND reason = 'prompt history'", (upto, top)
+    ).fetchall()
+    conn.executemany(
+        "DELETE FROM secret_findings WHERE field = 'prompt' AND source_id = ? AND generation = ? AND offset = ? "
+        "AND position = ?", [r[:4] for r in rows])  # fmt: skip
+    items = [r for r in rows if isinstance(r[5], str) and r[5]]
+    found = []
+    for (src, gen, off, seq, tid, text), hits in zip(items, find_many([r[5] for r in items])):
+        for h in hits:
+            found.append((h.rule, tid, None, None, seq, "prompt", None, h.start, h.end, sha(text[h.start:h.end]),
+                          src, gen, off))
+    added = _insert(conn, found, now)
+    conn.execute("UPDATE secret_scan_progress SET prompts_upto = ?", (top,))
     return added
 
 
@@ -145,12 +170,13 @@ def _insert(conn: sqlite3.Connection, found: list[tuple[Any, ...]], now: str) ->
         return 0
     conn.executemany(
         "INSERT OR IGNORE INTO secret_values (sha256, rule, first_seen) VALUES (?, ?, ?)",
-        [(f[-1], f[0], now) for f in found],
+        [(f[9], f[0], now) for f in found],
     )
     conn.executemany(
         "INSERT INTO secret_findings (rule, thread_id, message_id, block_id, position, field, blob_sha256, start, end, "
-        "value_sha256, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT first_seen FROM secret_values WHERE sha256 = ?))",
-        [(*f, f[-1]) for f in found],
+        "value_sha256, source_id, generation, offset, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "(SELECT first_seen FROM secret_values WHERE sha256 = ?))",
+        [(*f[:10], *(f[10:] or (None, None, None)), f[9]) for f in found],
     )
     return len(found)
 
@@ -160,7 +186,8 @@ def rescan(conn: sqlite3.Connection) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DELETE FROM secret_findings")
-        conn.execute("UPDATE secret_scan_progress SET blocks_upto = 0, blobs_upto = 0, rules_version = ?", (RULES_VERSION,))
+        conn.execute("UPDATE secret_scan_progress SET blocks_upto = 0, blobs_upto = 0, prompts_upto = 0, rules_version = ?",
+                     (RULES_VERSION,))
         n = scan_new(conn)
         conn.execute("COMMIT")
     except BaseException:
@@ -176,7 +203,8 @@ def stored_rules_version(conn: sqlite3.Connection) -> int:
 def mark_version_if_empty(conn: sqlite3.Connection) -> None:
     """A fresh archive's findings come from the current rules."""
     conn.execute(
-        "UPDATE secret_scan_progress SET rules_version = ? WHERE blocks_upto = 0 AND blobs_upto = 0", (RULES_VERSION,)
+        "UPDATE secret_scan_progress SET rules_version = ? WHERE blocks_upto = 0 AND blobs_upto = 0 AND prompts_upto = 0",
+        (RULES_VERSION,),
     )
 
 
@@ -239,13 +267,16 @@ def _values_of(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) ->
     span whose characters no longer hash to the finding's value is skipped)."""
     out: dict[str, str] = {}
     rows = conn.execute(
-        "SELECT f.rule, f.field, f.start, f.end, f.value_sha256, b.text, b.patch, bl.data FROM secret_findings f "
+        "SELECT f.rule, f.field, f.start, f.end, f.value_sha256, b.text, b.patch, bl.data, "
+        "json_extract(r.detail, '$.prompt') FROM secret_findings f "
         "LEFT JOIN blocks b ON b.id = f.block_id LEFT JOIN blobs bl ON bl.sha256 = f.blob_sha256 "
+        "LEFT JOIN reports r ON f.field = 'prompt' AND r.source_id = f.source_id AND r.generation = f.generation "
+        "AND r.offset = f.offset AND r.seq = f.position "
         f"WHERE {where}",
         params,
     ).fetchall()
-    for rule, field, start, end, vsha, text, patch, data in rows:
-        src = {"text": text, "patch": patch}.get(field) if field != "blob" else (
+    for rule, field, start, end, vsha, text, patch, data, prompt in rows:
+        src = {"text": text, "patch": patch, "prompt": prompt}.get(field) if field != "blob" else (
             bytes(data).decode("utf-8", "replace") if data is not None else None)  # fmt: skip
         if not isinstance(src, str):
             continue
@@ -265,6 +296,11 @@ def redactor_for_threads(conn: sqlite3.Connection, thread_ids: Iterable[str]) ->
 def redactor_for_blocks(conn: sqlite3.Connection, block_ids: Iterable[int]) -> Redactor:
     ids = orjson.dumps(sorted(set(block_ids))).decode()
     return Redactor(_values_of(conn, "f.block_id IN (SELECT value FROM json_each(?))", (ids,)))
+
+
+def redactor_for_prompts(conn: sqlite3.Connection) -> Redactor:
+    """The findings in prompt histories (``lost``, the lost-sessions page)."""
+    return Redactor(_values_of(conn, "f.field = 'prompt'", ()))
 
 
 def redactor_all(conn: sqlite3.Connection) -> Redactor:
@@ -299,7 +335,7 @@ def list_findings(conn: sqlite3.Connection, thread: str | None = None, since: st
     where, params = _filter(thread, since)
     cur = conn.execute(
         "SELECT f.id, f.rule, f.thread_id, t.title AS thread_title, f.message_id, f.block_id, f.position, f.field, "
-        "f.blob_sha256, f.start, f.end, f.value_sha256, f.first_seen, m.ts AS message_ts FROM secret_findings f "
+        "f.blob_sha256, f.source_id, f.start, f.end, f.value_sha256, f.first_seen, m.ts AS message_ts FROM secret_findings f "
         f"LEFT JOIN threads t ON t.id = f.thread_id LEFT JOIN messages m ON m.id = f.message_id WHERE {where} ORDER BY f.id",
         params,
     )

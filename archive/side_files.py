@@ -7,7 +7,8 @@ Invariants:
   ``m080_38_side_files``) and the vendors' settings through the adapters' ``retention``
   hooks; nothing names a vendor.
 * A lost session is a session a prompt history names whose transcript has no message in
-  the archive; it is listed with its prompts, oldest first, never counted twice when a
+  the archive (view ``lost_prompts``: also prompts of a project with no thread, and prompts
+  naming neither, whose text no archived user message of the vendor has); it is listed with its prompts, oldest first, never counted twice when a
   history file was rewritten (a new generation repeats its lines).
 * The retention warning compares a vendor's period with the ingest runs the archive
   recorded: no run for a whole period (transcripts older than the period may already be
@@ -45,28 +46,25 @@ def lost_sessions(db: Database, provider: str | None = None, limit: int | None =
     for prov, thread, session, project, count, first, last in db.execute(sql, params).fetchall():
         if thread is not None:
             where, args = "provider = ? AND thread_id = ?", (prov, thread)
-        else:
-            where, args = "provider = ? AND thread_id IS NULL AND project = ?", (prov, project)
+        else:  # by project; a NULL project: the prompts that name neither session nor project
+            where, args = "provider = ? AND thread_id IS NULL AND project IS ?", (prov, project)
         prompts = [{"ts": ts, "prompt": text} for ts, text in db.execute(
-            f"SELECT DISTINCT ts, prompt FROM prompt_history WHERE {where} ORDER BY ts, source_id, generation, offset",
+            f"SELECT DISTINCT ts, prompt FROM lost_prompts WHERE {where} ORDER BY ts, source_id, generation, offset",
             args)]  # fmt: skip
         out.append({"provider": prov, "thread_id": thread, "session_id": session, "project": project,
                     "prompts": count, "first_ts": first, "last_ts": last, "history": prompts})
     return out
 
 
-def mask_prompts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` (of ``lost_sessions``) with every secret the rules find in a prompt replaced
-    by ``[REDACTED rule]``: the ingest scan covers blocks and blobs, not prompt histories, so
-    they are scanned here, when shown."""
-    from .secrets import find
+def mask_prompts(db: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (of ``lost_sessions``) with every secret the ingest scan found in prompt
+    histories (``secret_findings`` of field 'prompt') replaced by ``[REDACTED rule]``."""
+    from .secrets import redactor_for_prompts
 
+    red = redactor_for_prompts(getattr(db, "conn", db))
     for r in rows:
         for p in r["history"]:
-            text = p["prompt"] or ""
-            for hit in sorted(find(text), key=lambda h: h.start, reverse=True):
-                text = f"{text[:hit.start]}[REDACTED {hit.rule}]{text[hit.end:]}"
-            p["prompt"] = text
+            p["prompt"] = red.text(p["prompt"] or "")
     return rows
 
 

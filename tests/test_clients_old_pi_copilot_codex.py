@@ -11,7 +11,7 @@ mock model servers: one release of each old layout the archive reads.
   recording in tests/fixtures/copilot/.)
 * Codex TypeScript CLI 0.1.2505172129 (``rollout-*.json``): its TUI, driven through a
   pseudo-terminal (``-q`` writes no rollout), saves a session the archive reads whole and
-  restores byte for byte.
+  restores byte for byte, and its prompt history ``~/.codex/history.json`` (a side file).
 
 Releases are installed pinned by scripts/install_clients.sh (``<clients>/old/``) and found by
 ``runner.find_old_client``; a test skips when its release is absent.
@@ -224,5 +224,10 @@ def test_codex_typescript_rollout_from_its_tui_is_archived_whole(tmp_path: Path)
     (thread,) = load_threads(db.conn, "provider = 'codex'")
     assert thread.id == json.loads(rollout.read_bytes())["session"]["id"]
     assert texts(load_messages(db.conn, "m.thread_id = ?", (thread.id,))) == ["say hello", "Hello back from the mock."]
-    (restored,) = restore(db, tmp_path / "restored")
-    assert Path(restored.path).read_bytes() == rollout.read_bytes()
+    restored = {r.path.name: r for r in restore(db, tmp_path / "restored")}
+    assert restored[rollout.name].path.read_bytes() == rollout.read_bytes()
+    # its prompt history (issue 38): a side file, restored byte for byte, its prompt not lost
+    history = home / ".codex" / "history.json"
+    assert restored["history.json"].path.read_bytes() == history.read_bytes()
+    assert [r[0] for r in db.execute("SELECT prompt FROM prompt_history")] == ["say hello"]
+    assert db.execute("SELECT count(*) FROM lost_sessions").fetchone()[0] == 0

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from archive.cli import cli
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild, restore, stored_file_bytes
-from archive.side_files import checkpoints, lost_counts, lost_sessions, retention_warnings
+from archive.side_files import checkpoints, lost_counts, lost_sessions, mask_prompts, retention_warnings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "side-files"
 NEW = FIXTURES / "claude-code-2.1.332"
@@ -175,7 +175,7 @@ def test_a_session_whose_transcript_was_deleted_is_lost(tmp_path: Path) -> None:
     assert SESSION in out and "[plan] Plan the next step." in out
     listed = orjson.loads(CliRunner().invoke(cli, ["lost", "--json"], env=env, catch_exceptions=False).stdout)
     assert [r["thread_id"] for r in listed if r["thread_id"]] == [SESSION]
-    # a secret typed into a prompt: masked with --redact (the ingest scan does not cover histories)
+    # a secret typed into a prompt: found by the ingest scan, masked with --redact
     with (config / "history.jsonl").open("ab") as f:
         f.write(orjson.dumps({"display": "deploy with ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "timestamp": 2,
                               "project": "/tmp/sesh-record-side/proj", "sessionId": SESSION}) + b"\n")
@@ -184,6 +184,53 @@ def test_a_session_whose_transcript_was_deleted_is_lost(tmp_path: Path) -> None:
     redacted = CliRunner().invoke(cli, ["lost", "--redact"], env=env, catch_exceptions=False).stdout
     assert "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" in plain and "[REDACTED github-token]" not in plain
     assert "ghp_a1B2" not in redacted and "deploy with [REDACTED github-token]" in redacted
+    found = orjson.loads(CliRunner().invoke(cli, ["secrets", "--json"], env=env, catch_exceptions=False).stdout)
+    assert [(f["rule"], f["field"], f["thread_id"]) for f in found] == [("github-token", "prompt", SESSION)]
+
+
+def test_prompt_histories_are_scanned_for_secrets_at_ingest(tmp_path: Path) -> None:
+    from archive import secrets
+
+    home = tmp_path / "home"
+    shutil.copytree(CODEX_TS / ".codex", home / ".codex")
+    history = home / ".codex" / "history.json"
+    key = "AKIAQWERTYUIOPASDFGH"
+    # the client leaves out prompts matching its own patterns ("key", 20 word characters), not this one
+    grown = orjson.loads(history.read_bytes()) + [{"command": f"aws {key.lower()[:4]} is AKIA QWERTYUIOPASDFGH", "timestamp": 1},
+                                                   {"command": f"deploy with {key}!", "timestamp": 1796199700000}]
+    history.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    db = open_db(tmp_path / "a.db")
+    env = {"HOME": str(home)}
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    found = secrets.list_findings(db.conn)
+    assert [(f["rule"], f["field"], f["thread_id"], f["source_id"]) for f in found] == [
+        ("aws-access-key", "prompt", None, sources_by_path(db)[str(history)][0])]
+    assert secrets.summary(db.conn)["findings"] == 1
+    # scanned once: another run, and a rewrite that repeats the line in a new generation
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert len(secrets.list_findings(db.conn)) == 1
+    history.write_bytes(history.read_bytes() + b"\n")
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert len(secrets.list_findings(db.conn)) == 2 and secrets.summary(db.conn)["distinct_values"] == 1
+    assert secrets.rescan(db.conn) == 2
+    # masked wherever the prompts are shown, and by restore --redact
+    (lost,) = lost_sessions(db)
+    assert any(key in p["prompt"] for p in lost["history"])
+    (masked,) = mask_prompts(db, lost_sessions(db))
+    assert "deploy with [REDACTED aws-access-key]!" in [p["prompt"] for p in masked["history"]]
+    assert key not in orjson.dumps(masked).decode()
+    assert key.encode() not in secrets.redactor_all(db.conn).bytes(history.read_bytes())
+    # a rebuild derives the same findings
+    from archive.ingest import rebuild as rebuild_all
+
+    rebuild_all(db)
+    assert len(secrets.list_findings(db.conn)) == 2
+    # forget takes the value out of the stored history and its prompts
+    from archive.forget import forget
+
+    forget(db, finding=secrets.list_findings(db.conn)[0]["id"], vacuum=False)
+    assert key not in orjson.dumps(lost_sessions(db)).decode()
+    assert not db.execute("SELECT count(*) FROM reports WHERE instr(detail, ?) > 0", (key,)).fetchone()[0]
 
 
 def test_a_checkpoint_links_the_edit_to_the_file_before_it(tmp_path: Path) -> None:
@@ -298,6 +345,91 @@ def test_an_older_codex_history_has_the_same_shape(tmp_path: Path) -> None:
     assert db.execute("SELECT thread_id, prompt FROM prompt_history").fetchall() == [(session, " hello.")]
     assert db.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (session,)).fetchone()[0] == 1
     assert lost_sessions(db) == []
+
+
+CODEX_TS = FIXTURES / "codex-0.1.2505172129"
+CODEX_TS_PROMPTS = [("2026-12-02T08:19:56.108Z", "say hello"), ("2026-12-02T08:19:59.529Z", "please list the files")]
+
+
+def test_codex_typescript_history_json_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(CODEX_TS / ".codex", home / ".codex")
+    env = {"HOME": str(home)}
+    history = home / ".codex" / "history.json"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.warnings and not summary.reports.get("invalid")
+    rows = db.execute("SELECT provider, thread_id, project, ts, prompt FROM prompt_history ORDER BY offset").fetchall()
+    assert rows == [("codex", None, None, ts, text) for ts, text in CODEX_TS_PROMPTS]
+    assert lost_sessions(db) == []  # the rollout holds both prompts
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # the client rewrites the whole file at each prompt: a new generation, the old one kept
+    grown = orjson.loads(history.read_bytes()) + [{"command": "one more", "timestamp": 1796199700000}]
+    history.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    ingest_paths(db, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    source, generation = sources_by_path(db)[str(history)]
+    assert generation == 2 and stored_file_bytes(db, source, 1) == (CODEX_TS / ".codex" / "history.json").read_bytes()
+    (lost,) = lost_sessions(db)
+    assert (lost["provider"], lost["thread_id"], lost["project"], lost["prompts"]) == ("codex", None, None, 1)
+    assert lost["history"] == [{"ts": "2026-12-02T08:21:40.000Z", "prompt": "one more"}]
+    # the rollout gone before the archive saw it: every prompt is lost, each counted once
+    shutil.rmtree(home / ".codex" / "sessions")
+    db2 = open_db(tmp_path / "b.db")
+    ingest_paths(db2, None, IngestOptions(providers=("codex",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db2)
+    assert [(p["ts"], p["prompt"]) for p in lost["history"]] == CODEX_TS_PROMPTS + [("2026-12-02T08:21:40.000Z", "one more")]
+    assert lost_counts(db2) == [{"provider": "codex", "project": None, "sessions": 0, "prompts": 3,
+                                 "prompts_without_session": True}]
+
+
+COPILOT = FIXTURES / "copilot-1.0.102"
+
+
+def test_copilot_command_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(COPILOT / ".copilot", home / ".copilot")
+    env = {"HOME": str(home), "COPILOT_HOME": str(home / ".copilot")}
+    history = home / ".copilot" / "command-history-state.json"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("copilot",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.warnings and not summary.reports.get("invalid")
+    # "/exit" is a slash command, not a prompt
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history").fetchall() == [("copilot", None, "say hello")]
+    assert lost_sessions(db) == []
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # the session state gone before the archive saw it: the prompt is all that is left
+    shutil.rmtree(home / ".copilot" / "session-state")
+    db2 = open_db(tmp_path / "b.db")
+    ingest_paths(db2, None, IngestOptions(providers=("copilot",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db2)
+    assert (lost["provider"], lost["thread_id"], lost["history"]) == ("copilot", None, [{"ts": None, "prompt": "say hello"}])
+
+
+OPENCODE = FIXTURES / "opencode-1.18.33"
+
+
+def test_opencode_prompt_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(OPENCODE / ".local", home / ".local")
+    env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share"),
+           "XDG_STATE_HOME": str(home / ".local" / "state")}
+    history = home / ".local" / "state" / "opencode" / "prompt-history.jsonl"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(providers=("opencode",), env=env, idle_seconds=0))
+    assert summary.failed == 0 and not summary.reports.get("invalid")
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history").fetchall() == [("opencode", None, "say hello")]
+    assert db.execute("SELECT count(*) FROM threads WHERE provider = 'opencode'").fetchone()[0] == 1
+    assert lost_sessions(db) == []
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # a shell-mode line is not a prompt; a prompt of a session whose database row is gone is lost
+    with history.open("ab") as f:
+        f.write(b'{"input":"ls","parts":[],"mode":"shell"}\n{"input":"a deleted session","parts":[],"mode":"normal"}\n')
+    ingest_paths(db, None, IngestOptions(providers=("opencode",), env=env, idle_seconds=0))
+    (lost,) = lost_sessions(db)
+    assert (lost["provider"], lost["thread_id"], lost["history"]) == ("opencode", None, [{"ts": None, "prompt": "a deleted session"}])
 
 
 def test_codex_history_names_its_sessions(tmp_path: Path) -> None:

@@ -157,12 +157,12 @@ CREATE TABLE secret_findings (
     end INTEGER NOT NULL,
     value_sha256 TEXT NOT NULL,
     first_seen TEXT NOT NULL
-);
+, source_id INTEGER, generation INTEGER, offset INTEGER);
 CREATE TABLE secret_scan_progress (
     blocks_upto INTEGER NOT NULL,       -- blocks.id up to which every block was scanned
     blobs_upto INTEGER NOT NULL,        -- blobs.rowid likewise (text companions)
     rules_version INTEGER NOT NULL      -- secrets.RULES_VERSION the findings come from
-);
+, prompts_upto INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE secret_values (
     sha256 TEXT PRIMARY KEY,            -- sha256 of the value (utf-8); the value is never stored
     rule TEXT NOT NULL,
@@ -526,21 +526,31 @@ SELECT l.source_id, l.generation, l.offset, s.provider,
          WHERE r.source_id = l.source_id AND r.generation = l.generation AND r.offset = l.offset
          ORDER BY r.seq LIMIT 1) AS reason
 FROM source_lines l JOIN sources s ON s.id = l.source_id;
+CREATE VIEW lost_prompts AS
+WITH unattributed AS (
+    SELECT DISTINCT provider FROM prompt_history WHERE thread_id IS NULL AND project IS NULL),
+user_texts AS (
+    SELECT DISTINCT t.provider, trim(b.text) AS text
+    FROM blocks b JOIN messages m ON m.id = b.message_id JOIN threads t ON t.id = m.thread_id
+    WHERE m.role = 'user' AND b.type = 'text' AND t.provider IN (SELECT provider FROM unattributed))
+SELECT p.* FROM prompt_history p
+WHERE (p.thread_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
+                       WHERE m.thread_id = p.thread_id AND t.provider = p.provider))
+   OR (p.thread_id IS NULL AND p.project IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider))
+   OR (p.thread_id IS NULL AND p.project IS NULL
+       AND NOT EXISTS (SELECT 1 FROM user_texts u WHERE u.provider = p.provider AND u.text = trim(p.prompt)));
 CREATE VIEW lost_sessions AS
 SELECT p.provider, p.thread_id, max(p.session_id) AS session_id, max(p.project) AS project,
        count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt) AS prompts,
        min(p.ts) AS first_ts, max(p.ts) AS last_ts
-FROM prompt_history p
-WHERE p.thread_id IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
-                  WHERE m.thread_id = p.thread_id AND t.provider = p.provider)
+FROM lost_prompts p WHERE p.thread_id IS NOT NULL
 GROUP BY p.provider, p.thread_id
 UNION ALL
 SELECT p.provider, NULL, NULL, p.project,
        count(DISTINCT coalesce(p.ts, '') || char(31) || p.prompt), min(p.ts), max(p.ts)
-FROM prompt_history p
-WHERE p.thread_id IS NULL AND p.project IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider)
+FROM lost_prompts p WHERE p.thread_id IS NULL
 GROUP BY p.provider, p.project;
 CREATE VIEW projects AS
 SELECT t.cwd AS project, count(*) AS threads,

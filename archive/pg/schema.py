@@ -479,6 +479,60 @@ CREATE TABLE machine_signals (
 );
 """
 
+# issue 38: each machine's prompt histories and side files as it last pushed them (replaced
+# whole when their digest changed, archive/push_side.py); lost sessions are read over the
+# team's threads: a prompt is lost when no machine pushed its session's messages
+P060_38_SIDE_FILES = """
+CREATE TABLE prompt_history (
+    machine_id text NOT NULL,
+    seq integer NOT NULL,                -- the order the machine's prompt_history view gave
+    provider text NOT NULL,
+    thread_id text,
+    session_id text,
+    project text,
+    ts text,
+    prompt text,
+    PRIMARY KEY (machine_id, seq)
+);
+CREATE TABLE side_files (
+    machine_id text NOT NULL,
+    seq integer NOT NULL,
+    provider text NOT NULL,
+    path text,
+    kind text,
+    thread_id text,
+    detail text,
+    PRIMARY KEY (machine_id, seq)
+);
+CREATE INDEX side_files_thread ON side_files (thread_id);
+CREATE TABLE machine_side (
+    machine_id text PRIMARY KEY,
+    digest text NOT NULL
+);
+CREATE VIEW lost_prompts AS
+SELECT p.* FROM prompt_history p
+WHERE (p.thread_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id
+                       WHERE m.thread_id = p.thread_id AND t.provider = p.provider))
+   OR (p.thread_id IS NULL AND p.project IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.cwd = p.project AND t.provider = p.provider))
+   OR (p.thread_id IS NULL AND p.project IS NULL
+       AND NOT EXISTS (SELECT 1 FROM blocks b JOIN messages m ON m.id = b.message_id JOIN threads t ON t.id = m.thread_id
+                       WHERE m.role = 'user' AND b.type = 'text' AND t.provider = p.provider
+                         AND btrim(b.text) = btrim(p.prompt)));
+CREATE VIEW lost_sessions AS
+SELECT p.provider, p.thread_id, max(p.session_id) AS session_id, max(p.project) AS project,
+       count(DISTINCT coalesce(p.ts, '') || chr(31) || p.prompt) AS prompts,
+       min(p.ts) AS first_ts, max(p.ts) AS last_ts
+FROM lost_prompts p WHERE p.thread_id IS NOT NULL
+GROUP BY p.provider, p.thread_id
+UNION ALL
+SELECT p.provider, NULL, NULL, p.project,
+       count(DISTINCT coalesce(p.ts, '') || chr(31) || p.prompt), min(p.ts), max(p.ts)
+FROM lost_prompts p WHERE p.thread_id IS NULL
+GROUP BY p.provider, p.project;
+"""
+
 # (name, SQL): append only, never edit a released one
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p001_initial", P001_INITIAL),
@@ -487,6 +541,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("p030_unsettled_threads", P030_UNSETTLED_THREADS),
     ("p040_42_thread_marks", P040_42_THREAD_MARKS),
     ("p050_42_thread_signals", P050_42_THREAD_SIGNALS),
+    ("p060_38_side_files", P060_38_SIDE_FILES),
 )
 
 

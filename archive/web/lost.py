@@ -2,9 +2,8 @@
 
 Invariants: read-only, through archive/side_files.py (the views of migration
 m080_38_side_files); a lost session is shown as a session with only its prompts, the
-way the vendor's prompt history kept them, with the secrets the rules find in them masked
-unless ``serve --show-secrets`` (the scan of ``archive/secrets.py`` covers blocks and blobs,
-not prompt histories, so they are found here, when shown); a checkpoint is offered only when
+way the vendor's prompt history kept them, with the secrets the ingest scan found in them
+(``archive/secrets.py``) masked unless ``serve --show-secrets``; a checkpoint is offered only when
 its backup is archived, as the stored bytes (never a file read from disk).
 """
 
@@ -16,13 +15,10 @@ from typing import Any
 from ..side_files import checkpoints, lost_sessions, mask_prompts
 
 
-def lost_page(conn: sqlite3.Connection, provider: str = "", thread: str = "") -> list[dict[str, Any]]:
+def lost_page(conn: sqlite3.Connection, provider: str = "", thread: str = "", mask: bool = True) -> list[dict[str, Any]]:
     rows = lost_sessions(conn, provider or None)  # type: ignore[arg-type]
-    return [r for r in rows if r["thread_id"] == thread] if thread else rows
-
-
-def masked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return mask_prompts(rows)
+    rows = [r for r in rows if r["thread_id"] == thread] if thread else rows
+    return mask_prompts(conn, rows) if mask else rows
 
 
 def is_lost(conn: sqlite3.Connection, thread_id: str) -> bool:

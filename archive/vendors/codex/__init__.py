@@ -63,7 +63,8 @@ class CodexAdapter(Adapter):
 
     def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "CODEX_HOME") or home / ".codex"
-        return [base / side.HISTORY_LINES]
+        # the TypeScript CLI (0.1.25xxxxxx) keeps its history under the home whatever CODEX_HOME says
+        return [base / side.HISTORY_LINES, home / ".codex" / side.HISTORY_JSON]
 
     def classify(self, path: Path) -> str | None:
         name = path.name

@@ -4,8 +4,14 @@
   ``{"session_id", "ts" (epoch seconds), "text"}`` per prompt (0.171.0, recorded in
   tests/fixtures/side-files/codex-0.171.0). The session id is the rollout's, which is the
   thread id the archive gives it.
-* The TypeScript CLI's ``~/.codex/history.json`` (0.1.25xxxxxx) is not read yet: no
-  recording of it exists here (issue 38 leaves it for a recording of that client).
+* The TypeScript CLI's ``~/.codex/history.json`` (``SNAPSHOT``, rewritten whole at each
+  prompt; 0.1.2505172129, recorded in tests/fixtures/side-files/codex-0.1.2505172129; always
+  under the home's ``.codex``, ``CODEX_HOME`` is the Rust CLI's): a JSON array (indent 2) of
+  ``{"command", "timestamp" (epoch ms)}``, the last 10,000 prompts, a prompt equal to the
+  previous one or matching its own secret patterns left out. No session id and no project:
+  each prompt is a prompt report without a thread, lost when no archived user message of a
+  Codex thread has its text (view ``lost_sessions``, migration m127). A rewrite is a new
+  generation that repeats the older prompts; the view counts each (time, text) once.
 """
 
 from __future__ import annotations
@@ -16,15 +22,18 @@ from typing import Any
 
 import orjson
 
-from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo
+from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, SNAPSHOT, Report, Row, SourceInfo
 from ..base import epoch_iso, loads_line, prompt_report
 from ..base import nonempty_str as _str
 
 HISTORY_LINES = "history.jsonl"
+HISTORY_JSON = "history.json"  # the TypeScript CLI's (0.1.25xxxxxx)
 
 
 def classify(path: Path) -> str | None:
-    return LINES if path.name == HISTORY_LINES else None
+    if path.name == HISTORY_LINES:
+        return LINES
+    return SNAPSHOT if path.name == HISTORY_JSON and path.parent.name == ".codex" else None
 
 
 def _iso(value: Any, scale: float) -> str | None:
@@ -41,6 +50,9 @@ class HistoryParser:
         return {}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
+        if Path(self.source.path).name == HISTORY_JSON:
+            yield from _history_json(line)
+            return
         if not line.strip():
             yield Report(SKIPPED, "blank line")
             return
@@ -56,3 +68,20 @@ class HistoryParser:
             yield prompt_report(session, session, None, _iso(d.get("ts"), 1), d["text"])
         else:
             yield Report(INVALID, "history line", "not an object with a text")
+
+
+def _history_json(data: bytes) -> Iterator[Row]:
+    """The TypeScript CLI's whole ``history.json``: a prompt report per entry, oldest first."""
+    try:
+        entries = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        yield Report(PARSE_ERROR, "invalid JSON", str(e))
+        return
+    if not isinstance(entries, list):
+        yield Report(INVALID, "history.json", "not an array")
+        return
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+            yield prompt_report(None, None, None, _iso(entry.get("timestamp"), 1000), entry["command"])
+        else:
+            yield Report(INVALID, "history.json entry", "not an object with a command")

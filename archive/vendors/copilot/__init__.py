@@ -7,18 +7,21 @@ resume a flat file but write folders), the same events in both, so one parser re
 0.0.3xx keeps its state under ``$XDG_STATE_HOME/.copilot`` when that variable is set (and
 its logs and config under ``$XDG_CONFIG_HOME/.copilot``), so that is a root too.
 
-Parsing is in ``parse.py``, the session writer in ``emit.py``."""
+Parsing is in ``parse.py``, the session writer in ``emit.py``, the prompt history (a side
+file, issue 38) in ``side.py``."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ...model import JsonObject, Message, Thread
 from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
+from . import side
 from .emit import emit_session, resume_hint
 from .parse import NAME, CopilotParser, WorkspaceParser
 
@@ -44,7 +47,13 @@ class CopilotAdapter(Adapter):
             roots.append(state / ".copilot" / "session-state")  # 0.0.3xx (0.0.370, 0.0.399)
         return roots
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env_path(env, "COPILOT_HOME") or home / ".copilot"
+        return [base / side.COMMAND_HISTORY]
+
     def classify(self, path: Path) -> str | None:
+        if side.classify(path):
+            return side.classify(path)
         if path.parent.name == "session-state" and path.suffix == ".jsonl" and UUID_RE.match(path.stem):
             return LINES  # 0.0.3xx: the flat session-state/<uuid>.jsonl
         if not UUID_RE.match(path.parent.name):
@@ -65,7 +74,9 @@ class CopilotAdapter(Adapter):
         return (isinstance(data, dict) and d.get("type") == "session.start" and isinstance(data.get("sessionId"), str)
                 and ("copilotVersion" in data or data.get("producer") == "copilot-agent"))
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> CopilotParser | WorkspaceParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
+        if side.classify(Path(source.path)):
+            return side.CommandHistoryParser(source, state)
         if source.kind == SNAPSHOT or source.path.endswith("workspace.yaml"):
             return WorkspaceParser(source, state)
         return CopilotParser(source, state)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -51,7 +52,7 @@ from ..base import (
     env_path,
 )
 from .emit import emit_session, folder, resume_hint
-from . import storage, storage_emit
+from . import side, storage, storage_emit
 from .parse import NAME
 
 DB_NAME = "opencode.db"
@@ -112,10 +113,16 @@ class OpenCodeAdapter(Adapter):
         data = env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
         return [data / self.name]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        state = env_path(env, "XDG_STATE_HOME") or home / ".local" / "state"
+        return [state / self.name / side.PROMPT_HISTORY]
+
     def is_database(self, path: Path) -> bool:
         return path.name == DB_NAME
 
     def classify(self, path: Path) -> str | None:
+        if side.classify(path):
+            return side.classify(path)
         if self.is_database(path):
             return RECORDS
         if storage.session_info(path) is not None:
@@ -200,7 +207,9 @@ class OpenCodeAdapter(Adapter):
                     lines.append(row_line(b"part", pid, pmid, pcreated, pupdated, pdata))
             yield Document(f"{path}#{text}.jsonl", b"".join(lines))
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> storage.StorageParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
+        if side.classify(Path(source.path)):
+            return side.PromptHistoryParser(source, state)
         return storage.StorageParser(source, state, self.name)
 
     def unpack(self, document_path: str, data: bytes) -> list[tuple[str, bytes]]:
