@@ -114,7 +114,7 @@ def _root_name(provider: str, env: Mapping[str, str], home: Path) -> Path:
     return roots[0]
 
 
-def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
+def thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
     marks = ", ".join("?" * len(thread_ids))
     ids = {r[0] for r in db.execute(
         # the threads' own copies: not a fork's file that repeats their history
@@ -150,7 +150,7 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
     if target not in INSTALLABLE:
         return None  # canonical JSONL is always built from the model (a file may hold other threads)
     adapter = get_adapter(target)
-    sources = _thread_sources(db, thread_ids + (_fork_ancestors(db, thread) if adapter.fork_reads_parent_files else []))
+    sources = thread_sources(db, thread_ids + (_fork_ancestors(db, thread) if adapter.fork_reads_parent_files else []))
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
     own_cwd = (thread.metadata or {}).get("cwd")
@@ -168,7 +168,7 @@ def _exact(db: Database, thread: Thread, thread_ids: list[str], target: str, cwd
     if not files:
         return None  # the adapter writes none of its stored sources back (a database's documents): build
     notes = [f"filed under {cwd}: the files are byte for byte as archived (they still name {own_cwd} inside)"] if moved else []
-    root = _root_thread(db, thread)
+    root = root_thread(db, thread)
     hint = adapter.resume_hint(root, cwd or own_cwd)
     if root != thread.id and hint:
         hint += f"  # {thread.id} is a subagent thread: its client reaches it through the session above"
@@ -196,7 +196,7 @@ def _fork_ancestors(db: Database, thread: Thread) -> list[str]:
     return out
 
 
-def _root_thread(db: Database, thread: Thread) -> str:
+def root_thread(db: Database, thread: Thread) -> str:
     """The session a child thread belongs to: its parents followed up to the top, or to a
     fork (a session of its own)."""
     if fork_of(thread) is not None:
