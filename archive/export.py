@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 from sqlite_utils import Database
 
 from .emit import INSTALLABLE, descendants, emit_thread, install_base, root_thread, thread_sources, write_files
@@ -158,7 +159,7 @@ def export_html(db: Database, ref: str, redact: bool = True) -> str:
                       "kind": "fork of" if fork_of(_record(db, thread_id)) else "child of"}  # fmt: skip
     return _template().render(
         main=main, parent=parent, css=_css(), utc=utc, money=_money, redacted=redact,
-        csp="default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'",
+        csp=Markup("default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"),
     )  # fmt: skip
 
 
