@@ -155,8 +155,8 @@ def export_html(db: Database, ref: str, redact: bool = True) -> str:
             label = t.title or first_prompts(db.conn, [t.id], width=140).get(t.id) or t.id
             if redact:
                 label = redactor_for_threads(db.conn, thread_scope(db.conn, thread_id)).text(label)
-            parent = {"id": t.id, "label": label,
-                      "kind": "fork of" if fork_of(_record(db, thread_id)) else "child of"}  # fmt: skip
+            fork = fork_of(_record(db, thread_id)) is not None
+            parent = {"id": t.id, "label": label, "fork": fork, "kind": "fork of" if fork else "child of"}
     return _template().render(
         main=main, parent=parent, css=_css(), utc=utc, money=_money, redacted=redact,
         csp=Markup("default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"),

@@ -35,6 +35,8 @@ CODEX = "cf4def41-21e0-4b91-adb4-5397c1492084"
 GONE_FILE = (FIXTURES / "recorded" / "claude-code-2.1.332" / "image" / "projects" / "-tmp-sesh-record-claude-code-image-work"
              / "20c215e7-6034-4ea3-9daf-a57f43340e01.jsonl")
 GONE = GONE_FILE.stem
+FORK_DIR = FIXTURES / "recorded" / "claude-code-2.1.332" / "fork"  # --fork-session, recorded with the real client
+FORK_ORIGINAL, FORK = "be13429c-2f46-4920-a2a4-a6a5e0defcbb", "9e743857-794b-4722-b1e0-a0ff02c55890"
 
 
 def edits_file(path: Path) -> Path:
@@ -74,7 +76,7 @@ def arch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     gone.parent.mkdir()
     shutil.copy(GONE_FILE, gone)
     db = open_db(db_path)
-    for f in (d / "secret.jsonl", edits_file(d / "edits.jsonl"), gone):
+    for f in (d / "secret.jsonl", edits_file(d / "edits.jsonl"), gone, FORK_DIR):
         ingest_paths(db, [f], NEVER_IDLE)
     db.conn.close()
     gone.unlink()  # the client deleted it: only the archive has it now
@@ -137,6 +139,16 @@ def test_html_shows_diffs_and_nests_child_threads(arch: dict[str, Any]) -> None:
     nested, grand = html.index(f'id="thread-{NESTED}"'), html.index(f'id="thread-{NESTED2}"')
     assert nested < html.index("Run the flamingo test suite.") < grand < html.index("Lint the albatross module.")
     assert html.index('id="msg-e4"') < nested
+
+
+def test_a_fork_is_named_not_included_and_shows_its_inherited_history(arch: dict[str, Any]) -> None:
+    html, _ = run("--db", arch["db"], "export", FORK_ORIGINAL)
+    assert f"<code>{FORK}</code>: export it on its own" in html and "<details class=\"sesh-child-thread\"" not in html
+    fork, _ = run("--db", arch["db"], "export", FORK)
+    assert f"fork of [fork-a] Run a command. (<code>{FORK_ORIGINAL}</code>: the history this fork inherited" in fork
+    assert 'title="inherited history, archived in ' + FORK_ORIGINAL in fork
+    out, _ = run("--db", arch["db"], "resume", FORK)  # a fork is a session of its own
+    assert out.endswith(f"claude --resume {FORK}\n")
 
 
 def test_secrets_are_masked_unless_asked(arch: dict[str, Any]) -> None:

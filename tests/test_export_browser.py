@@ -112,3 +112,30 @@ def test_the_check_sees_a_request(browser: Any, tmp_path: Path) -> None:
     context, _pg, requests = _open(browser, out)
     context.close()
     assert len(_made(requests, out)) >= 2
+
+
+def test_the_pages_panel_downloads_the_export(arch: dict, browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The conversation page served by ``serve``: the Export · Resume panel opens, shows the
+    resume command, and its HTML link downloads what ``export`` writes."""
+    from test_secrets_browser import _serve
+
+    proc, url = _serve(arch["db"])
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+        pg = context.new_page()
+        pg.goto(f"{url}-/sesh/thread/{PARENT}")
+        pg.click("details.sesh-take > summary")
+        assert pg.is_visible(f"text=claude --resume {PARENT}")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        pg.locator("details.sesh-take").screenshot(path=str(ARTIFACTS / "take-panel.png"))
+        with pg.expect_download() as info:
+            pg.click("a[data-sesh-export=html]")
+        saved = tmp_path / "downloaded.html"
+        info.value.save_as(saved)
+        assert info.value.suggested_filename == f"{PARENT}.html"
+        context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    cli_out, _ = run("--db", arch["db"], "export", PARENT)
+    assert saved.read_text() == cli_out
