@@ -209,6 +209,9 @@ def test_resume_of_a_deleted_session_installs_the_archived_copy_first(arch: dict
     run("--db", arch["db"], "emit", sid, "--to", "claude-code", "--install")
     (written,) = (Path.home() / ".claude" / "projects").rglob(f"{sid}.jsonl")
     assert hashlib.sha256(written.read_bytes()).hexdigest() == arch["gone_sha"]
+    # resume --to its own client does the same; the copy is in place now: nothing written again
+    out, err = run("--db", arch["db"], "resume", GONE, "--to", "claude-code")
+    assert out.strip() == report["resume"] and "byte-exact copy" in err and "already installed" in err
 
 
 def test_resume_to_another_client_installs_it_and_prints_its_command(arch: dict[str, Any]) -> None:
