@@ -49,7 +49,7 @@ from sqlite_utils import Database
 from .emit import INSTALLABLE, descendants, emit_thread, install_base, root_thread, thread_sources, write_files
 from .errors import ArchiveError
 from .pricing import PriceTable, load_prices
-from .projection import fork_of, load_threads
+from .projection import fork_of, inherited_ids, load_threads
 from .queries import first_prompts, resolve_thread, show
 from .render import thread_markdown
 from .secrets import mask_page, redact_view, redactor_for_threads, thread_scope
@@ -95,7 +95,7 @@ def _blob_uri(db: Database) -> Any:
             row = db.conn.execute("SELECT media_type, data FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
             media = (row[0] or "").lower() if row else ""
             media = media if media in INLINE_MEDIA_TYPES else "application/octet-stream"
-            cache[sha] = f"data:{media};base64,{base64.b64encode(bytes(row[1]) if row else b'').decode()}"
+            cache[sha] = f"data:{media};base64,{base64.b64encode(bytes(row[1] or b'') if row else b'').decode()}"
         return cache[sha]
 
     return uri
@@ -110,8 +110,9 @@ def _thread_section(db: Database, thread_id: str, redact: bool, blob_uri: Any, d
     rel = [r[0] for r in conn.execute(
         "SELECT id FROM threads WHERE (id = ? OR parent_thread_id = ?) AND title IS NULL", (thread_id, thread_id))]  # fmt: skip
     count = conn.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+    count += len(inherited_ids(conn, thread_id))  # a fork's history comes first, as on the page
     # the whole thread on one page: a file has no pages (results stay beside their call)
-    data = load_page(conn, thread_id, 1, _prices(), first_prompts(conn, rel, width=140), page_size=max(1, count + 10**6))
+    data = load_page(conn, thread_id, 1, _prices(), first_prompts(conn, rel, width=140), page_size=max(1, count))
     assert data is not None
     if redact:
         data = mask_page(conn, data)
