@@ -744,3 +744,4 @@ from . import cli_side  # noqa: E402  the lost command, side-file lines of inges
 from . import cli_roots  # noqa: E402  the roots command, ingest --root and status (issue 36)
 from . import cli_files  # noqa: E402,F401  files, tag, untag, star, note, marks (issue 42)
 from . import cli_semantic  # noqa: E402  the semantic lines of ingest and status (issue 40)
+from . import cli_export  # noqa: E402,F401  export and resume (issue 41)

@@ -11,6 +11,8 @@ Routes (under Datasette's ``base_url``):
 * ``/-/sesh/prompts?thread=<id>``: every typed prompt of a thread, linked to its page.
 * ``/-/sesh/search``: full-text search with filters, sorts and a total (``archive.web.search``).
 * ``/-/sesh/usage``: the usage dashboard, charts as server-side SVG (``archive.web.usage``).
+* ``/-/sesh/export?thread=<id>&format=html|md``: the thread as one standalone file, a
+  download (``archive.export``; the page's "Export" links, ``archive.web.take``).
 * ``/-/sesh/blob/<sha256>``: the bytes of one blob; ``/-/sesh/static/<file>``: CSS and JS.
 
 Invariants:
@@ -46,12 +48,13 @@ from urllib.parse import quote, unquote, urlencode
 from datasette import Response, hookimpl
 from datasette.database import QueryInterrupted
 from markupsafe import Markup, escape
+from sqlite_utils import Database as SqliteDatabase
 
 from .db import ArchiveError
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
-from . import secrets
-from .web import conversation, files, lost, search, sessions, usage
+from . import export, secrets
+from .web import conversation, files, lost, search, sessions, take, usage
 from .signals import OUTCOMES
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
 from .web.hosts import LOOPBACK_NAMES, host_check
@@ -264,9 +267,12 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
         b["checkpoints"] = [c for a in b["anchors"] for c in before.get(a, [])]
     page_url = lambda n: f"{here}?page={n}"  # noqa: E731
+    export_url = lambda f: datasette.urls.path(f"{PREFIX}/export") + "?" + urlencode({"thread": thread_id, "format": f})  # noqa: E731
     file_url = lambda p: datasette.urls.path(f"{PREFIX}/file") + "?" + urlencode({"path": p})  # noqa: E731
     context = {
         "signals_panel": await db.execute_fn(lambda conn: files.panel(conn, thread_id, file_url)),
+        "take": await db.execute_fn(lambda conn: take.panel(conn, thread_id, export_url)),
+        "take_template": _template(datasette, "sesh_take.html"),  # issue 41: export and resume
         "thread": thread, "title": data["label"], "data": data, "bubbles": bubbles, "parent": parent,
         "children": children,
         "parent_origin": (thread_path(datasette, thread["parent_thread_id"]) + "?" + urlencode({"message": thread["origin_message_id"]})
@@ -280,6 +286,32 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         "transcript_url": datasette.urls.database(db_name) + "/thread_transcript?" + urlencode({"thread_id": thread["id"]}),
     }  # fmt: skip
     return await _render(datasette, request, "sesh_thread.html", db_name, context)
+
+
+async def export_file(datasette: Any, request: Any) -> Response:
+    """The thread as one standalone HTML or Markdown file, a download (issue 41)."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    thread_id, fmt = request.args.get("thread") or "", request.args.get("format") or "html"
+    if fmt not in export.FORMATS:
+        return _bad(f"format must be one of {', '.join(export.FORMATS)}")
+    redact = not _show_secrets(datasette)
+
+    def build(conn: sqlite3.Connection) -> str:
+        db_ = SqliteDatabase(conn)
+        if fmt == "html":
+            return export.export_html(db_, thread_id, redact=redact)
+        return "".join(line + "\n" for line in export.export_markdown(db_, thread_id, redact=redact))
+
+    try:
+        body = await db.execute_fn(build)
+    except ArchiveError as e:
+        return Response.text(f"404: {e}\n", status=404)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", thread_id)[:120] + "." + fmt
+    media = "text/html" if fmt == "html" else "text/markdown"
+    return Response(body, content_type=f"{media}; charset=utf-8", headers={
+        "X-Content-Type-Options": "nosniff", "Content-Disposition": f'attachment; filename="{name}"'})
 
 
 async def prompts_page(datasette: Any, request: Any) -> Response:
@@ -476,6 +508,7 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (rf"^{PREFIX}/sessions$", sessions_page),
         (rf"^{PREFIX}/thread/(?P<thread_id>.+)$", thread_page),
         (rf"^{PREFIX}/prompts$", prompts_page),
+        (rf"^{PREFIX}/export$", export_file),
         (rf"^{PREFIX}/search$", search_page),
         (rf"^{PREFIX}/usage$", usage_page),
         (rf"^{PREFIX}/lost$", lost_page),

@@ -80,7 +80,7 @@ def _root_name(provider: str, env: Mapping[str, str], home: Path) -> Path:
     return roots[0]
 
 
-def _thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
+def thread_sources(db: Database, thread_ids: list[str]) -> list[tuple[int, str, str, int, str]]:
     marks = ", ".join("?" * len(thread_ids))
     ids = {r[0] for r in db.execute(
         # the threads' own copies: not a fork's file that repeats their history
@@ -118,7 +118,7 @@ def _exact(db: Database, view: ThreadView, target: str, cwd: str | None) -> Emit
     adapter = get_adapter(target)
     thread = view.thread
     ids = [thread.id, *view.descendants, *(view.ancestors if adapter.fork_reads_parent_files else [])]
-    sources = _thread_sources(db, ids)
+    sources = thread_sources(db, ids)
     if not sources or any(s[1] != target or s[2] == "store" for s in sources):
         return None
     own_cwd = (thread.metadata or {}).get("cwd")

@@ -22,7 +22,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ingest", ("archive.ingest*",)),
     ("read and write operations", ("archive.companions", "archive.queries", "archive.thread_view", "archive.render", "archive.emit",
                                    "archive.forget", "archive.stats", "archive.file_touches", "archive.agent_tools",
-                                   "archive.store", "archive.push", "archive.pg", "archive.pg.queries",
+                                   "archive.store", "archive.push", "archive.pg", "archive.pg.queries", "archive.export",
+                                   # the conversation page's reading and blocks: the web page and export draw them
+                                   "archive.web.conversation",
                                    "archive.pg.store", "archive.push_marks", "archive.push_side", "archive.semantic_search")),
     ("surfaces", ("archive.web.*", "archive.datasette_plugin", "archive.serve", "archive.mcp_server")),
     ("command line", ("archive.cli*", "archive.__main__")),
