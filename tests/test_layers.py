@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("read and write operations", ("archive.companions", "archive.queries", "archive.render", "archive.emit",
                                    "archive.forget", "archive.stats", "archive.file_touches", "archive.agent_tools",
                                    "archive.store", "archive.push", "archive.pg", "archive.pg.queries",
-                                   "archive.pg.store", "archive.push_marks", "archive.semantic_search")),
+                                   "archive.pg.store", "archive.push_marks", "archive.semantic_search", "archive.watch")),
     ("surfaces", ("archive.web.*", "archive.datasette_plugin", "archive.serve", "archive.mcp_server")),
     ("command line", ("archive.cli*", "archive.__main__")),
 ]
