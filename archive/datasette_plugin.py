@@ -172,6 +172,8 @@ async def sessions_page(datasette: Any, request: Any) -> Response:
         return _bad(str(e))
     except sqlite3.OperationalError as e:
         return _bad(f"the filter could not run: {e}")
+    if not _show_secrets(datasette):
+        await db.execute_fn(lambda conn: _mask_labels(conn, data["rows"]))
     for r in data["rows"]:
         r["href"] = thread_path(datasette, r["id"])
         for c in r["children"]:
@@ -196,6 +198,15 @@ def _session_filters(request: Any, page: int = 1) -> sessions.SessionFilters:
                                    starred=bool(a.get("starred")))  # fmt: skip
 
 
+def _mask_labels(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Session labels (titles, first prompts) with the secrets found in their threads masked."""
+    red = secrets.redactor_for_threads(conn, {t for r in rows for t in [r["id"], *(c["id"] for c in r["children"])]})
+    for r in rows:
+        r["label"] = red.text(r["label"])
+        for c in r["children"]:
+            c["label"] = red.text(c["label"])
+
+
 def _filter_args(f: sessions.SessionFilters) -> dict[str, str]:
     """The list's filters as query arguments (those set only)."""
     return {k: v for k, v in (("provider", f.provider), ("project", f.project), ("model", f.model), ("since", f.since),
@@ -210,8 +221,10 @@ def _query(args: dict[str, Any]) -> str:
 async def side_html(datasette: Any, db: Any, request: Any, current: str = "") -> Markup:
     """The workspace's session list (``sesh_side.html``) for the request's filters."""
     f = _session_filters(request)
-    side, opts, version = await db.execute_fn(lambda conn: (workspace.side_list(conn, f, prices()), sessions.options(conn),
+    side, opts, version = await db.execute_fn(lambda conn: (workspace.side_list(conn, f, prices(), current), sessions.options(conn),
                                                             workspace.state(conn)["version"]))  # fmt: skip
+    if not _show_secrets(datasette):
+        await db.execute_fn(lambda conn: _mask_labels(conn, side["rows"]))
     args = _filter_args(f)
     for r in side["rows"]:
         r["href"] = thread_path(datasette, r["id"]) + _query(args)

@@ -158,7 +158,7 @@ class Watcher:
             with ingest_lock(self.db_path, None):
                 db = open_archive(self.db_path)
                 try:
-                    summary = ingest_paths(db, None, IngestOptions())
+                    summary = ingest_paths(db, None, IngestOptions(env=self.env))
                     if semantic.available():
                         try:
                             semantic.update(db)

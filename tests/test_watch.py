@@ -183,3 +183,17 @@ def test_served_archive_follows_appends_and_no_watch_does_not(home: Path, tmp_pa
         proc.terminate()
         proc.wait(10)
     assert messages(db_path) == 2
+
+
+def test_the_watcher_reads_the_environment_it_is_given(home: Path, tmp_path: Path):
+    from conftest import isolation_env
+
+    other = tmp_path / "other-home"
+    env = {k: v for k, v in {**os.environ, **isolation_env(other)}.items() if v is not None}
+    Transcript(other, session="0b7e4c2a-1d3f-4e5a-8b6c-9d0e1f2a3b4c").append("in the other home")
+    Transcript(home).append("in the process's home")
+    db_path = tmp_path / "archive.db"
+    assert Watcher(db_path, env=env).tick()
+    db = open_db(db_path)
+    assert [r[0] for r in db.execute("SELECT b.text FROM blocks b")] == ["in the other home"]
+    db.conn.close()

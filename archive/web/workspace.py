@@ -5,7 +5,7 @@ Invariants:
 
 * Read-only, like every module here: plain SELECTs on the connection it is given.
 * The side list is the sessions page's list (``sessions.sessions``: the same filters, sorts
-  and figures), in runs of one UTC day (of last activity, or of first activity for the
+  and figures; the page of it that holds the open session), in runs of one UTC day (of last activity, or of first activity for the
   ``oldest`` sort; other sorts are one run), each row marked with its agent and project.
 * A session is *being written* when a file one of its threads (or its subagents') was read
   from had an mtime within ``WRITING_SECONDS`` of now, as the last ingest saw it
@@ -50,11 +50,11 @@ def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None =
     return {x for r in rows for x in r if x in wanted}
 
 
-def side_list(conn: sqlite3.Connection, f: sessions.SessionFilters, prices: PriceTable,
+def side_list(conn: sqlite3.Connection, f: sessions.SessionFilters, prices: PriceTable, current: str = "",
               now: float | None = None) -> dict[str, Any]:  # fmt: skip
-    """The sessions page's list, in day runs: ``{days: [{day, rows}], total, page, pages}``;
-    each row also has ``writing`` (bool)."""
-    data = sessions.sessions(conn, f, prices)
+    """The sessions page's list, in day runs: ``{days: [{day, rows}], total, page, pages}``,
+    the page that holds ``current`` when the list has it; each row also has ``writing`` (bool)."""
+    data = sessions.sessions(conn, f, prices, around=current)
     live = writing(conn, [r["id"] for r in data["rows"]], now)
     days: list[dict[str, Any]] = []
     for r in data["rows"]:

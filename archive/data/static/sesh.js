@@ -55,7 +55,7 @@
     var open = button.getAttribute("data-sesh-fold") === "open";
     var scope = document.querySelector(button.getAttribute("data-scope") || ".sesh-chat") || document;
     scope.querySelectorAll("details.sesh-fold").forEach(function (d) { d.open = open; });
-  });
+  }, true);  // capture: the body's handler above stops the click from bubbling to document
   document.addEventListener("change", function (ev) {
     var box = ev.target;
     if (box.hasAttribute && box.hasAttribute("data-sesh-hide"))
@@ -101,7 +101,7 @@
     if (!window.matchMedia(WIDE).matches) return;  // a phone: one column, a plain page load
     ev.preventDefault();
     loadPane(a.href, true);
-  });
+  }, true);
   window.addEventListener("popstate", function () { if (pane()) loadPane(location.href, false); });
 
   function sideUrl(params) {
