@@ -286,7 +286,9 @@
 
   /* ------------------------------------------------ live: new sessions and messages without a reload */
   var live = (function () {
-    var version = null, busy = false;
+    // The list costs what the sessions page costs (0.6-1.6 s on the 1 GB corpus, docs/benchmarks.md):
+    // refreshed at most every LIST_MS while a session is being written; the open conversation each change.
+    var version = null, busy = false, listAt = 0, listDue = false, LIST_MS = 5000;
     function layout() { return document.querySelector("[data-sesh-thread]"); }
     function url() {
       var l = layout();
@@ -323,10 +325,15 @@
           if (!s) return;
           var jobs = [];
           if (version !== null && s.version !== version) {
-            if (side()) jobs.push(refreshSide(listParams()));
+            listDue = true;
             var l = layout();
             if (l && s.messages !== undefined) jobs.push(mergeThread());
-            if (!l && document.body.classList.contains("sesh-sessions-page")) jobs.push(refreshSessions());
+          }
+          if (listDue && Date.now() - listAt >= LIST_MS) {
+            listDue = false;
+            listAt = Date.now();
+            if (side()) jobs.push(refreshSide(listParams()));
+            else if (document.body.classList.contains("sesh-sessions-page")) jobs.push(refreshSessions());
           }
           version = s.version;
           return Promise.all(jobs);
