@@ -199,3 +199,22 @@ def test_the_two_dark_blocks_are_the_same_and_cover_every_variable():
     assert s["dark (system)"] == s["dark (switch)"]
     assert set(s["light"]) == set(s["dark (switch)"])
     assert contrast("#777777", "#ffffff") < 4.5 < contrast("#555a66", "#ffffff")  # the check itself tells them apart
+
+
+def test_the_side_list_holds_the_page_of_the_open_session(archive_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from archive.pricing import load_prices
+    from archive.web import sessions
+
+    monkeypatch.setattr(sessions, "PAGE_SIZE", 2)
+    db = open_db(archive_path)
+    try:
+        first = workspace.side_list(db.conn, sessions.SessionFilters(), load_prices())
+        assert first["page"] == 1 and first["pages"] >= 3
+        every = [r["id"] for n in range(1, first["pages"] + 1)
+                 for r in sessions.sessions(db.conn, sessions.SessionFilters(page=n), load_prices())["rows"]]  # fmt: skip
+        target = every[4]
+        held = workspace.side_list(db.conn, sessions.SessionFilters(), load_prices(), current=target)
+        assert held["page"] == 3 and target in [r["id"] for r in held["rows"]]
+        assert workspace.side_list(db.conn, sessions.SessionFilters(), load_prices(), current="no-such")["page"] == 1
+    finally:
+        db.conn.close()
