@@ -311,11 +311,13 @@ def _print_coverage(rows: list[dict[str, Any]]) -> None:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests for this Host name (repeatable; '*' for any). Others get 403.")
 @click.option("--show-secrets", is_flag=True, help="Show found secrets on the conversation and search pages (masked by default).")
+@click.option("--no-watch", is_flag=True, help="Do not watch the vendors' folders (by default what changes is ingested within seconds).")
 @_db_after
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...],
-          show_secrets: bool) -> None:  # fmt: skip
-    """Browse and query the archive with Datasette (read-only)."""
+          show_secrets: bool, no_watch: bool) -> None:  # fmt: skip
+    """Browse and query the archive with Datasette (pages read-only); while it runs, what the
+    vendors write is ingested within seconds, as `ingest` would (--no-watch: not)."""
     from .serve import exposed, run_server
 
     if exposed(host):
@@ -326,10 +328,11 @@ def serve(ctx: click.Context, host: str, port: int, open_browser: bool, allow_ho
     _open_read(ctx).conn.close()  # migrated, and an archive: else one line, exit 1
     _check_port(host, port)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"serving {db_path} at http://{shown}:{port}/ (read-only); press Ctrl-C to stop", err=True)
+    watching = "" if no_watch else ", ingesting what the vendors write"
+    click.echo(f"serving {db_path} at http://{shown}:{port}/ (read-only pages{watching}); press Ctrl-C to stop", err=True)
     try:
         run_server(db_path, host=host, port=port, open_browser=open_browser, allow_hosts=allow_hosts,
-                   show_secrets=show_secrets)  # fmt: skip
+                   show_secrets=show_secrets, watch=not no_watch)  # fmt: skip
     except ArchiveError as e:
         raise click.ClickException(str(e))
     except OSError as e:  # lost the race for the port after the check

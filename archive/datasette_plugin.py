@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -54,7 +55,7 @@ from .db import ArchiveError
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
 from . import export, secrets
-from .web import conversation, files, lost, search, sessions, take, usage
+from .web import conversation, files, lost, search, sessions, take, usage, workspace
 from .signals import OUTCOMES
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
 from .web.hosts import LOOPBACK_NAMES, host_check
@@ -166,32 +167,98 @@ async def sessions_page(datasette: Any, request: Any) -> Response:
     db_name, db = await _archive(datasette, request)
     if db_name is None:
         return _no_archive()
-    a = request.args
     try:
-        f = sessions.SessionFilters(provider=a.get("provider") or "", project=a.get("project") or "",
-                                    model=a.get("model") or "", since=a.get("since") or "", until=a.get("until") or "",
-                                    q=(a.get("q") or "").strip(), sort=a.get("sort") or "recent",
-                                    page=_int_arg(request, "page", 1), outcome=a.get("outcome") or "",
-                                    tag=a.get("tag") or "", starred=bool(a.get("starred")))  # fmt: skip
+        f = _session_filters(request, _int_arg(request, "page", 1))
         data, opts = await db.execute_fn(lambda conn: (sessions.sessions(conn, f, prices()),
                                                        {**sessions.options(conn), "tags": files.tags_in_use(conn)}))
     except (ValueError, sessions.FilterError) as e:
         return _bad(str(e))
     except sqlite3.OperationalError as e:
         return _bad(f"the filter could not run: {e}")
+    if not _show_secrets(datasette):
+        await db.execute_fn(lambda conn: _mask_labels(conn, data["rows"]))
     for r in data["rows"]:
         r["href"] = thread_path(datasette, r["id"])
         for c in r["children"]:
             c["href"] = thread_path(datasette, c["id"])
-    base = {k: v for k, v in (("provider", f.provider), ("project", f.project), ("model", f.model), ("since", f.since),
-                              ("until", f.until), ("q", f.q), ("sort", f.sort), ("outcome", f.outcome),
-                              ("tag", f.tag), ("starred", "1" if f.starred else "")) if v}  # fmt: skip
+    base = _filter_args(f)
+    for r in data["rows"]:  # the conversation opens with the same list beside it
+        r["href"] += _query(base)
     here = datasette.urls.path(f"{PREFIX}/sessions")
     page_url = lambda n: here + "?" + urlencode({**base, "page": n})  # noqa: E731
     context = {"f": f, "data": data, "opts": opts, "sorts": sessions.SORTS, "outcomes": OUTCOMES,
                "prev_url": page_url(f.page - 1) if f.page > 1 else None,
                "next_url": page_url(f.page + 1) if f.page < data["pages"] else None}  # fmt: skip
     return await _render(datasette, request, "sesh_sessions.html", db_name, context)
+
+
+def _session_filters(request: Any, page: int = 1) -> sessions.SessionFilters:
+    a = request.args
+    return sessions.SessionFilters(provider=a.get("provider") or "", project=a.get("project") or "",
+                                   model=a.get("model") or "", since=a.get("since") or "", until=a.get("until") or "",
+                                   q=(a.get("q") or "").strip(), sort=a.get("sort") or "recent", page=page,
+                                   outcome=a.get("outcome") or "", tag=a.get("tag") or "",
+                                   starred=bool(a.get("starred")))  # fmt: skip
+
+
+def _mask_labels(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Session labels (titles, first prompts) with the secrets found in their threads masked."""
+    red = secrets.redactor_for_threads(conn, {t for r in rows for t in [r["id"], *(c["id"] for c in r["children"])]})
+    for r in rows:
+        r["label"] = red.text(r["label"])
+        for c in r["children"]:
+            c["label"] = red.text(c["label"])
+
+
+def _filter_args(f: sessions.SessionFilters) -> dict[str, str]:
+    """The list's filters as query arguments (those set only)."""
+    return {k: v for k, v in (("provider", f.provider), ("project", f.project), ("model", f.model), ("since", f.since),
+                              ("until", f.until), ("q", f.q), ("sort", "" if f.sort == "recent" else f.sort),
+                              ("outcome", f.outcome), ("tag", f.tag), ("starred", "1" if f.starred else "")) if v}  # fmt: skip
+
+
+def _query(args: dict[str, Any]) -> str:
+    return "?" + urlencode(args) if args else ""
+
+
+async def side_html(datasette: Any, db: Any, request: Any, current: str = "") -> Markup:
+    """The workspace's session list (``sesh_side.html``) for the request's filters."""
+    f = _session_filters(request)
+    side, opts, version = await db.execute_fn(lambda conn: (workspace.side_list(conn, f, prices(), current), sessions.options(conn),
+                                                            workspace.state(conn)["version"]))  # fmt: skip
+    if not _show_secrets(datasette):
+        await db.execute_fn(lambda conn: _mask_labels(conn, side["rows"]))
+    args = _filter_args(f)
+    for r in side["rows"]:
+        r["href"] = thread_path(datasette, r["id"]) + _query(args)
+    here = datasette.urls.path(f"{PREFIX}/sessions")
+    context = {"side": side, "f": f, "opts": opts, "sorts": sessions.SORTS, "current": current, "utc": utc,
+               "version": version, "side_action": thread_path(datasette, current) if current else here,
+               "hidden": {k: v for k, v in args.items() if k not in ("q", "provider", "project", "sort")},
+               "more_url": here + _query(args)}  # fmt: skip
+    return Markup(await _template(datasette, "sesh_side.html").render_async(**context))
+
+
+async def side_page(datasette: Any, request: Any) -> Response:
+    """The side list alone (``?current=<thread>`` marks the open one): what the script refreshes."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    try:
+        html = await side_html(datasette, db, request, request.args.get("current") or "")
+    except (ValueError, sessions.FilterError) as e:
+        return _bad(str(e))
+    return Response.html(html)
+
+
+async def live_state(datasette: Any, request: Any) -> Response:
+    """``{version, messages?, writing?}`` (``workspace.state``): what open pages poll."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    thread = request.args.get("thread") or ""
+    data = await db.execute_fn(lambda conn: workspace.state(conn, thread))
+    return Response.json(data, headers={"Cache-Control": "no-store"})
 
 
 async def home(datasette: Any, request: Any) -> Response:
@@ -266,7 +333,11 @@ async def thread_page(datasette: Any, request: Any) -> Response:
     for b in bubbles:
         b["children"] = [c for a in b["anchors"] for c in at.get(a, [])]
         b["checkpoints"] = [c for a in b["anchors"] for c in before.get(a, [])]
-    page_url = lambda n: f"{here}?page={n}"  # noqa: E731
+    try:
+        list_args = _filter_args(_session_filters(request))
+    except (ValueError, sessions.FilterError) as e:
+        return _bad(str(e))
+    page_url = lambda n: here + "?" + urlencode({**list_args, "page": n})  # noqa: E731
     export_url = lambda f: datasette.urls.path(f"{PREFIX}/export") + "?" + urlencode({"thread": thread_id, "format": f})  # noqa: E731
     file_url = lambda p: datasette.urls.path(f"{PREFIX}/file") + "?" + urlencode({"path": p})  # noqa: E731
     context = {
@@ -285,7 +356,17 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         "row_url": datasette.urls.row(db_name, "threads", quote(thread["id"], safe="")),
         "transcript_url": datasette.urls.database(db_name) + "/thread_transcript?" + urlencode({"thread_id": thread["id"]}),
     }  # fmt: skip
-    return await _render(datasette, request, "sesh_thread.html", db_name, context)
+    context["writing"] = await db.execute_fn(lambda conn: bool(workspace.writing(conn, [thread_id])))
+    context["live_url"] = datasette.urls.path(f"{PREFIX}/live") + "?" + urlencode({"thread": thread_id})
+    pane = await _template(datasette, "sesh_thread_pane.html").render_async(
+        **context, urls_=_urls(datasette, db_name), money=money, utc=utc)  # fmt: skip
+    if request.headers.get("x-sesh-pane"):  # the workspace's script swaps the conversation pane only
+        return Response.html(pane, headers={"Vary": "X-Sesh-Pane", "Cache-Control": "no-store"})
+    try:
+        side = await side_html(datasette, db, request, thread_id)
+    except (ValueError, sessions.FilterError) as e:
+        return _bad(str(e))
+    return await _render(datasette, request, "sesh_thread.html", db_name, {**context, "pane": Markup(pane), "side": side})
 
 
 async def export_file(datasette: Any, request: Any) -> Response:
@@ -338,41 +419,70 @@ async def prompts_page(datasette: Any, request: Any) -> Response:
 # ---------------------------------------------------------------- search
 
 
+def _search_request(request: Any) -> search.SearchRequest:
+    a = request.args
+    return search.SearchRequest(q=(a.get("q") or "").strip(), provider=a.get("provider") or "",
+                                project=a.get("project") or "", role=a.get("role") or "", kind=a.get("kind") or "",
+                                since=a.get("since") or "", until=a.get("until") or "",
+                                sort=a.get("sort") or "relevance", offset=search.parse_offset(a.get("offset")),
+                                mode=a.get("mode") or "lexical")  # fmt: skip
+
+
+async def _lexical(db: Any, req: search.SearchRequest, grouped: bool) -> tuple[list[Any], Any, Any, Any, str | None]:
+    """(hit rows, groups or None, total hits, total sessions, error): FTS5 syntax first, then
+    the words quoted when FTS5 rejects it (a stray operator)."""
+    error = None
+    for literal in (False, True):
+        try:
+            groups = None
+            if grouped:
+                sql, params = search.groups_sql(req, literal)
+                groups = [dict(g) for g in (await db.execute(sql, params)).rows]
+                rows = []
+                for g in groups[:search.GROUP_PAGE]:
+                    sql, params = search.hits_sql(replace(req, thread=g["thread_id"], offset=0), literal, search.SNIPPETS)
+                    rows += (await db.execute(sql, params)).rows
+            else:
+                sql, params = search.hits_sql(req, literal)
+                rows = (await db.execute(sql, params)).rows
+            totals = []
+            for count in (search.count_sql, search.sessions_count_sql):
+                csql, cparams = count(req, literal)
+                try:
+                    totals.append((await db.execute(csql, cparams)).rows[0][0])
+                except QueryInterrupted:
+                    totals.append(None)  # the hits are there; only the count ran out of time
+            return rows, groups, totals[0], totals[1], None
+        except sqlite3.OperationalError as e:  # FTS5 syntax: retry with the words quoted
+            error = str(e)
+    return [], None, None, None, error
+
+
 async def search_page(datasette: Any, request: Any) -> Response:
+    """Hits grouped by session (the relevance sort) or a timeline (the date sort); with
+    ``X-Sesh-Pane`` the results alone (the search palette's answer as you type)."""
     db_name, db = await _archive(datasette, request)
     if db_name is None:
         return _no_archive()
-    a = request.args
     try:
-        req = search.SearchRequest(q=(a.get("q") or "").strip(), provider=a.get("provider") or "",
-                                   project=a.get("project") or "", role=a.get("role") or "", kind=a.get("kind") or "",
-                                   since=a.get("since") or "", until=a.get("until") or "",
-                                   sort=a.get("sort") or "relevance", offset=search.parse_offset(a.get("offset")),
-                                   mode=a.get("mode") or "lexical")  # fmt: skip
+        req = _search_request(request)
+        grouped = req.sort == "relevance"
         hits: list[dict[str, Any]] = []
-        error = total = None
+        groups: list[dict[str, Any]] | None = None
+        error = total = sessions_total = None
         if req.q:
             if req.mode != "lexical":  # by meaning (issue 40)
                 try:
-                    rows = await db.execute_fn(lambda conn: search.meaning_rows(conn, req))
-                    total = req.offset + min(len(rows), SEARCH_PAGE_SIZE)  # meaning has no count: the hits shown
+                    limit = (search.GROUP_PAGE * 10 if grouped else SEARCH_PAGE_SIZE) + 1
+                    rows = await db.execute_fn(lambda conn: search.meaning_rows(conn, req, limit))
+                    total = req.offset + min(len(rows), limit - 1)  # meaning has no count: the hits found
                 except ArchiveError as e:  # the model's extra not installed: say how to get it
                     error, rows = str(e), []
+                if grouped:
+                    groups = search.group_rows(rows)
+                    sessions_total = len(groups)
             else:
-                for literal in (False, True):
-                    try:
-                        sql, params = search.hits_sql(req, literal)
-                        rows = (await db.execute(sql, params)).rows
-                        csql, cparams = search.count_sql(req, literal)
-                        try:
-                            total = (await db.execute(csql, cparams)).rows[0][0]
-                        except QueryInterrupted:
-                            total = None  # the hits are there; only the count ran out of time
-                        error = None
-                        break
-                    except sqlite3.OperationalError as e:  # FTS5 syntax: retry with the words quoted
-                        error = str(e)
-                        rows = []
+                rows, groups, total, sessions_total, error = await _lexical(db, req, grouped)
             labels = await db.execute_fn(lambda conn: first_prompts(conn, {r["thread_id"] for r in rows if not r["title"]}, 100))
             if not _show_secrets(datasette):
                 rows = await db.execute_fn(lambda conn: secrets.mask_search_rows(conn, rows, labels, MARK_OPEN, MARK_CLOSE))
@@ -381,23 +491,47 @@ async def search_page(datasette: Any, request: Any) -> Response:
                              "href": thread_path(datasette, r["thread_id"], r["block_id"]),
                              "thread_href": thread_path(datasette, r["thread_id"]), "when": utc(r["ts"]),
                              "snippet_html": highlight(r["snippet"] or "")})  # fmt: skip
+            if groups is not None:
+                by_thread = search.group_rows(hits, {g["thread_id"]: g["n"] for g in groups})
+                groups = [g for g in by_thread][: search.GROUP_PAGE]
+                for g in groups:
+                    g.update(label=g["hits"][0]["label"], href=g["hits"][0]["thread_href"], provider=g["hits"][0]["provider"],
+                             project=g["hits"][0]["project"])  # fmt: skip
         opts = await db.execute_fn(sessions.options)
     except search.SearchError as e:
         return _bad(str(e))
     except QueryInterrupted:
         return _bad("the search ran past the time limit; narrow it with more words or a filter")
-    more = len(hits) > SEARCH_PAGE_SIZE
+    page_size = search.GROUP_PAGE if grouped else SEARCH_PAGE_SIZE
+    shown = len(groups) if groups is not None else len(hits)
+    more = (sessions_total or 0) > req.offset + page_size if grouped and req.mode == "lexical" else shown > page_size
     base = {k: getattr(req, k) for k in ("q", "provider", "project", "role", "kind", "since", "until", "sort", "mode")
-            if getattr(req, k) and (k, getattr(req, k)) != ("mode", "lexical")}  # fmt: skip
+            if getattr(req, k) and (k, getattr(req, k)) not in (("mode", "lexical"), ("sort", "relevance"))}  # fmt: skip
     here = datasette.urls.path(f"{PREFIX}/search")
     context = {
-        "q": req.q, "req": req, "hits": hits[:SEARCH_PAGE_SIZE], "error": error, "offset": req.offset, "total": total,
+        "q": req.q, "req": req, "hits": hits[:SEARCH_PAGE_SIZE], "groups": groups, "error": error, "offset": req.offset,
+        "total": total, "sessions_total": sessions_total,
         "opts": opts, "kinds": search.KINDS, "roles": search.ROLES, "sorts": search.SORTS, "modes": search.MODES,
-        "next_url": here + "?" + urlencode({**base, "offset": req.offset + SEARCH_PAGE_SIZE}) if more else None,
-        "prev_url": here + "?" + urlencode({**base, "offset": max(0, req.offset - SEARCH_PAGE_SIZE)}) if req.offset else None,
+        "next_url": here + "?" + urlencode({**base, "offset": req.offset + page_size}) if more else None,
+        "prev_url": here + "?" + urlencode({**base, "offset": max(0, req.offset - page_size)}) if req.offset else None,
         "canned_url": datasette.urls.database(db_name) + "/search?" + urlencode({"q": req.q}),
+        "full_url": here + "?" + urlencode(base),
     }  # fmt: skip
-    return await _render(datasette, request, "sesh_search.html", db_name, context)
+    if request.headers.get("x-sesh-pane"):
+        html = await _template(datasette, "sesh_search_results.html").render_async(**context, palette=True)
+        return Response.html(html, headers={"Cache-Control": "no-store"})
+    results = await _template(datasette, "sesh_search_results.html").render_async(**context, palette=False)
+    return await _render(datasette, request, "sesh_search.html", db_name, {**context, "results": Markup(results)})
+
+
+async def palette_filters(datasette: Any, request: Any) -> Response:
+    """The search palette's filters (agent, project, role, since, until, words or meaning)."""
+    db_name, db = await _archive(datasette, request)
+    if db_name is None:
+        return _no_archive()
+    opts = await db.execute_fn(sessions.options)
+    html = await _template(datasette, "sesh_palette.html").render_async(opts=opts, roles=search.ROLES, modes=search.MODES)
+    return Response.html(html)
 
 
 # ---------------------------------------------------------------- usage
@@ -509,7 +643,10 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
         (rf"^{PREFIX}/thread/(?P<thread_id>.+)$", thread_page),
         (rf"^{PREFIX}/prompts$", prompts_page),
         (rf"^{PREFIX}/export$", export_file),
+        (rf"^{PREFIX}/side$", side_page),
+        (rf"^{PREFIX}/live$", live_state),
         (rf"^{PREFIX}/search$", search_page),
+        (rf"^{PREFIX}/palette$", palette_filters),
         (rf"^{PREFIX}/usage$", usage_page),
         (rf"^{PREFIX}/lost$", lost_page),
         (rf"^{PREFIX}/file$", file_page),

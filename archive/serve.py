@@ -2,9 +2,12 @@
 
 Invariants:
 
-* The archive is served read-only: Datasette opens a mutable (not ``immutable``) file, so
-  an ingest may write while it serves (WAL), but its read connections are ``mode=ro``, no
-  write plugin is loaded, and our plugin only reads. Nothing in the server writes.
+* Requests never write: Datasette opens a mutable (not ``immutable``) file, so an ingest may
+  write while it serves (WAL), but its read connections are ``mode=ro``, no write plugin is
+  loaded, and our plugin only reads. The one writer in the process is the watcher
+  (``archive.watch``, issue 41; off with ``watch=False``, ``serve --no-watch``): a daemon
+  thread with its own connection that ingests what changed in the vendors' folders under
+  the same lock as ``ingest``, never inside a request.
 * The server binds 127.0.0.1 unless told otherwise (the archive holds pasted secrets), and
   answers only requests whose Host header names the address it serves on (loopback names,
   ``host``, and ``allow_hosts``): 403 otherwise, so a DNS-rebinding page cannot read it
@@ -104,8 +107,13 @@ def bound_url(server: Any) -> str:
 
 
 def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False,
-               allow_hosts: tuple[str, ...] = (), show_secrets: bool = False) -> None:  # fmt: skip
+               allow_hosts: tuple[str, ...] = (), show_secrets: bool = False, watch: bool = True) -> None:  # fmt: skip
     server = make_server(db_path, host=host, port=port, allow_hosts=allow_hosts, show_secrets=show_secrets)
+    watcher = None
+    if watch:  # keeps the archive current while it is served (archive.watch)
+        from .watch import Watcher
+
+        watcher = Watcher(db_path).start()
     if open_browser:
         # Open once the socket is bound, so the browser's first request does not fail.
         def opener() -> None:
@@ -115,4 +123,8 @@ def run_server(db_path: str | Path, host: str = DEFAULT_HOST, port: int = DEFAUL
                 webbrowser.open(bound_url(server))
 
         threading.Thread(target=opener, daemon=True).start()
-    server.run()
+    try:
+        server.run()
+    finally:
+        if watcher is not None:
+            watcher.stop()

@@ -67,7 +67,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(archive: Path) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(archive), "serve", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(archive), "serve", "--port", str(port), "--no-watch"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -167,7 +167,8 @@ def _free_port() -> int:
 def test_serve_prints_its_url_and_a_taken_port_is_exit_1(archive: Path, tmp_path: Path) -> None:
     port = _free_port()
     env = env_sub(tmp_path)
-    p = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(archive), "serve", "-p", str(port)],
+    # --no-watch: the module's archive is shared with later tests; a watcher's pass would write to it
+    p = subprocess.Popen([sys.executable, "-m", "archive", "--db", str(archive), "serve", "-p", str(port), "--no-watch"],
                          stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)  # fmt: skip
     try:
         line = p.stderr.readline()  # type: ignore[union-attr]

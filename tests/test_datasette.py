@@ -297,10 +297,10 @@ def test_serve_command_defaults_to_loopback(tmp_path: Path, monkeypatch: pytest.
     result = CliRunner().invoke(cli, ["--db", str(db), "serve"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert calls == [{"db": db, "host": "127.0.0.1", "port": 8001, "open_browser": False, "allow_hosts": (),
-                      "show_secrets": False}]
+                      "show_secrets": False, "watch": True}]
     CliRunner().invoke(cli, ["--db", str(db), "serve", "--host", "0.0.0.0", "-p", "9999", "--open"], catch_exceptions=False)
     assert calls[1] == {"db": db, "host": "0.0.0.0", "port": 9999, "open_browser": True, "allow_hosts": (),
-                        "show_secrets": False}
+                        "show_secrets": False, "watch": True}
 
 
 def test_server_binds_loopback_and_serves_while_ingest_writes(tmp_path: Path, archive_path: Path):

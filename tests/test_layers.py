@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                    "archive.store", "archive.push", "archive.pg", "archive.pg.queries", "archive.export",
                                    # the conversation page's reading and blocks: the web page and export draw them
                                    "archive.web.conversation",
-                                   "archive.pg.store", "archive.push_marks", "archive.push_side", "archive.semantic_search")),
+                                   "archive.pg.store", "archive.push_marks", "archive.push_side", "archive.semantic_search", "archive.watch")),
     ("surfaces", ("archive.web.*", "archive.datasette_plugin", "archive.serve", "archive.mcp_server")),
     ("command line", ("archive.cli*", "archive.__main__")),
 ]

@@ -28,7 +28,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwr
 def _serve(db: str, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", db, "serve", "--port", str(port), *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "archive", "--db", db, "serve", "--port", str(port), "--no-watch", *extra],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 30

@@ -101,4 +101,11 @@ def edit_diff(old: str, new: str, path: str = "") -> str:
 
 
 def pygments_css() -> str:
-    return HtmlFormatter(style="default").get_style_defs(".highlight")
+    """Code colours: the light style, and a dark one where the dark scheme applies (the
+    system's choice unless the switch chose light, or the switch's; see sesh.css)."""
+    dark = HtmlFormatter(style="github-dark")
+    return "\n".join([
+        HtmlFormatter(style="default").get_style_defs(".highlight"),
+        "@media (prefers-color-scheme: dark) {", dark.get_style_defs(":root:not([data-theme=light]) .highlight"), "}",
+        dark.get_style_defs(":root[data-theme=dark] .highlight"),
+    ])  # fmt: skip

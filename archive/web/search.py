@@ -10,6 +10,9 @@ Invariants:
   inclusive). Sort: relevance (bm25) or date (newest first).
 * ``mode``: lexical (the SQL below), semantic or hybrid (``semantic.search``, issue 40:
   ``meaning_rows`` shapes its hits as the SQL's rows; their count is the hits found).
+* Grouped by session (issue 41, ``groups_sql`` / ``group_rows``): one entry per thread with
+  its number of hits and its best ``SNIPPETS`` hits (by relevance), threads in the order of
+  their best hit; paged by ``GROUP_PAGE`` threads. The date sort stays a flat timeline.
 * Paging is bounded: ``offset`` is 0 to ``MAX_OFFSET``; anything else is a ``SearchError``
   (the page answers 400), as is a date that is not ``YYYY-MM-DD``.
 """
@@ -23,6 +26,8 @@ from typing import Any
 from ..queries import fts_literal, fts_query
 
 PAGE_SIZE = 50
+GROUP_PAGE = 20  # sessions a page of grouped hits
+SNIPPETS = 3  # best hits shown per session
 MAX_OFFSET = 100_000
 SORTS = ("relevance", "date")
 MODES = ("lexical", "semantic", "hybrid")
@@ -47,6 +52,7 @@ class SearchRequest:
     sort: str = "relevance"
     offset: int = 0
     mode: str = "lexical"
+    thread: str = ""  # one thread's hits (a group's best snippets)
 
 
 def parse_offset(value: str | None) -> int:
@@ -89,6 +95,9 @@ def _where(r: SearchRequest) -> tuple[str, dict[str, Any]]:
         else:
             sql.append("instr(coalesce(t.cwd, p.cwd), :project) > 0")
             params["project"] = r.project
+    if r.thread:
+        sql.append("m.thread_id = :thread")
+        params["thread"] = r.thread
     if r.role:
         sql.append("m.role = :role")
         params["role"] = r.role
@@ -124,6 +133,39 @@ LIMIT :limit OFFSET :offset"""
     params.update(match=fts_literal(r.q) if literal else fts_query(r.q), open=MARK_OPEN, close=MARK_CLOSE, limit=limit,
                   offset=r.offset)  # fmt: skip
     return sql, params
+
+
+def groups_sql(r: SearchRequest, literal: bool = False, limit: int = GROUP_PAGE + 1) -> tuple[str, dict[str, Any]]:
+    """One page of sessions with hits: ``thread_id``, ``n`` (its hits), ``best`` (bm25 of its best)."""
+    where, params = _where(r)
+    sql = f"""SELECT m.thread_id, count(*) AS n, min(blocks_fts.rank) AS best
+{_FROM}{where}
+GROUP BY m.thread_id
+ORDER BY best, m.thread_id
+LIMIT :limit OFFSET :offset"""
+    params.update(match=fts_literal(r.q) if literal else fts_query(r.q), limit=limit, offset=r.offset)
+    return sql, params
+
+
+def sessions_count_sql(r: SearchRequest, literal: bool = False) -> tuple[str, dict[str, Any]]:
+    where, params = _where(r)
+    params["match"] = fts_literal(r.q) if literal else fts_query(r.q)
+    return f"SELECT count(DISTINCT m.thread_id) {_FROM}{where}", params
+
+
+def group_rows(rows: list[dict[str, Any]], counts: dict[str, int] | None = None, per: int = SNIPPETS) -> list[dict[str, Any]]:
+    """Hits (best first) as groups per thread, in the order of each thread's best hit:
+    ``{thread_id, n, hits}``; ``n`` from ``counts`` when given, else the hits among ``rows``."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        g = groups.setdefault(row["thread_id"], {"thread_id": row["thread_id"], "n": 0, "hits": []})
+        g["n"] += 1
+        if len(g["hits"]) < per:
+            g["hits"].append(row)
+    for tid, g in groups.items():
+        if counts and tid in counts:
+            g["n"] = counts[tid]
+    return list(groups.values())
 
 
 def count_sql(r: SearchRequest, literal: bool = False) -> tuple[str, dict[str, Any]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import files
@@ -92,10 +92,11 @@ def _priced(conn: sqlite3.Connection, ids_json: str, prices: PriceTable) -> dict
     return out
 
 
-def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) -> dict[str, Any]:
+def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable, around: str = "") -> dict[str, Any]:
     """One page of sessions: ``{rows, total, page, pages}``; each row has the thread's
     fields, ``label``, ``messages``, ``first_ts``, ``last_ts``, ``tokens``, ``cost`` and
-    ``children`` (each with ``label`` and ``fork``)."""
+    ``children`` (each with ``label`` and ``fork``). ``around``: the page that holds this
+    session instead of ``f.page``, when the list has it (the workspace's open session)."""
     if f.sort not in SORTS:
         raise FilterError(f"sort must be one of {', '.join(SORTS)}")
     where, params = ["1"], []
@@ -151,6 +152,9 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable) ->
     rows.sort(key=key, reverse=f.sort != "oldest")
     total = len(rows)
     pages = max(1, -(-total // PAGE_SIZE))
+    at = next((i for i, r in enumerate(rows) if r["id"] == around), None) if around else None
+    if at is not None:
+        f = replace(f, page=at // PAGE_SIZE + 1)
     if f.page < 1 or f.page > pages:
         raise FilterError(f"page {f.page} is outside the list (pages 1 to {pages})")
     shown = rows[(f.page - 1) * PAGE_SIZE : f.page * PAGE_SIZE]
