@@ -34,7 +34,7 @@ def test_the_conversation_has_the_session_list_beside_it(ds: Any):
         set(re.findall(r'<h3 class="sesh-day-head">(\d{4}-\d\d-\d\d)</h3>', side)), reverse=True)  # one run a day, newest first
     assert 'class="sesh-vendor">canonical<' in side and 'class="sesh-count"' in side and 'class="sesh-proj"' in side
     pane = html[html.index('<div class="sesh-pane"'):]
-    assert '<div class="sesh-take"></div>' in pane  # the export/resume slot, empty here
+    assert '<div class="sesh-take"><details class="sesh-take"' in pane  # the export/resume panel in its slot
     assert "data-sesh-live=" in pane
 
 
