@@ -156,10 +156,8 @@ class ClineParser:
         if not isinstance(messages, list):
             yield Report(INVALID, "transcript without messages")
             return
-        first = next((m for m in messages if isinstance(m, dict)), None)
-        created = ms_to_iso(first.get("ts")) if first else None
-        if created:
-            fields["createdAt"] = created
+        # no createdAt here: the manifest's started_at is the session's start; without a
+        # manifest the thread starts at its first message (the projection's fallback)
         yield ThreadFact(thread, fields)
         if isinstance(system, str):
             yield Report(METADATA, "system_prompt", f"{len(system)} characters (request envelope)")
