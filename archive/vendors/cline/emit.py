@@ -5,7 +5,10 @@ writes it) and ``sessions/<id>/<id>.json`` (the manifest: cwd, provider, model, 
 The id is Cline's shape, ``<epoch ms>_<5 characters>``, derived from the thread. Every
 message object carries the archive's mark (``base.mark_record``; Cline 3.0.65 keeps an
 unknown field of a message when it rewrites the transcript on resume, ``test_clients``
-checks it). Dropped or changed, counted in ``EmitResult.counts``:
+checks it). The messages are read once, in order (``MessageStream``: a look-ahead for the
+first timestamp and model), and the transcript is written as they come: its head, which
+holds ``updated_at`` (the last timestamp), is prepended at the end. Dropped or changed,
+counted in ``EmitResult.counts``:
 
 * system messages and injected context (Cline writes its own system prompt);
 * prompts are wrapped in ``<user_input mode="act">`` as the CLI sends them (a Cline
@@ -28,7 +31,9 @@ from typing import Any
 import orjson
 
 from ...model import JsonObject, Message, Reasoning, Text, Thread, ToolCall, ToolResult
-from ..base import CHILD_THREADS_NOT_WRITTEN, EmitOptions, EmitResult, command, emitted_response, mark_record
+from ..base import (
+    CHILD_THREADS_NOT_WRITTEN, EmitOptions, EmitResult, MessageStream, command, emitted_response, mark_record,
+)
 from .parse import NAME
 
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -59,45 +64,70 @@ def _iso(ms: int) -> str:
 
 
 def _dumps(doc: Any) -> bytes:
-    # the client writes JSON.stringify(doc, null, 2); orjson indents by two spaces too
+    # the client writes JSON.stringify(doc, null, 2) (orjson indents by two spaces too), and
+    # ends both files with a newline (3.0.65's transcripts and manifests)
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+
+
+# the transcript is one JSON document, streamed: its head (known at the end: ``updated_at``)
+# is prepended, each message is written as it comes, indented as an element of ``messages``
+# (a newline inside a JSON string is escaped, so re-indenting every line is safe)
+_ITEM_INDENT = b"    "
+
+
+def _item(rec: JsonObject, first: bool) -> bytes:
+    return (b"\n" if first else b",\n") + _ITEM_INDENT + _dumps(rec).replace(b"\n", b"\n" + _ITEM_INDENT)
+
+
+def _head_and_tail(doc: JsonObject, empty: bool) -> tuple[bytes, bytes]:
+    """``doc`` (its last key ``messages``, an empty list) split around its list's items."""
+    whole = _dumps(doc)
+    end = b"[]\n}"
+    assert whole.endswith(b'"messages": ' + end)
+    return whole[: -len(end)] + b"[", (b"]\n}\n" if empty else b"\n  ]\n}\n")
 
 
 class _Emitter:
     def __init__(self, thread: Thread, messages: Iterable[Message], options: EmitOptions) -> None:
         self.thread, self.options = thread, options
-        self.messages = list(messages)
+        self.messages = MessageStream(messages)
         self.result = EmitResult()
         self.names: dict[str, str] = {}
-        self.model = options.model or (thread.metadata or {}).get("model") or next(
-            (m.extra["model"] for m in self.messages if m.extra and isinstance(m.extra.get("model"), str)), None) or "unknown"
+        self.model = options.model or (thread.metadata or {}).get("model") or self.messages.first(
+            lambda m: m.extra["model"] if m.extra and isinstance(m.extra.get("model"), str) else None) or "unknown"
         self.provider = options.model_provider or (thread.metadata or {}).get("modelProvider") or "openai-compatible"
-        self.created = _ms(thread.created_at, 0) or _ms(next((m.ts for m in self.messages if m.ts), None), 0)
+        self.created = _ms(thread.created_at, 0) or _ms(self.messages.first(lambda m: m.ts or None), 0)
         self.sid = options.session_id or session_id(thread, self.created)
-        self.out: list[JsonObject] = []
+        self.written = 0  # messages written to the transcript
+        self.out: Any = None
+        self.prompt: str | None = None  # the first user text, for the manifest
         self.last_ts = self.created
 
     def count(self, reason: str, n: int = 1) -> None:
         self.result.count(reason, n)
 
     def emit(self) -> EmitResult:
+        folder = f"sessions/{self.sid}"
+        path = f"{folder}/{self.sid}.messages.json"
+        self.out = self.result.files.open(path)
         for m in self.messages:
             self.message(m)
         cwd = self.options.cwd or (self.thread.metadata or {}).get("cwd") or "."
         version = self.options.client_version or "3.0.65"
         transcript = {"version": 1, "updated_at": _iso(self.last_ts), "agent": "lead", "sessionId": self.sid,
                       "origin": {"source": "cli", "mode": "user", "sessionId": self.sid, "version": version},
-                      "messages": self.out}
-        prompt = next((b.text for m in self.messages if m.role == "user" for b in m.content if isinstance(b, Text)), "")
+                      "messages": []}
+        head, tail = _head_and_tail(transcript, not self.written)
+        self.out.write(tail)
+        self.result.files.prepend(path, head)
+        prompt = self.prompt or ""
         manifest = {"version": 1, "session_id": self.sid, "source": "cli", "pid": 0, "started_at": _iso(self.created),
                     "ended_at": _iso(self.last_ts), "exit_code": 0, "status": "completed", "interactive": False,
                     "provider": self.provider, "model": self.model, "cwd": cwd, "workspace_root": cwd,
                     "enable_tools": True, "enable_spawn": True, "enable_teams": False, "prompt": prompt,
                     "metadata": {"sessionHistoryOrigin": {"mode": "user", "version": version},
                                  "title": self.thread.title or prompt[:80]}}
-        folder = f"sessions/{self.sid}"
-        self.result.files[f"{folder}/{self.sid}.messages.json"] = _dumps(transcript)
-        self.result.files[f"{folder}/{self.sid}.json"] = _dumps(manifest)
+        self.result.files[f"{folder}/{self.sid}.json"] = _dumps(manifest) + b"\n"
         self.result.resume_hint = resume_hint(self.sid, cwd)
         self.result.thread_id = self.sid
         return self.result
@@ -106,18 +136,21 @@ class _Emitter:
                 **fields: Any) -> JsonObject:
         ms = _ms(ts, self.last_ts)
         self.last_ts = max(self.last_ts, ms)
-        seed = f"{self.thread.id}:{m.id if m else len(self.out)}:{role}"
+        seed = f"{self.thread.id}:{m.id if m else self.written}:{role}"
         rid = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()
         rec: JsonObject = {"id": f"{rid[:8]}-{rid[8:12]}-{rid[12:16]}-{rid[16:20]}-{rid[20:32]}" if role == "user"
                            else "msg_" + rid[:8], "role": role, "content": content, "ts": ms, **fields}
-        first = not self.out
+        first = not self.written
         rec = mark_record(rec, m.id if m else None, self.thread.id if first else None,
                           emitted_response(m) if m is not None and "metrics" in fields else None)
-        self.out.append(rec)
+        self.out.write(_item(rec, first))
+        self.written += 1
         return rec
 
     def message(self, m: Message) -> None:
         extra = m.extra or {}
+        if self.prompt is None and m.role == "user":  # the manifest's prompt: the first user text
+            self.prompt = next((b.text for b in m.content if isinstance(b, Text)), None)
         if m.role == "system" or (extra.get("injected") and not extra.get("conversation")):
             self.count("system or injected context: not written (Cline writes its own)")
             return
