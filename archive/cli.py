@@ -362,14 +362,7 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
              cwd: str | None, model_provider: str | None, client_version: str | None, json_report: bool,
              redact: bool | None) -> None:  # fmt: skip
     """Write THREAD (id or unambiguous prefix) as a vendor session, canonical JSONL or Markdown."""
-    from .emit import (
-        INSTALLABLE,
-        MARKDOWN,
-        emit_thread,
-        install_base,
-        write_file,
-        write_files,
-    )
+    from .emit import INSTALLABLE, MARKDOWN, emit_thread, install_files, write_file, write_files
     from .vendors import get as get_adapter
     from .vendors.base import EmitOptions
 
@@ -389,7 +382,7 @@ def emit_cmd(ctx: click.Context, thread: str, target: str, output: Path | None, 
 
             redact_outcome(db.conn, outcome)
         if install:
-            write_files(outcome, install_base(target, os.environ, Path(os.path.expanduser("~"))))
+            install_files(outcome, os.environ, Path(os.path.expanduser("~")))
         elif output is not None:
             if len(outcome.files) == 1 and not output.is_dir() and output.suffix:
                 write_file(outcome, output)

@@ -26,6 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -219,6 +220,36 @@ def _safe_name(thread_id: str) -> str:
 
 def install_base(target: str, env: Mapping[str, str], home: Path) -> Path:
     return _root_name(target, env, home).parent
+
+
+def install_files(outcome: EmitOutcome, env: Mapping[str, str], home: Path) -> list[Path]:
+    """``--install``: the files under the vendor's home, then the rows its own index needs
+    (``Adapter.install_registrations``) added where the index exists, noted where it does not."""
+    base = install_base(outcome.target, env, home)
+    written = write_files(outcome, base)
+    for reg in get_adapter(outcome.target).install_registrations(outcome.files, base):
+        outcome.notes.append(register(base / reg.database, reg.table, reg.row))
+    return written
+
+
+def register(database: Path, table: str, row: Mapping[str, Any]) -> str:
+    """Add ``row`` to ``table`` of a client's database unless a row with its key is there;
+    the client's own schema decides which columns are written. Returns what was done."""
+    if not database.is_file():
+        return f"{database}: not found; run the client once (it creates it), then emit --install again"
+    conn = sqlite3.connect(database, timeout=10, isolation_level=None)
+    try:
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+        if not cols:
+            return f"{database}: no table {table}; the session is not registered"
+        keys = [k for k in row if k in cols]
+        cur = conn.execute(f'INSERT OR IGNORE INTO "{table}" ({", ".join(keys)}) VALUES ({", ".join("?" * len(keys))})',
+                           [row[k] for k in keys])
+        return f"{database}: {table} row {'added' if cur.rowcount else 'already there'}"
+    except sqlite3.Error as e:
+        return f"{database}: not registered ({e})"
+    finally:
+        conn.close()
 
 
 def write_files(outcome: EmitOutcome, base: Path) -> list[Path]:

@@ -21,11 +21,12 @@ Guarantees:
   patches, resume snapshots), Qwen Code 0.24 records (``~/.qwen/projects/<slug>/chats``,
   ``ui_telemetry`` usage, helper calls), pi 0.73.1 sessions (``~/.pi/agent/sessions``,
   with branches in place) and Copilot CLI 1.0.102 ``events.jsonl`` + ``workspace.yaml``
-  (``~/.copilot/session-state``), and OpenCode 1.18.33's SQLite database
+  (``~/.copilot/session-state``), Cline CLI 3.0.65 transcripts and manifests
+  (``~/.cline/data/sessions``, JSON documents), and OpenCode 1.18.33's SQLite database
   (``~/.local/share/opencode/opencode.db``: events and the rows they update; its lines are
-  not counted). Gemini CLI, Qwen Code, pi, Copilot and OpenCode files get no
-  markers and are not append targets. Shares of the size: Claude Code 44 %, Codex 23 %,
-  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %.
+  not counted). Gemini CLI, Qwen Code, pi, Copilot, OpenCode and Cline files get no
+  markers and are not append targets. Shares of the size: Claude Code 42 %, Codex 23 %,
+  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %, Cline 2 %.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -1721,6 +1722,67 @@ def copilot_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, targ
                     f"fork_count: 0\ncreated_at: {iso_ms(t0)}\nupdated_at: {iso_ms(t)}\n", t)
 
 
+CLINE_MODELS = ("anthropic/claude-sonnet-4.5", "gpt-5-mini", "qwen3-coder")
+CLINE_SYSTEM_PROMPT = "You are Cline, an AI coding agent.\n" + " ".join(VOCAB[120:380])
+
+
+def cline_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    """Cline CLI 3.0.65: ``~/.cline/data/sessions/<id>/<id>.messages.json`` (one JSON document,
+    indented by two spaces, as the client rewrites it) and the ``<id>.json`` manifest."""
+    model = rng.choice(CLINE_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = f"{t0}_{alnum(rng, 5).lower()}"
+    stats.session("cline", t0, model, cwd)
+    t = t0
+    messages: list[dict[str, Any]] = []
+    size = 0
+    first = pools.text(rng, 10, 300)
+    prompt = first
+    while size < target or not messages:
+        start = len(messages)
+        t += rng.randint(2_000, 600_000)
+        messages.append({"id": uuid4(rng), "role": "user", "ts": t,
+                         "content": [{"type": "text", "text": f'<user_input mode="act">{prompt}</user_input>'}]})
+        for turn in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or turn == 8
+            t += rng.randint(500, 30_000)
+            content: list[dict[str, Any]] = []
+            if rng.random() < 0.3:
+                content.append({"type": "thinking", "thinking": pools.text(rng, 20, 300)})
+            if final or rng.random() < 0.4:
+                content.append({"type": "text", "text": pools.text(rng, 20, 800)})
+            call = "call_" + alnum(rng, 24)
+            command = rng.choice(("ls", "make test", "git diff")) + f" {rng.choice(VOCAB[:200])}"
+            if not final:
+                content.append({"type": "tool_use", "id": call, "name": "run_commands", "input": {"commands": [command]}})
+            inp = rng.randint(2_000, 60_000)
+            messages.append({"id": "msg_" + alnum(rng, 8), "role": "assistant", "content": content, "ts": t,
+                             "modelInfo": {"id": model, "provider": "cline"},
+                             "metrics": {"inputTokens": inp, "outputTokens": rng.randint(20, 2_000),
+                                         "cacheReadTokens": inp * rng.randint(0, 9) // 10, "cacheWriteTokens": 0}})
+            if final:
+                break
+            t += rng.randint(100, 20_000)
+            out = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+            messages.append({"id": "msg_" + alnum(rng, 8), "role": "user", "ts": t, "content": [
+                {"type": "tool_result", "tool_use_id": call, "name": "run_commands",
+                 "content": [{"query": command, "result": out, "success": True}]}]})
+        size += sum(len(orjson.dumps(m)) for m in messages[start:])
+        prompt = pools.text(rng, 10, 300)
+    folder = root / ".cline" / "data" / "sessions" / sid
+    doc = {"version": 1, "updated_at": iso_ms(t), "agent": "lead", "sessionId": sid,
+           "origin": {"source": "cli", "mode": "user", "sessionId": sid, "version": "3.0.65"},
+           "messages": messages, "system_prompt": CLINE_SYSTEM_PROMPT + f"\n4. Working Directory: {cwd}\n"}
+    write_text_file(stats, root, folder / f"{sid}.messages.json", "cline",
+                    orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode(), t)
+    manifest = {"version": 1, "session_id": sid, "source": "cli", "pid": rng.randint(1000, 60000),
+                "started_at": iso_ms(t0), "ended_at": iso_ms(t), "exit_code": 0, "status": "completed",
+                "interactive": False, "provider": "cline", "model": model, "cwd": cwd, "workspace_root": cwd,
+                "enable_tools": True, "enable_spawn": True, "enable_teams": True, "prompt": first,
+                "metadata": {"sessionHistoryOrigin": {"mode": "user", "version": "3.0.65"}, "title": first[:80]}}
+    write_text_file(stats, root, folder / f"{sid}.json", "cline", orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode(), t)
+
+
 def write_text_file(stats: Stats, root: Path, path: Path, vendor: str, text: str, mtime_ms: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode()
@@ -1793,6 +1855,9 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         elif vendor == "copilot":
             target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
             copilot_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "cline":
+            target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
+            cline_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
         else:
             target = min(lognormal_bytes(rng, 24_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
             clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
@@ -1802,8 +1867,8 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
-    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode")
-               if k in stats.v}
+    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
+                                          "cline") if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -1840,8 +1905,8 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 44), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
-                          ("copilot", 4), ("opencode", 3)):
+    for vendor, share in (("claude_code", 42), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
+                          ("copilot", 4), ("opencode", 3), ("cline", 2)):
         budget = rest * share // 100
         n = 1 if vendor == "opencode" else max(1, -(-budget // SHARD))  # one database
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]

@@ -3,9 +3,10 @@
 
 The real files are the test fixtures laid out as each vendor lays them out
 (tests/vendor_home.py: Claude Code, Codex, clm, and the sessions recorded from Gemini CLI,
-Qwen Code, pi, Copilot CLI). Copy ``k`` of each file has every UUID in its bytes and its
-path replaced by another UUID derived from (UUID, k), the same length, so each copy is a
-session of its own (its own source, thread and message ids: nothing is deduplicated
+Qwen Code, pi, Copilot CLI, Cline CLI). Copy ``k`` of each file has every UUID in its bytes and
+its path replaced by another UUID derived from (UUID, k), the same length, and so has every id
+of Cline CLI's shape (``<epoch ms>_<5 or 6 characters>``: its session folders, transcripts and
+manifests are named by it, and it is the thread id), so each copy is a session of its own (its own source, thread and message ids: nothing is deduplicated
 across copies) and every line still parses exactly as the original did. Copies are added
 until the corpus reaches ``--size``. OpenCode's database is left out (one database per
 home: its sessions are not files to copy).
@@ -30,6 +31,9 @@ from vendor_home import build_home  # noqa: E402
 
 FIXED_NAMES = ("logs.json",)
 UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Cline CLI 3.0.65's session and agent ids: 1796185298768_whbno, agent_1796185304894_0tbq3g
+MS_ID = re.compile(rb"(?<![0-9A-Za-z])[0-9]{13}_[0-9a-z]{5,6}(?![0-9A-Za-z])")
+_B36 = b"0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def _variant(u: bytes, k: int) -> bytes:
@@ -45,8 +49,17 @@ def _variant(u: bytes, k: int) -> bytes:
     return bytes(out)
 
 
+def _ms_id_variant(u: bytes, k: int) -> bytes:
+    # the epoch milliseconds kept (they are a time), the characters after them replaced
+    ms, _, tail = u.partition(b"_")
+    h = int.from_bytes(hashlib.sha256(u + b"/%d" % k).digest()[:8], "big")
+    return ms + b"_" + bytes(_B36[(h >> (6 * i)) % 36] for i in range(len(tail)))
+
+
 def replicate(data: bytes, k: int) -> bytes:
-    return data if k == 0 else UUID.sub(lambda m: _variant(m.group(0), k), data)
+    if k == 0:
+        return data
+    return MS_ID.sub(lambda m: _ms_id_variant(m.group(0), k), UUID.sub(lambda m: _variant(m.group(0), k), data))
 
 
 def parse_size(text: str) -> int:

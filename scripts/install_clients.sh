@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the real vendor CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, pi, GitHub Copilot
-# CLI, OpenCode; Aider from PyPI) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
+# CLI, OpenCode, Cline CLI; Aider from PyPI) used by the `clients` tests and by scripts/record_sessions.py into a private folder,
 # never globally.
 #
 #   scripts/install_clients.sh [DIR]      DIR defaults to $SESH_CLIENTS_DIR, then ./.clients
@@ -193,3 +193,16 @@ if [ ! -x "$prefix/node_modules/.bin/kilo" ]; then
         "@kilocode/cli@$kilo_version"
 fi
 echo "kilo: $("$prefix/node_modules/.bin/kilo" --version 2>&1 | tail -n 1)"
+
+# Cline CLI (npm ``cline``: a bundled Bun binary in @cline/cli-linux-x64, no node needed to run
+# it), pinned, in a prefix of its own, DIR/cline (tests/clients/cline.py looks there), installed
+# once: an existing install of the pinned version is kept. CLINE_VERSION="" skips it.
+cline_version="${CLINE_VERSION-3.0.65}"
+if [ -n "$cline_version" ]; then
+    cline_bin="$dir/cline/node_modules/@cline/cli-linux-x64/bin/cline"
+    if [ ! -x "$cline_bin" ] || [ "$("$cline_bin" --version 2>/dev/null)" != "$cline_version" ]; then
+        PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$dir/cline" --no-fund --no-audit \
+            --no-save "cline@$cline_version"
+    fi
+    echo "cline: $("$cline_bin" --version 2>&1)"
+fi

@@ -40,7 +40,8 @@ def digest(root: Path) -> str:
 def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
     for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen"),
-                           (".pi/", "pi"), (".copilot/", "copilot"), (".local/share/opencode/", "opencode")):
+                           (".pi/", "pi"), (".copilot/", "copilot"), (".local/share/opencode/", "opencode"),
+                           (".cline/", "cline")):
         if rel.startswith(prefix):
             return vendor
     return "clm"
@@ -93,6 +94,9 @@ def test_every_line_is_json(corpus: Path) -> None:
         elif p.name == "workspace.yaml":  # Copilot CLI's companion: flat "key: value" lines
             lines = p.read_text().splitlines()
             assert lines[0] == f"id: {p.parent.name}" and all(": " in ln for ln in lines), p
+        elif ".cline/" in p.as_posix():  # Cline CLI: a transcript or a manifest, one JSON document each
+            doc = orjson.loads(p.read_bytes())
+            assert doc.get("sessionId", doc.get("session_id")) == p.parent.name, p
         else:
             assert p.name.endswith(".meta.json"), p
             assert set(orjson.loads(p.read_bytes())) == {"agentType", "description", "toolUseId"}
@@ -123,11 +127,13 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "pi": len(list((corpus / ".pi/agent/sessions").glob("*/*.jsonl"))),
         "copilot": len(list((corpus / ".copilot/session-state").glob("*/events.jsonl"))),
         "opencode": opencode_rows(corpus / ".local/share/opencode/opencode.db", "SELECT count(*) FROM session")[0][0],
+        "cline": len(list((corpus / ".cline/data/sessions").glob("*/*.messages.json"))),
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
-    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode"}
+    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
+                                                "cline"}
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
     blob = b"".join(p.read_bytes() for p in files(corpus) if p.name != "opencode.db").decode()  # (no markers there)
     for marker, d in m["markers"].items():

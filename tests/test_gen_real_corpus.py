@@ -1,6 +1,7 @@
 """scripts/gen_real_corpus.py: every copy of the real fixtures is found and read by ingest
 (named as each vendor names its files), and each copy of a session whose id is a UUID is a
-session of its own (nothing deduplicated across copies). Ids that are not UUIDs (clm's
+session of its own (nothing deduplicated across copies), and so is each copy of a Cline CLI
+session (ids ``<epoch ms>_<characters>``, replaced too). Other ids that are not UUIDs (clm's
 content-hash ids, a fixture's trimmed id) may stay shared between copies."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+MS_ID = re.compile(r"(?<![0-9A-Za-z])[0-9]{13}_[0-9a-z]{5,6}(?![0-9A-Za-z])")  # Cline CLI's
 
 
 def ingest_corpus(tmp: Path, name: str, size: str) -> tuple[Path, sqlite3.Connection]:
@@ -34,6 +36,7 @@ def figures(home: Path, conn: sqlite3.Connection) -> dict[str, int]:
         "paths read": conn.execute("SELECT count(*) FROM source_paths").fetchone()[0],
         "bytes read": conn.execute("SELECT sum(size) FROM source_paths").fetchone()[0],
         "uuid threads": sum(1 for (i,) in conn.execute("SELECT id FROM threads") if UUID.search(i)),
+        "ms-id threads": sum(1 for (i,) in conn.execute("SELECT id FROM threads") if MS_ID.search(i)),
         "adapter errors": conn.execute("SELECT count(*) FROM reports WHERE kind = 'adapter_error'").fetchone()[0],
     }
 
@@ -48,4 +51,5 @@ def test_every_copy_is_read_as_a_session_of_its_own(tmp_path):
     assert three["paths read"] == 3 * one["paths read"]
     assert three["bytes read"] == 3 * one["bytes read"] and three["bytes"] == 3 * one["bytes"]
     assert three["uuid threads"] == 3 * one["uuid threads"]
+    assert one["ms-id threads"] > 0 and three["ms-id threads"] == 3 * one["ms-id threads"]
     assert three["adapter errors"] == one["adapter errors"] == 0

@@ -23,7 +23,6 @@ from tests.vendor_home import build_home
 LINE = b'{"type":"message"}\n'
 # a session file of each known layout without an adapter, relative to HOME
 UNREAD = {
-    "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
     "hermes": (".hermes", ["state.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
@@ -57,7 +56,7 @@ def test_every_next_vendor_is_a_known_layout():
     assert set(UNREAD) == {layout.name for layout in LAYOUTS}
     assert not {layout.name for layout in LAYOUTS} & {a.name for a in VENDORS}
     # an adapter taking a layout's name takes it over: it is no longer listed as unread
-    assert [la.name for la in unread_layouts({"cline", "amp"})] == [n for n in UNREAD if n not in ("cline", "amp")]
+    assert [la.name for la in unread_layouts({"amp"})] == [n for n in UNREAD if n != "amp"]
 
 
 def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home):
@@ -97,7 +96,7 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
 
 
 @pytest.mark.parametrize("var, vendor, rel, under", [
-    ("CLINE_SESSION_DATA_DIR", "cline", "1761000000000/1761000000000.messages.json", ""),
+    ("HERMES_HOME", "hermes", "state.db", ""),
 ])  # fmt: skip
 def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel, under):
     elsewhere = tmp_path / "elsewhere"

@@ -62,7 +62,7 @@ def build_home(home: Path) -> dict[str, Path]:
         shutil.copyfile(f, clm / f.name)
         placed[f.name] = clm / f.name
     homes = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen",
-             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs"}
+             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs", "cline": ".cline/data"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
         if vendor_dir.name.startswith("opencode-"):
@@ -133,4 +133,5 @@ def vendor_env(home: Path) -> dict[str, str]:
         "COPILOT_HOME": str(home / ".copilot"),
         "VIBE_HOME": str(home / ".vibe"),
         "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
+        "CLINE_DIR": str(home / ".cline"),
     }

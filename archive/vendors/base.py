@@ -195,6 +195,18 @@ class Document:
     data: bytes
 
 
+@dataclass(frozen=True)
+class Registration:
+    """A row the client's own index must hold before it resumes an installed session:
+    ``--install`` adds it (``INSERT OR IGNORE``, only the columns the table has) to ``table``
+    of the database at ``database`` (relative to the install base) when that database and
+    table exist, and says so in the report when they do not."""
+
+    database: str
+    table: str
+    row: Mapping[str, Any]
+
+
 #: ``query(sql, params) -> rows``: one read-only statement on the database being read
 #: (``archive.readonly``: read-only URI, busy retried, text as bytes)
 Query = Callable[[str, Sequence[Any]], list]
@@ -589,6 +601,11 @@ class Adapter:
         that project folder instead (only asked when ``relocates``)."""
         root = self.default_roots({}, Path("/"))
         return str(Path(root[0].name) / Path(stored_path).name) if root else Path(stored_path).name
+
+    def install_registrations(self, files: Mapping[str, bytes], base: Path) -> list[Registration]:
+        """Rows the client's own index needs for the session files ``--install`` wrote under
+        ``base`` (relative path -> bytes): most clients find sessions by their files alone."""
+        return []
 
     def companion_markers(self, thread_id: str) -> tuple[str, ...]:
         """Path fragments of sources that belong to a thread without holding its lines

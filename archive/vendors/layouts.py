@@ -4,7 +4,7 @@ sessions, and which files there are sessions (DESIGN.md "Nothing passed over").
 ``ingest`` and ``status`` name every such folder that holds sessions (``archive/unread.py``)
 instead of passing over it in silence. Each entry honours the vendor's own variables, as an
 adapter's ``default_roots`` does. Sources: the vendors' public repositories (OpenClaw
-``docs/reference/session-management-compaction.md``, cline ``sdk/packages/shared/src/storage/paths.ts``,
+``docs/reference/session-management-compaction.md``,
 mistral-vibe ``vibe/core/session/session_logger.py``, agentsview ``internal/parser/``).
 
 Vendors that write inside project folders (Aider, Crush) are found through
@@ -39,19 +39,7 @@ def _data(env: Mapping[str, str], home: Path) -> Path:
     return env_path(env, "XDG_DATA_HOME") or home / ".local" / "share"
 
 
-def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
-    sessions = env_path(env, "CLINE_SESSION_DATA_DIR")
-    if sessions:
-        return [sessions]
-    data = env_path(env, "CLINE_DATA_DIR") or (env_path(env, "CLINE_DIR") or home / ".cline") / "data"
-    return [data / "sessions"]
-
-
-
-
 LAYOUTS: tuple[KnownLayout, ...] = (
-    KnownLayout("cline", ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR"), _cline,
-                ("*/*.messages.json",), "Cline CLI sessions"),
     KnownLayout("hermes", ("HERMES_HOME",), lambda env, home: [env_path(env, "HERMES_HOME") or home / ".hermes"],
                 ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
