@@ -24,7 +24,6 @@ LINE = b'{"type":"message"}\n'
 # a session file of each known layout without an adapter, relative to HOME
 UNREAD = {
     "cline": (".cline/data/sessions", ["1761000000000/1761000000000.messages.json"]),
-    "hermes": (".hermes", ["state.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might

@@ -52,8 +52,6 @@ def _cline(env: Mapping[str, str], home: Path) -> list[Path]:
 LAYOUTS: tuple[KnownLayout, ...] = (
     KnownLayout("cline", ("CLINE_DIR", "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR"), _cline,
                 ("*/*.messages.json",), "Cline CLI sessions"),
-    KnownLayout("hermes", ("HERMES_HOME",), lambda env, home: [env_path(env, "HERMES_HOME") or home / ".hermes"],
-                ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip
