@@ -18,6 +18,10 @@ images -> OpenAI ``image_url`` content parts; injected context and system messag
 out (Hermes writes its own). Hermes keeps no usage per response, only session totals: the
 responses' usage is summed into them (counted). Child threads are not written (counted).
 
+Streamed: each message is written to the document as it is read (the messages read once,
+from any iterable); the head, whose totals and model are known only at the end, is put
+before them last (``EmittedFiles.prepend``), so a long thread is never held whole.
+
 Marks: each message carries the emit mark (``base.mark_record`` over ``parse.digest_form``)
 in ``platform_message_id``, which ``import_sessions`` keeps and Hermes never sends to the
 model; the session's ``model_config`` carries ``{"seshArchive": {"t": thread, "s": totals}}``
@@ -92,7 +96,11 @@ class HermesWriter:
     def __init__(self, thread: Thread, options: EmitOptions, session_id: str) -> None:
         self.thread, self.options, self.session_id = thread, options, session_id
         self.result = EmitResult()
-        self.messages: list[JsonObject] = []
+        self.rel = f"{FOLDER}/{session_id}.json"
+        # the document is written as messages arrive; its head (totals, model: known only at
+        # the end) is put before them when the last one is written
+        self.out = self.result.files.open(self.rel)
+        self.written = 0
         self.totals = dict.fromkeys(TOTALS, 0)
         self.responses = 0
         self.model: str | None = None
@@ -105,7 +113,9 @@ class HermesWriter:
         mark = mark_record(digest_form(msg), m.id if m else None, self.thread.id if self.first else None)[EMIT_MARK]
         self.first = False
         msg["platform_message_id"] = orjson.dumps({EMIT_MARK: mark}).decode()
-        self.messages.append(msg)
+        data = orjson.dumps(msg, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        self.out.write((b",\n    " if self.written else b"\n    ") + data)
+        self.written += 1
 
     def usage(self, m: Message) -> None:
         u = m.usage
@@ -188,10 +198,12 @@ class HermesWriter:
             "model_config": orjson.dumps(config).decode(), "cwd": self.options.cwd or meta.get("cwd"),
             "git_branch": self.options.git_branch or meta.get("gitBranch"), "title": self.thread.title,
             "started_at": _seconds(self.thread.created_at), "system_prompt": self.options.base_instructions,
-            **self.totals, "api_call_count": self.responses, "messages": self.messages,
+            **self.totals, "api_call_count": self.responses,
         }  # fmt: skip
-        rel = f"{FOLDER}/{self.session_id}.json"
-        self.result.files[rel] = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+        # the head object without its closing "\n}", then the messages already written
+        head = orjson.dumps(doc, option=orjson.OPT_INDENT_2)[:-2]
+        self.result.files.prepend(self.rel, head + b',\n  "messages": [')
+        self.out.write(b"\n  ]\n}\n" if self.written else b"]\n}\n")
         self.result.thread_id = self.session_id
         cwd = doc["cwd"] if isinstance(doc["cwd"], str) else None
         self.result.resume_hint = resume_hint(self.session_id, cwd)
