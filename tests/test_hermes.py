@@ -71,6 +71,10 @@ def test_the_wal_is_read_and_the_database_is_left_as_it_was(tmp_path: Path, isol
     usage = archive.conn.execute("SELECT input_tokens, cache_read_tokens, output_tokens, reasoning_tokens "
                                  "FROM usage WHERE thread_id = ?", (SID,)).fetchall()  # fmt: skip
     assert usage == [(417, 417, 76, 9)]
+    # carried by the last answer (the canonical model keeps usage on a message), so a
+    # canonical round trip keeps the session's totals
+    carrier = archive.conn.execute("SELECT message_id FROM usage WHERE thread_id = ?", (SID,)).fetchone()[0]
+    assert carrier == msgs[-1].id and msgs[-1].usage is not None and msgs[-1].usage.output_tokens == 76
     # read-only: the client's files are as they were (no checkpoint, no new file but -shm)
     after = {f.name: f.read_bytes() for f in db_file.parent.iterdir() if f.name != "state.db-shm"}
     assert after == before

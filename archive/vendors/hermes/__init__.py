@@ -9,7 +9,8 @@ file a bare header). ``classify`` calls it ``RECORDS``; ingest opens it read-onl
 
 * ``<db>#<session>.jsonl``: the session's head, then its ``messages`` rows by ``id`` (an
   AUTOINCREMENT: it only grows), so new messages append and a rerun adds nothing;
-* ``<db>#<session>.session.jsonl``: the ``sessions`` row and the ``session_model_usage``
+* ``<db>#<session>.session.jsonl``: the ``sessions`` row (with the id of the last answer
+  Hermes wrote, which carries the totals: ``carrier``) and the ``session_model_usage``
   rows, which Hermes updates in place (title, totals): each change is a new generation.
 
 ``sessions/<id>.jsonl`` (transcripts of gateway sessions and of releases before state.db)
@@ -30,7 +31,7 @@ from ...model import JsonObject, Message, Thread
 from ..base import LINES, RECORDS, SNAPSHOT, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
 from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
-from .parse import NAME, HermesParser
+from .parse import NAME, HermesParser, message_id, message_mark
 
 DB_NAME = "state.db"
 _HEADS = (b'{"table":"sessions","id":', b'{"table":"sessions","row":', b'{"role":"session_meta"')
@@ -45,9 +46,20 @@ def row_line(table: str, row: dict[str, object], **extra: object) -> bytes:
     return orjson.dumps({"table": table, "row": {k: _text(v) for k, v in row.items()}, **extra}) + b"\n"
 
 
+def carrier(sid: str, columns: list[str], messages: Sequence[Sequence[object]]) -> str | None:
+    """The id of the session's last answer Hermes wrote (not one emit wrote, which is the
+    archived thread's message): the message the session's totals are carried by, as the
+    canonical model keeps usage on a message (Hermes keeps none per response)."""
+    for n in range(len(messages) - 1, -1, -1):
+        m = {k: _text(v) for k, v in zip(columns, messages[n])}
+        if m.get("role") == "assistant" and message_mark(m) is None:
+            return message_id(sid, n, m)
+    return None
+
+
 class HermesAdapter(Adapter):
     name = NAME
-    revision = 1
+    revision = 2  # 2: the session's totals carried by its last answer
     emits = True
     restores_by_emit = True
     env_vars = ("HERMES_HOME",)
@@ -111,7 +123,8 @@ class HermesAdapter(Adapter):
             yield Document(f"{path}#{sid}.jsonl",
                            head + b"".join(row_line("messages", dict(zip(mcols, m))) for m in messages))
             yield Document(f"{path}#{sid}.session.jsonl",
-                           row_line("sessions", session, usage_rows=len(usage), schema=schema)
+                           row_line("sessions", session, usage_rows=len(usage), schema=schema,
+                                    carrier=carrier(sid, mcols, messages))
                            + b"".join(row_line("session_model_usage", dict(zip(ucols, u))) for u in usage))
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> HermesParser:

@@ -14,8 +14,9 @@ lines:
   "schema":...}`` (what never changes, but for the store's schema version), then every message row in ``id`` order as
   ``{"table":"messages","row":{<every column>}}``. New messages only append; a rewind or a
   compaction rewrites a row, and the document becomes a new generation (older ones kept).
-* ``<db>#<session>.session.jsonl``: ``{"table":"sessions","row":{...}}`` (the whole session
-  row, a ``side_report`` of the thread) and ``{"table":"session_model_usage","row":{...}}`` per
+* ``<db>#<session>.session.jsonl``: ``{"table":"sessions","row":{...},"usage_rows":N,
+  "schema":S,"carrier":<message id>}`` (the whole session row, a ``side_report`` of the
+  thread; ``carrier`` the message its totals are carried by) and ``{"table":"session_model_usage","row":{...}}`` per
   usage row: rewritten whenever Hermes updates the session, each version a generation.
 
 Rows -> canonical model. Thread id = the session id; ``parent_session_id`` is the parent
@@ -28,7 +29,11 @@ row -> ``ToolResult`` (``tool_call_id``, ``tool_name`` in extra). An inactive ro
 or compacted into a summary) keeps its message with ``extra.active = false`` (and
 ``compacted``). Usage: each ``session_model_usage`` row is a ``UsageRow`` keyed
 ``hermes:<session>:<model>:<provider>:<task>`` (the latest version wins); a session without
-such rows (before schema 20) gets its ``sessions`` totals, keyed ``hermes:<session>``. Hermes
+such rows (before schema 20) gets its ``sessions`` totals, keyed ``hermes:<session>``. The
+totals are carried by the session's last answer Hermes wrote (the session document's
+``carrier``, its message id; an export's last unmarked answer), since the canonical model
+keeps usage on a message: a thread emitted as canonical JSONL and read back keeps them
+(tests/test_contract.py), under the same key. Hermes
 counts ``input_tokens`` apart from cache reads and writes (``agent/usage_pricing.py``
 ``CanonicalUsage``) and ``output_tokens`` with reasoning included, as the neutral buckets
 do; the raw row is kept in ``usage.extra["vendor"]``.
@@ -147,6 +152,15 @@ def message_mark(msg: dict[str, Any]) -> dict[str, Any] | None:
     return {**digest_form(msg), EMIT_MARK: d[EMIT_MARK]}
 
 
+def message_id(sid: str, n: int, m: dict[str, Any]) -> str:
+    """``<session>:<position>:<digest of role, content, call id>``: the same message read
+    from state.db, a JSONL transcript or a snapshot of the session gets the same id (stored
+    once); two different messages at one position (a snapshot that left one out) do not."""
+    content = m.get("content")
+    text = content if isinstance(content, str) else orjson.dumps(_json(content)).decode()
+    return f"{sid}:{n}:{stable_id(m.get('role'), text, m.get('tool_call_id'), length=8)}"
+
+
 def hermes_usage(row: dict[str, Any]) -> Usage:
     """A ``sessions`` or ``session_model_usage`` row's totals in the neutral buckets."""
     vendor = {k: row.get(k) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -198,11 +212,14 @@ class HermesParser:
         self.emitted_from: str | None = s.get("from")  # the session mark's thread (an emitted session)
         self.emitted_totals: list[int] = s.get("totals") or []  # the totals emit wrote into it
         self.n: int = s.get("n", 0)  # messages of the session seen so far (their position)
+        # the message that carries the session's totals (module docstring, "Usage")
+        self.carrier: str | None = s.get("carrier")
 
     def state(self) -> JsonObject:
         out: JsonObject = {}
         for k, v in (("session", self.session), ("model", self.model), ("emitted", self.emitted),
-                     ("from", self.emitted_from), ("totals", self.emitted_totals), ("n", self.n)):
+                     ("from", self.emitted_from), ("totals", self.emitted_totals), ("n", self.n),
+                     ("carrier", self.carrier)):
             if v:
                 out[k] = v
         return out
@@ -214,13 +231,8 @@ class HermesParser:
         return self.session or self.source.source_id
 
     def _next_id(self, m: dict[str, Any], sid: str | None = None) -> str:
-        """``<session>:<position>:<digest of role, content, call id>``: the same message read
-        from state.db, a JSONL transcript or a snapshot of the session gets the same id (stored
-        once); two different messages at one position (a snapshot that left one out) do not."""
         n, self.n = self.n, self.n + 1
-        content = m.get("content")
-        text = content if isinstance(content, str) else orjson.dumps(_json(content)).decode()
-        return f"{sid or self._sid()}:{n}:{stable_id(m.get('role'), text, m.get('tool_call_id'), length=8)}"
+        return message_id(sid or self._sid(), n, m)
 
     # ------------------------------------------------------------------ lines
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
@@ -307,6 +319,8 @@ class HermesParser:
                               endedAt=iso_s(row.get("ended_at")), systemPrompt=bool(row.get("system_prompt")))
 
     def sessions(self, d: dict[str, Any]) -> Iterator[Row]:
+        if isinstance(d.get("row"), dict):
+            self.carrier = nonempty_str(d.get("carrier"))
         yield from self.head(d)
         row = d.get("row")
         if isinstance(row, dict) and nonempty_str(row.get("id")) and _int(d.get("schema")):
@@ -336,7 +350,8 @@ class HermesParser:
         if not any((usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)):
             yield Report(METADATA, "usage totals", "no tokens recorded")
             return
-        yield UsageRow(key, self._sid(), usage, None, model or self.model, iso_s(row.get("last_seen") or row.get("ended_at")))
+        yield UsageRow(key, self._sid(), usage, self.carrier, model or self.model,
+                       iso_s(row.get("last_seen") or row.get("ended_at")))
 
     # ------------------------------------------------------------------ messages
     def message_row(self, d: dict[str, Any]) -> Iterator[Row]:
@@ -358,6 +373,8 @@ class HermesParser:
         record = message_mark(m)
         rows = self._message(m, mid, ts, extra or {}, sid or self._sid())
         if record is None:
+            if m.get("role") == "assistant":
+                self.carrier = mid  # a document's totals follow its messages: its last answer carries them
             yield from rows
         else:
             yield from claim_emitted(record, rows, self.emitted)
