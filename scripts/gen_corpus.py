@@ -24,9 +24,11 @@ Guarantees:
   (``~/.copilot/session-state``), Cline CLI 3.0.65 transcripts and manifests
   (``~/.cline/data/sessions``, JSON documents), and OpenCode 1.18.33's SQLite database
   (``~/.local/share/opencode/opencode.db``: events and the rows they update; its lines are
-  not counted). Gemini CLI, Qwen Code, pi, Copilot, OpenCode and Cline files get no
-  markers and are not append targets. Shares of the size: Claude Code 42 %, Codex 23 %,
-  clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %, Cline 2 %.
+  not counted), and Hermes Agent 0.19.0's ``~/.hermes/state.db`` (sessions, message rows,
+  per-model totals; no lines either). Gemini CLI, Qwen Code, pi, Copilot, OpenCode, Cline and
+  Hermes files get no markers and are not append targets. Shares of the size: Claude Code
+  40 %, Codex 23 %, clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %,
+  Cline 2 %, Hermes 2 %.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -1654,6 +1656,126 @@ def _opencode_session(pools: Pools, stats: Stats, conn: sqlite3.Connection, rng:
     return size, t
 
 
+HERMES_MODELS = (("openrouter", "anthropic/claude-sonnet-4.5"), ("custom", "qwen3-coder"), ("nous", "hermes-4-70b"))
+# the columns of Hermes Agent 0.19.0's state.db (schema 22) that a session of the CLI fills
+HERMES_SCHEMA = """
+    PRAGMA page_size = 4096; PRAGMA journal_mode = DELETE;
+    CREATE TABLE schema_version (version INTEGER NOT NULL);
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT, model_config TEXT,
+        system_prompt TEXT, parent_session_id TEXT, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT,
+        message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0, input_tokens INTEGER DEFAULT 0,
+        output_tokens INTEGER DEFAULT 0, cache_read_tokens INTEGER DEFAULT 0, cache_write_tokens INTEGER DEFAULT 0,
+        reasoning_tokens INTEGER DEFAULT 0, cwd TEXT, billing_provider TEXT, title TEXT,
+        api_call_count INTEGER DEFAULT 0, archived INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id),
+        role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL NOT NULL,
+        token_count INTEGER, finish_reason TEXT, reasoning TEXT, reasoning_content TEXT, reasoning_details TEXT,
+        platform_message_id TEXT, observed INTEGER DEFAULT 0, active INTEGER NOT NULL DEFAULT 1,
+        compacted INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE session_model_usage (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        model TEXT NOT NULL, billing_provider TEXT NOT NULL DEFAULT '', billing_base_url TEXT NOT NULL DEFAULT '',
+        billing_mode TEXT NOT NULL DEFAULT '', task TEXT NOT NULL DEFAULT '', api_call_count INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost_usd REAL NOT NULL DEFAULT 0,
+        actual_cost_usd REAL NOT NULL DEFAULT 0, cost_status TEXT, cost_source TEXT, first_seen REAL, last_seen REAL,
+        PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
+    INSERT INTO schema_version VALUES (22);
+    BEGIN;"""
+
+
+def hermes_db(pools: Pools, stats: Stats, root: Path, seed: int, budget: int) -> None:
+    """Hermes Agent 0.19.0 keeps every session in one SQLite database, ``~/.hermes/state.db``:
+    ``sessions`` (updated in place: totals, title, end), ``messages`` (OpenAI-style rows,
+    ``tool_calls`` as JSON, the shell tool ``terminal`` whose result is JSON text) and
+    ``session_model_usage`` (the session's totals per model; Hermes keeps no usage per
+    response). Written without WAL, in one transaction (bytes a function of the seed); the
+    manifest counts the database file (no lines), as OpenCode's."""
+    path = root / ".hermes" / "state.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(HERMES_SCHEMA)
+    written, i, last = 0, 0, 0
+    while written < budget:
+        rng = Random(f"{seed}:hermes:{i}")
+        target = min(lognormal_bytes(rng, 40_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), budget - written + 3_000)
+        n, last_ms = _hermes_session(pools, stats, conn, rng, target=target, t0=session_start(rng, i))
+        written += n
+        last = max(last, last_ms)
+        i += 1
+    conn.execute("COMMIT")
+    conn.close()
+    os.utime(path, ns=(last * 1_000_000, last * 1_000_000))
+    d = stats.vendor("hermes")
+    d["files"] += 1
+    d["bytes"] += path.stat().st_size
+    stats.largest = max(stats.largest, (path.stat().st_size, path.relative_to(root).as_posix()))
+    stats.last_ms = max(stats.last_ms, last)
+
+
+def _hermes_session(pools: Pools, stats: Stats, conn: sqlite3.Connection, rng: Random, *, target: int,
+                    t0: int) -> tuple[int, int]:
+    provider, model = rng.choice(HERMES_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = _dt.datetime.fromtimestamp(t0 / 1000, tz=_dt.timezone.utc).strftime("%Y%m%d_%H%M%S_") + hexs(rng, 6)
+    stats.session("hermes", t0, model, cwd)
+    t, size, count, calls = t0, 0, 0, 0
+    totals = {"input": 0, "output": 0, "read": 0, "reasoning": 0, "calls": 0}
+
+    def row(role: str, content: str | None, **cols: Any) -> None:
+        nonlocal size, count
+        names = ["session_id", "role", "content", "timestamp", *cols]
+        conn.execute(f"INSERT INTO messages ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                     (sid, role, content, t / 1000, *cols.values()))
+        size += len(content or "") + sum(len(v) for v in cols.values() if isinstance(v, str))
+        count += 1
+
+    title = pools.text(rng, 10, 60).strip() or "session"
+    while size < target:
+        t += rng.randint(2_000, 600_000)
+        row("user", pools.text(rng, 10, 400))
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            t += rng.randint(500, 30_000)
+            reasoning = pools.text(rng, 20, 300) if rng.random() < 0.4 else None
+            text = pools.text(rng, 20, 800) if final or rng.random() < 0.4 else ""
+            inp, out = rng.randint(2_000, 60_000), rng.randint(20, 2_000)
+            read = rng.randint(0, inp)
+            totals["input"] += inp - read
+            totals["read"] += read
+            totals["output"] += out
+            totals["reasoning"] += len(reasoning or "") // 4
+            totals["calls"] += 1
+            if final:
+                row("assistant", text, finish_reason="stop", reasoning=reasoning, reasoning_content=reasoning)
+                break
+            call = "call_" + alnum(rng, 24)
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+            tool_calls = [{"id": call, "call_id": call, "response_item_id": "fc_" + call[5:], "type": "function",
+                           "function": {"name": "terminal", "arguments": orjson.dumps({"command": cmd}).decode()}}]
+            row("assistant", text, tool_calls=orjson.dumps(tool_calls).decode(), finish_reason="tool_calls",
+                reasoning=reasoning, reasoning_content=reasoning)
+            calls += 1
+            t += rng.randint(100, 20_000)
+            output = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+            code = 1 if rng.random() < 0.1 else 0
+            row("tool", orjson.dumps({"output": output, "exit_code": code, "error": None}).decode(),
+                tool_call_id=call, tool_name="terminal")
+    conn.execute("INSERT INTO sessions (id, source, model, model_config, started_at, ended_at, end_reason, message_count, "
+                 "tool_call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+                 "cwd, billing_provider, title, api_call_count) VALUES (?, 'cli', ?, ?, ?, ?, 'cli_close', ?, ?, ?, ?, ?, 0, "
+                 "?, ?, ?, ?, ?)",
+                 (sid, model, '{"max_iterations": 90, "reasoning_config": null, "max_tokens": null}', t0 / 1000, t / 1000,
+                  count, calls, totals["input"], totals["output"], totals["read"], totals["reasoning"], cwd, provider,
+                  title, totals["calls"]))  # fmt: skip
+    conn.execute("INSERT INTO session_model_usage (session_id, model, billing_provider, api_call_count, input_tokens, "
+                 "output_tokens, cache_read_tokens, reasoning_tokens, cost_status, cost_source, first_seen, last_seen) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'unknown', 'none', ?, ?)",
+                 (sid, model, provider, totals["calls"], totals["input"], totals["output"], totals["read"],
+                  totals["reasoning"], t0 / 1000, t / 1000))  # fmt: skip
+    return size, t
+
+
 def copilot_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
     model = rng.choice(COPILOT_MODELS)
     cwd = rng.choice(PROJECTS)
@@ -1828,6 +1950,9 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
     if vendor == "opencode":  # one database, written by one job
         opencode_db(pools, stats, root, seed, budget)
         return stats
+    if vendor == "hermes":  # one database too
+        hermes_db(pools, stats, root, seed, budget)
+        return stats
     tag = vendor if shard == 0 else f"{vendor}:{shard}"
     i = 0
     while stats.vendor(vendor)["bytes"] < budget:
@@ -1868,7 +1993,7 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
     vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
-                                          "cline") if k in stats.v}
+                                          "cline", "hermes") if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -1905,10 +2030,10 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 42), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
-                          ("copilot", 4), ("opencode", 3), ("cline", 2)):
+    for vendor, share in (("claude_code", 40), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
+                          ("copilot", 4), ("opencode", 3), ("cline", 2), ("hermes", 2)):
         budget = rest * share // 100
-        n = 1 if vendor == "opencode" else max(1, -(-budget // SHARD))  # one database
+        n = 1 if vendor in ("opencode", "hermes") else max(1, -(-budget // SHARD))  # one database
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]
     stats = Stats()
     if size >= 64 * MiB:

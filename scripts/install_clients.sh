@@ -140,6 +140,17 @@ if [ -n "$aider_version" ]; then
     echo "aider: $("$aider_venv/bin/aider" --version 2>&1)"
 fi
 
+# Hermes Agent (issue 35), a Python client (PyPI hermes-agent), pinned in a venv of its own,
+# DIR/old/hermes-<version> (tests/clients/hermes_client.py looks there), installed once. It
+# needs Python 3.11 or newer ($HERMES_PYTHON, default python3). About 5 minutes here (2 cores).
+hermes_version="${HERMES_VERSION:-0.19.0}"
+hermes_prefix="$dir/old/hermes-$hermes_version"
+if [ ! -x "$hermes_prefix/bin/hermes" ]; then
+    "${HERMES_PYTHON:-python3}" -m venv "$hermes_prefix"
+    "$hermes_prefix/bin/pip" install --quiet --disable-pip-version-check "hermes-agent==$hermes_version"
+fi
+echo "hermes: $("$hermes_prefix/bin/hermes" --version 2>&1 | head -n 1)"
+
 # Mistral Vibe (PyPI mistral-vibe; tests/clients/vibe_client.py), a Python >= 3.12 package with a
 # Rust CLI, in a virtual environment of its own, DIR/old/vibe-<version>. 3.0.3 pins a certifi
 # release the registry here lacks: 3.0.2 first (its dependencies), then 3.0.3 without its own,

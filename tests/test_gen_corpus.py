@@ -41,7 +41,7 @@ def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
     for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen"),
                            (".pi/", "pi"), (".copilot/", "copilot"), (".local/share/opencode/", "opencode"),
-                           (".cline/", "cline")):
+                           (".cline/", "cline"), (".hermes/", "hermes")):
         if rel.startswith(prefix):
             return vendor
     return "clm"
@@ -91,6 +91,10 @@ def test_every_line_is_json(corpus: Path) -> None:
             jsonl_lines(p)
         elif p.name == "opencode.db":  # OpenCode's database: every event's data is a JSON object
             assert all(isinstance(orjson.loads(d), dict) for (d,) in opencode_rows(p, "SELECT data FROM event"))
+        elif p.name == "state.db":  # Hermes Agent's database: tool calls and terminal results are JSON text
+            rows = opencode_rows(p, "SELECT role, content, tool_calls FROM messages")
+            assert rows and all(isinstance(orjson.loads(c), list) for r, _, c in rows if c is not None)
+            assert all(isinstance(orjson.loads(t), dict) for r, t, _ in rows if r == "tool")
         elif p.name == "workspace.yaml":  # Copilot CLI's companion: flat "key: value" lines
             lines = p.read_text().splitlines()
             assert lines[0] == f"id: {p.parent.name}" and all(": " in ln for ln in lines), p
@@ -128,14 +132,15 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "copilot": len(list((corpus / ".copilot/session-state").glob("*/events.jsonl"))),
         "opencode": opencode_rows(corpus / ".local/share/opencode/opencode.db", "SELECT count(*) FROM session")[0][0],
         "cline": len(list((corpus / ".cline/data/sessions").glob("*/*.messages.json"))),
+        "hermes": opencode_rows(corpus / ".hermes/state.db", "SELECT count(*) FROM sessions")[0][0],
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
     assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
-                                                "cline"}
+                                                "cline", "hermes"}
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
-    blob = b"".join(p.read_bytes() for p in files(corpus) if p.name != "opencode.db").decode()  # (no markers there)
+    blob = b"".join(p.read_bytes() for p in files(corpus) if p.name not in ("opencode.db", "state.db")).decode()  # (no markers there)
     for marker, d in m["markers"].items():
         assert d["occurrences"] >= 1, marker
         assert blob.count(marker) == d["occurrences"], marker
@@ -238,6 +243,16 @@ def test_vendor_shapes(corpus: Path) -> None:
         parts = [e[2]["part"] for e in evs if e[1] == "message.part.updated.1"]
         assert sum(p["type"] == "step-finish" for p in parts) == sum(p["type"] == "step-start" for p in parts) > 0
         assert any(p["type"] == "tool" and p["state"]["status"] == "pending" for p in parts)
+    # Hermes: every message row belongs to a session, each session has one usage row whose
+    # totals are the session's, and each terminal call has its result
+    db = corpus / ".hermes/state.db"
+    sessions = opencode_rows(db, "SELECT id, input_tokens, output_tokens, api_call_count FROM sessions")
+    usage = opencode_rows(db, "SELECT session_id, input_tokens, output_tokens, api_call_count FROM session_model_usage")
+    assert sessions and sorted(sessions) == sorted(usage)
+    assert opencode_rows(db, "SELECT count(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)") == [(0,)]
+    calls = {c["id"] for (tc,) in opencode_rows(db, "SELECT tool_calls FROM messages WHERE tool_calls IS NOT NULL")
+             for c in orjson.loads(tc)}
+    assert calls and calls == {r for (r,) in opencode_rows(db, "SELECT tool_call_id FROM messages WHERE role = 'tool'")}
 
 
 def test_append_adds_complete_lines(corpus: Path, tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ from tests.vendor_home import build_home
 LINE = b'{"type":"message"}\n'
 # a session file of each known layout without an adapter, relative to HOME
 UNREAD = {
-    "hermes": (".hermes", ["state.db"]),
     "amp": (".local/share/amp/threads", ["T-0e7c9d7a-0000-4000-8000-000000000003.json"]),
 }  # fmt: skip
 # a supported vendor's files in a layout its adapter does not take, as a newer release might
@@ -96,7 +95,7 @@ def test_ingest_and_status_name_folders_they_do_not_read(tmp_path, isolated_home
 
 
 @pytest.mark.parametrize("var, vendor, rel, under", [
-    ("HERMES_HOME", "hermes", "state.db", ""),
+    ("XDG_DATA_HOME", "amp", "amp/threads/T-0e7c9d7a-0000-4000-8000-000000000003.json", "amp/threads"),
 ])  # fmt: skip
 def test_unread_roots_honour_the_vendors_variables(tmp_path, monkeypatch, var, vendor, rel, under):
     elsewhere = tmp_path / "elsewhere"

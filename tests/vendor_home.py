@@ -131,6 +131,7 @@ def vendor_env(home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "COPILOT_HOME": str(home / ".copilot"),
+        "HERMES_HOME": str(home / ".hermes"),
         "VIBE_HOME": str(home / ".vibe"),
         "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
         "CLINE_DIR": str(home / ".cline"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import Adapter
 from . import (
-    aider, canonical, claude_code, cline, clm, codex, copilot, crush, factory_droid, gemini, goose, kilo, openclaw,
+    aider, canonical, claude_code, cline, clm, codex, copilot, crush, factory_droid, gemini, goose, hermes, kilo, openclaw,
     opencode, pi, qwen, vibe,
 )
 
@@ -22,7 +22,7 @@ from . import (
 VENDORS: tuple[Adapter, ...] = (
     qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, vibe.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
     openclaw.ADAPTER, pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, kilo.ADAPTER, opencode.ADAPTER,
-    crush.ADAPTER, aider.ADAPTER, factory_droid.ADAPTER, cline.ADAPTER,
+    crush.ADAPTER, aider.ADAPTER, hermes.ADAPTER, factory_droid.ADAPTER, cline.ADAPTER,
     canonical.ADAPTER,
 )
 

@@ -40,8 +40,6 @@ def _data(env: Mapping[str, str], home: Path) -> Path:
 
 
 LAYOUTS: tuple[KnownLayout, ...] = (
-    KnownLayout("hermes", ("HERMES_HOME",), lambda env, home: [env_path(env, "HERMES_HOME") or home / ".hermes"],
-                ("state.db", "sessions/*.jsonl", "sessions/session_*.json"), "Hermes Agent database and sessions"),
     KnownLayout("amp", ("XDG_DATA_HOME",), lambda env, home: [_data(env, home) / "amp" / "threads"],
                 ("T-*.json",), "Amp thread files"),
 )  # fmt: skip
