@@ -13,7 +13,9 @@ Each line is a kosong ``Message`` (``model_dump_json(exclude_none=True)``: ``rol
 * ``_checkpoint`` (``id``: a point ``/undo`` can go back to) and ``_usage`` (``token_count``:
   the size of the context, not a response's usage): ``SKIPPED``;
 * a user message whose every part is wrapped in ``<system>...</system>`` was written by the
-  harness (Kimi's reminders and ``CHECKPOINT n`` markers): ``extra["injected"]``.
+  harness (Kimi's reminders and ``CHECKPOINT n`` markers): ``extra["injected"]``; a
+  subagent's "Your previous response was too brief..." (its runner asks once more when the
+  answer is short) is injected conversation (``extra["conversation"]`` too).
 
 Invariants: a message's id is ``stable_id("kimi", thread, ordinal, digest of its record)``
 (ordinal: messages before it in the file), so a context Kimi rewrites with its system prompt
@@ -39,6 +41,9 @@ from ..base import (
 from .common import NAME, thread_of
 
 _CWD_RE = re.compile(r"The current working directory is `([^`\n]+)`")
+# the prompt a subagent's runner sends when its answer was under 200 characters (kimi-cli
+# 1.51.0 subagents/runner.py SUMMARY_CONTINUATION_PROMPT): the harness's, in the conversation
+_CONTINUATION = "Your previous response was too brief. Please provide a more comprehensive summary"
 _SYSTEM_RE = re.compile(r"^\s*<system>.*</system>\s*$", re.S)
 # fields read into blocks; the rest stays in Message.extra
 _READ = frozenset(("role", "content", "tool_calls", "tool_call_id", EMIT_MARK))
@@ -118,6 +123,8 @@ def to_message(d: JsonObject, thread: str, mid: str, source_id: str | None) -> M
     extra: JsonObject = {k: v for k, v in d.items() if k not in _READ}
     if role == "user" and _injected(d.get("content")):
         extra["injected"] = True
+    elif role == "user" and isinstance(d.get("content"), str) and d["content"].startswith(_CONTINUATION):
+        extra.update(injected=True, conversation=True)
     canonical = {"user": "user", "assistant": "assistant", "tool": "tool", "system": "system"}.get(str(role), "user")
     if canonical != role:
         extra["kimiRole"] = role

@@ -189,6 +189,7 @@ class _Emitter:
                     self.count("tool output: not text, written as JSON text")
                 self._context({"role": "tool", "content": content, "tool_call_id": b.call_id}, m)
             if m.role == "tool" or all(isinstance(b, ToolResult) for b in m.content):
+                self._usage(m)
                 return
         parts: list[JsonObject] = []
         calls: list[JsonObject] = []
@@ -224,14 +225,18 @@ class _Emitter:
             record: JsonObject = {"role": "user", "content": _content(parts)}
             self._context(record, m)
             return
-        if not parts and not calls:
-            return
-        self._close_calls()
-        record = {"role": "assistant", "content": _content(parts)}
-        if calls:
-            record["tool_calls"] = calls
-            self.open_calls = [c["id"] for c in calls]
-        self._context(record, m)
+        if parts or calls:
+            # calls stay open across the assistant messages of one response (a vendor that
+            # writes parallel calls one message each); a prompt closes them
+            record = {"role": "assistant", "content": _content(parts)}
+            if calls:
+                record["tool_calls"] = calls
+                self.open_calls += [c["id"] for c in calls]
+            self._context(record, m)
+        self._usage(m)
+
+    def _usage(self, m: Message) -> None:
+        # the response's usage on the wire, even when nothing of the message could be written
         response = emitted_response(m)
         if m.usage is not None and response is not None:
             u = m.usage

@@ -3,7 +3,8 @@ whole as one line:
 
 * ``state.json`` (``session_state.py``: approval mode, plan mode, the custom title, todos,
   archive flags), rewritten in place: the client's state, never sent to the model:
-  ``SKIPPED`` (kept byte-exact, each rewrite a generation). Its ``custom_title`` is not taken
+  ``SKIPPED`` (kept byte-exact, each rewrite a generation), but for ``archived`` (the user
+  archived the session in Kimi's list): ``metadata.archivedInClient``. Its ``custom_title`` is not taken
   as the title: 1.51.0 writes a subagent's prompt there.
 * a subagent's ``meta.json`` (``subagents/store.py``: ``agent_id``, ``subagent_type``,
   ``status``, ``description``, ``created_at``): the child thread's ``agentId``, ``title``
@@ -40,7 +41,9 @@ class SideParser:
             return iter([d])
         if Path(self.source.path).name == "meta.json" or "subagent_type" in d:
             return iter(list(self._meta(d)))
-        return iter([Report(SKIPPED, "state.json (the session's approval, plan and title state)", None)])
+        # the one fact kept: the user archived the session in Kimi's session list
+        fact = ThreadFact(self.thread, {"metadata": {"archivedInClient": d.get("archived") is True}})
+        return iter([fact, Report(SKIPPED, "state.json (the session's approval, plan and title state)", None)])
 
     def _meta(self, d: JsonObject) -> Iterator[Row]:
         fields: JsonObject = {}

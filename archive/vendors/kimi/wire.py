@@ -20,7 +20,7 @@ Invariants:
   calls and results): ``DUPLICATE``, kept byte-exact in the source layer; client events
   (steps, approvals, hooks, MCP, status without usage): ``SKIPPED``.
 * **Thread facts**: the first event's time is ``createdAt``; the first prompt's text (50
-  characters) the ``title``; the protocol version ``metadata.wireProtocol`` (and, as no Kimi
+  characters) the ``title`` of a session (a subagent's is its ``meta.json`` description); the protocol version ``metadata.wireProtocol`` (and, as no Kimi
   file names the client's release, ``metadata.version`` = ``wire <protocol>``); a
   ``SubagentEvent`` names its subagent's thread (``<session>/<agent id>``), its parent and
   its type. Never raises on input.
@@ -119,7 +119,8 @@ class WireParser:
                 return
             yield Report(SKIPPED, "StatusUpdate without token usage", None)
             return
-        if kind == "TurnBegin" and top and not self.titled:
+        # a subagent's title is its description (meta.json, side.py), not its prompt
+        if kind == "TurnBegin" and top and not self.titled and thread == self.session:
             text = _text(payload.get("user_input"))
             if text:
                 self.titled = True
