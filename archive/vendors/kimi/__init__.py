@@ -49,7 +49,6 @@ class KimiAdapter(Adapter):
     tool_kinds = {"Shell": "shell", "ReadFile": "read", "ReadMediaFile": "read", "Glob": "search", "Grep": "search",
                   "WriteFile": "edit", "StrReplaceFile": "edit", "SearchWeb": "web", "FetchURL": "web",
                   "Agent": "agent", "SetTodoList": "plan", "ExitPlanMode": "plan", "EnterPlanMode": "plan",
-                  "AskUserQuestion": "ask", "TaskList": "shell", "TaskOutput": "shell", "TaskStop": "shell",
                   "Think": "plan"}  # fmt: skip
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
