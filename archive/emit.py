@@ -20,7 +20,9 @@ Invariants:
   past a few MB), so memory stays flat however long the thread (README benchmarks).
 * **``--install`` never overwrites:** every target is checked first; each file is written
   to a temporary name in its folder and hard-linked into place (which fails if the name
-  exists), so a concurrent writer or a crash never leaves a half-written session.
+  exists), so a concurrent writer or a crash never leaves a half-written session. The one
+  exception is an index the target's client finds sessions through (``Adapter.merge_installed``):
+  the user's file, with the session added by the adapter, replaces it atomically.
 """
 
 from __future__ import annotations
@@ -254,7 +256,8 @@ def register(database: Path, table: str, row: Mapping[str, Any]) -> str:
 
 def write_files(outcome: EmitOutcome, base: Path) -> list[Path]:
     """Write every file under ``base`` atomically; refuse (before writing anything) if any exists."""
-    return _write_atomically(outcome, [(base / rel, rel) for rel in sorted(outcome.files)])
+    # normalised: a file beside the vendor's root folder is named through it ("sessions/../kimi.json")
+    return _write_atomically(outcome, [(Path(os.path.normpath(base / rel)), rel) for rel in sorted(outcome.files)])
 
 
 def write_file(outcome: EmitOutcome, path: Path) -> list[Path]:
@@ -263,8 +266,24 @@ def write_file(outcome: EmitOutcome, path: Path) -> list[Path]:
     return _write_atomically(outcome, [(path, rel)])
 
 
+def _merged(outcome: EmitOutcome, targets: list[tuple[Path, str]]) -> dict[Path, bytes]:
+    """The existing files the target's adapter merges the emitted one into (an index that
+    must name the session: ``Adapter.merge_installed``), as they will be written."""
+    if outcome.target == MARKDOWN:
+        return {}
+    adapter = get_adapter(outcome.target)
+    out = {}
+    for path, rel in targets:
+        if path.is_file() and not path.is_symlink():
+            merged = adapter.merge_installed(rel, path.read_bytes(), b"".join(file_chunks(outcome.files, rel)))
+            if merged is not None:
+                out[path] = merged
+    return out
+
+
 def _write_atomically(outcome: EmitOutcome, targets: list[tuple[Path, str]]) -> list[Path]:
-    existing = [str(p) for p, _ in targets if p.exists() or p.is_symlink()]
+    merged = _merged(outcome, targets)
+    existing = [str(p) for p, _ in targets if (p.exists() or p.is_symlink()) and p not in merged]
     if existing:
         raise ArchiveError("refusing to overwrite: " + ", ".join(existing))
     written = []
@@ -273,14 +292,17 @@ def _write_atomically(outcome: EmitOutcome, targets: list[tuple[Path, str]]) -> 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as f:
-                for chunk in file_chunks(outcome.files, rel):
+                for chunk in [merged[path]] if path in merged else file_chunks(outcome.files, rel):
                     f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise ArchiveError(f"refusing to overwrite: {path}")
+            if path in merged:
+                os.replace(tmp, path)  # the user's index, with the session added
+            else:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise ArchiveError(f"refusing to overwrite: {path}")
         finally:
             if tmp.exists():
                 tmp.unlink()

@@ -216,4 +216,29 @@ if [ -n "$cline_version" ]; then
             --no-save "cline@$cline_version"
     fi
     echo "cline: $("$cline_bin" --version 2>&1)"
+# Kimi CLI (issue 35; PyPI kimi-cli; tests/clients/kimi_client.py), a Python >= 3.12 package,
+# in a virtual environment of its own, DIR/old/kimi-cli-<version>, installed once. 1.51.0: the
+# last release that runs (1.52.0 only prints that kimi-cli is no longer maintained). Under
+# pyenv's 3.12.1 it fails at its start (TypeError in a slots dataclass, utils/slashcmd.py):
+# Python 3.13 ($KIMI_PYTHON, python3.13 on PATH, or pyenv's 3.13+). Skipped, with a message,
+# when none is found.
+kimi_version="${KIMI_VERSION:-1.51.0}"
+kimi_prefix="$dir/old/kimi-cli-$kimi_version"
+kimi_python="${KIMI_PYTHON:-}"
+if [ -z "$kimi_python" ]; then
+    for candidate in python3.13 python3.14 "$HOME"/.pyenv/versions/3.1[3-9]*/bin/python /root/.pyenv/versions/3.1[3-9]*/bin/python; do
+        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null; then
+            kimi_python="$candidate"
+            break
+        fi
+    done
+fi
+if [ -x "$kimi_prefix/bin/kimi" ]; then
+    echo "kimi: $kimi_version"
+elif [ -z "$kimi_python" ]; then
+    echo "kimi: skipped (no Python >= 3.13; set KIMI_PYTHON): the Kimi CLI client tests will skip"
+else
+    "$kimi_python" -m venv "$kimi_prefix"
+    "$kimi_prefix/bin/pip" install --quiet "kimi-cli==$kimi_version"
+    echo "kimi: $kimi_version"
 fi

@@ -50,6 +50,7 @@ _VENDOR_HOMES = {
     "GEMINI_CLI_HOME": "",
     "QWEN_HOME": ".qwen",
     "VIBE_HOME": ".vibe",
+    "KIMI_SHARE_DIR": ".kimi",
 }
 # the archive's own variables: a caller's value would send a test to the caller's archive
 _ARCHIVE_VARS = ("SESH_ARCHIVE_DB", "SESH_ARCHIVE_PRICES", "SESH_ARCHIVE_MAX_LINE")

@@ -76,7 +76,7 @@ def test_neutral_tool_kinds_apply_to_every_vendor(tmp_path: Path) -> None:
     shell_names = conn.execute(
         "SELECT t.provider, b.tool_name, count(*) FROM blocks b JOIN messages m ON m.id = b.message_id "
         "JOIN threads t ON t.id = m.thread_id WHERE b.type = 'tool_call' AND b.tool_name IN "
-        "('Bash', 'shell', 'shell_command', 'exec_command', 'shell_exec', 'bash', 'run_shell_command', 'run_commands') "
+        "('Bash', 'shell', 'shell_command', 'exec_command', 'shell_exec', 'bash', 'run_shell_command', 'run_commands', 'Shell') "
             "GROUP BY 1, 2").fetchall()
     providers = {p for p, _n, _c in shell_names}
     assert {"copilot", "pi", "gemini", "qwen", "opencode", "claude-code", "codex", "cline"} <= providers  # every vendor ran a shell

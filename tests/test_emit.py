@@ -55,7 +55,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
         originals.setdefault(hashlib.sha256(p.read_bytes()).hexdigest(), []).append(p)
     covered: set[Path] = set()
     for tid, provider in db.execute(
-        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','gemini','qwen','pi','copilot','vibe','cline') AND (parent_thread_id IS NULL "
+        "SELECT id, provider FROM threads t WHERE provider IN ('claude-code','codex','clm','gemini','qwen','pi','copilot','vibe','cline','kimi') AND (parent_thread_id IS NULL "
         "OR NOT EXISTS (SELECT 1 FROM threads p WHERE p.id = t.parent_thread_id) "  # orphan subagent files too
         "OR json_extract(t.metadata, '$.forkedFrom') IS t.parent_thread_id)"  # and forks: sessions of their own
     ).fetchall():
@@ -75,7 +75,7 @@ def test_same_vendor_emit_is_byte_exact_for_every_fixture(archive, tmp_path):
     assert missing == set()
 
 
-@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "canonical"])
+@pytest.mark.parametrize("target", ["claude-code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "kimi", "canonical"])
 def test_cross_vendor_emit_ingests_back_to_the_same_conversation(archive, tmp_path, target):
     from archive.thread_view import own_messages as load_thread
 

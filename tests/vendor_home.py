@@ -62,7 +62,8 @@ def build_home(home: Path) -> dict[str, Path]:
         shutil.copyfile(f, clm / f.name)
         placed[f.name] = clm / f.name
     homes = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini", "qwen": ".qwen",
-             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs", "cline": ".cline/data"}
+             "pi": ".pi/agent", "copilot": ".copilot", "vibe": ".vibe/logs", "cline": ".cline/data",
+             "kimi": ".kimi"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
         if vendor_dir.name.startswith("opencode-"):
@@ -133,6 +134,7 @@ def vendor_env(home: Path) -> dict[str, str]:
         "COPILOT_HOME": str(home / ".copilot"),
         "HERMES_HOME": str(home / ".hermes"),
         "VIBE_HOME": str(home / ".vibe"),
+        "KIMI_SHARE_DIR": str(home / ".kimi"),
         "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
         "CLINE_DIR": str(home / ".cline"),
     }

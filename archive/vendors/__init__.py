@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import Adapter
 from . import (
-    aider, canonical, claude_code, cline, clm, codex, copilot, crush, factory_droid, gemini, goose, hermes, kilo, openclaw,
+    aider, canonical, claude_code, cline, clm, codex, copilot, crush, factory_droid, gemini, goose, hermes, kilo, kimi, openclaw,
     opencode, pi, qwen, vibe,
 )
 
@@ -18,9 +18,9 @@ from . import (
 # documents before OpenCode's, which wear the same {"table":"session","row":...} envelope
 # (Goose's session row names a ``working_dir``); Kilo before OpenCode for the same reason
 # (its rows are OpenCode's; detect reads the release). Mistral Vibe before clm: clm's
-# session ids are loose enough to take Vibe's ``messages.jsonl``
+# session ids are loose enough to take Vibe's ``messages.jsonl``; Kimi CLI before clm for the same reason
 VENDORS: tuple[Adapter, ...] = (
-    qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, vibe.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
+    qwen.ADAPTER, claude_code.ADAPTER, codex.ADAPTER, vibe.ADAPTER, kimi.ADAPTER, clm.ADAPTER, gemini.ADAPTER,
     openclaw.ADAPTER, pi.ADAPTER, copilot.ADAPTER, goose.ADAPTER, kilo.ADAPTER, opencode.ADAPTER,
     crush.ADAPTER, aider.ADAPTER, hermes.ADAPTER, factory_droid.ADAPTER, cline.ADAPTER,
     canonical.ADAPTER,

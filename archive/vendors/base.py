@@ -612,6 +612,12 @@ class Adapter:
         (images, spooled outputs): they travel with a byte-exact copy of the thread."""
         return ()
 
+    def merge_installed(self, rel: str, existing: bytes, emitted: bytes) -> bytes | None:
+        """An emitted file that already exists where ``--install`` writes it: the bytes to
+        write instead (an index the client finds sessions through, the user's own with the
+        emitted entry added), or None to refuse (the default: nothing is overwritten)."""
+        return None
+
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         """The shell command that resumes an installed session, every argument quoted."""
         return None

@@ -1,0 +1,60 @@
+"""Kimi CLI's layout and the ids shared by its parsers and its emitter.
+
+Layout (kimi-cli 1.51.0 ``session.py``, ``metadata.py``, ``subagents/store.py``), under
+``$KIMI_SHARE_DIR`` (default ``~/.kimi``):
+
+* ``kimi.json``: the work folders Kimi knows (``work_dirs``: ``path``, ``kaos``,
+  ``last_session_id``); a session is found only through its folder's entry;
+* ``sessions/<md5 of the work folder>/<session uuid>/`` (``<kaos>_<md5>`` for a non-local
+  KAOS): ``context.jsonl`` (what the model is sent), ``wire.jsonl`` (the UI event log),
+  ``state.json`` (approval and title state), ``context_<n>.jsonl`` (a context rotated away
+  by ``/clear`` or a compaction);
+* ``<session>/subagents/<agent id>/``: a subagent's own ``context.jsonl``, ``wire.jsonl``,
+  ``meta.json`` (its type, description, parent tool call), ``prompt.txt`` and ``output``;
+* releases before the session folders kept ``sessions/<md5>/<session uuid>.jsonl`` (the
+  context alone; 1.51.0 moves it into the folder when it opens the session).
+
+Invariants: thread ids come from the path (the session folder's uuid, ``<session>/<agent
+id>`` for a subagent), what Kimi itself finds a session by; a file given without its folder
+gets ``kimi-<stable id of its source>``. Never raises on input.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..base import stable_id
+
+NAME = "kimi"
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# a work folder's md5, with the KAOS name in front for a non-local one
+WORKDIR_RE = re.compile(r"^(?:[A-Za-z0-9_-]+_)?[0-9a-f]{32}$")
+CONTEXT_RE = re.compile(r"^context(?:_\d+)?\.jsonl$")
+SUBAGENTS = "subagents"
+
+
+def session_parts(path: str | Path) -> tuple[str, str | None] | None:
+    """(session uuid, agent id or None) of a file in a Kimi session folder, from its path;
+    None when the path is not in one."""
+    parts = Path(path).parts
+    if len(parts) >= 4 and parts[-3] == SUBAGENTS and UUID_RE.match(parts[-4]):
+        return parts[-4], parts[-2]
+    if len(parts) >= 2 and UUID_RE.match(parts[-2]):
+        return parts[-2], None
+    if len(parts) >= 2 and WORKDIR_RE.match(parts[-2]) and parts[-1].endswith(".jsonl") \
+            and UUID_RE.match(parts[-1][:-6]):
+        return parts[-1][:-6], None  # the old layout: sessions/<md5>/<uuid>.jsonl
+    return None
+
+
+def child_thread(session: str, agent_id: str) -> str:
+    return f"{session}/{agent_id}"
+
+
+def thread_of(path: str, source_id: str) -> str:
+    found = session_parts(path)
+    if found is None:
+        return f"{NAME}-" + stable_id(source_id, "session")
+    session, agent = found
+    return session if agent is None else child_thread(session, agent)
