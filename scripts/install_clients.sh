@@ -216,6 +216,7 @@ if [ -n "$cline_version" ]; then
             --no-save "cline@$cline_version"
     fi
     echo "cline: $("$cline_bin" --version 2>&1)"
+fi
 # Kimi CLI (issue 35; PyPI kimi-cli; tests/clients/kimi_client.py), a Python >= 3.12 package,
 # in a virtual environment of its own, DIR/old/kimi-cli-<version>, installed once. 1.51.0: the
 # last release that runs (1.52.0 only prints that kimi-cli is no longer maintained). Under
