@@ -6,7 +6,7 @@ Invariants:
 * **One renderer each.** The HTML is the conversation page's: ``web.conversation.load_page``
   reads the thread, ``bubbles``/``block_html`` make its blocks (tool calls folded by kind,
   results beside their call, edits and patches as coloured diffs), the same page layout.
-  The Markdown is ``emit --to markdown``'s (``render.thread_markdown`` of ``queries.show``,
+  The Markdown is ``emit --to markdown``'s (``render.thread_markdown`` of ``thread_view.load_view``,
   unfolded), with the child threads after it.
 * **One file, nothing loaded.** The HTML holds its styles (sesh.css and Pygments' CSS
   inlined), images as ``data:`` URIs of the archive's blobs, no script, font, stylesheet

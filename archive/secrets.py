@@ -475,7 +475,7 @@ def redact_outcome(conn: sqlite3.Connection, outcome: Any) -> int:
 
 
 def redact_view(conn: sqlite3.Connection, view: Any) -> Any:
-    """A ``queries.ThreadView`` whose messages (read lazily, page by page) and summary are masked."""
+    """A ``thread_view.ThreadView`` whose messages (read lazily, page by page) and summary are masked."""
     red = redactor_for_threads(conn, thread_scope(conn, view.thread.id))
     if not red:
         return view

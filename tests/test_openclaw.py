@@ -225,3 +225,31 @@ def test_emit_files_the_session_under_the_configured_workspace(tmp_path: Path) -
     out = emit_thread(db, SID, "openclaw", exact=False, configured=configured)
     (session,) = [p for p in out.files if p.endswith(".jsonl")]
     assert orjson.loads(dict(out.files)[session].split(b"\n", 1)[0])["cwd"] == "/srv/claw"
+
+
+def test_a_file_given_by_hand_changes_hands_once_it_shows_whose_it_is(tmp_path: Path) -> None:
+    """OpenClaw 2026.7.1's session header and first entries are pi's format 3: read by hand
+    while that short, the file is pi's; once OpenClaw's records arrive, the source changes
+    hands and the archive equals one read of the whole file (a cut Hypothesis found in
+    test_contract's incremental test)."""
+    from ingest_helpers import portable_dump
+
+    data = (Path(__file__).parent / "fixtures" / "openclaw" / "openclaw-2026.7.1-exec.jsonl").read_bytes()
+    whole = tmp_path / "whole" / "s.jsonl"
+    whole.parent.mkdir()
+    whole.write_bytes(data)
+    db_whole = open_db(tmp_path / "whole.db")
+    ingest_paths(db_whole, [whole], IngestOptions(idle_seconds=10**9, batch_lines=5))
+    growing = tmp_path / "grow" / "s.jsonl"
+    growing.parent.mkdir()
+    head = data[: data.index(b"\n", data.index(b"\n") + 1) + 1]  # the header and the model change
+    growing.write_bytes(head)
+    db = open_db(tmp_path / "inc.db")
+    ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
+    assert db.execute("SELECT provider FROM sources").fetchall() == [("pi",)]  # what those lines are alone
+    growing.write_bytes(data)
+    ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
+    assert db.execute("SELECT provider FROM sources").fetchall() == [("openclaw",)]
+    assert portable_dump(db) == portable_dump(db_whole)
+    ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))  # and a rerun changes nothing
+    assert portable_dump(db) == portable_dump(db_whole)

@@ -21,7 +21,7 @@ from archive.marks import note, star, tag
 from archive.pg import connect
 from archive.pg import queries as team
 from archive.pricing import load_prices
-from archive.projection import load_view
+from archive.thread_view import MessagePages, load_view
 from archive.push import PushOptions, push
 from archive.sql_dialect import POSTGRES, _format_style
 from tests.test_forks import FORKS, scenario, session_files
@@ -123,12 +123,12 @@ def test_show_and_resolve_are_the_same_on_both(both) -> None:
     db, conn = both
     ids = [r["id"] for r in queries.threads(db, limit=None)]
     for tid in ids:
-        mine, theirs = queries.show(db, tid), team.show(conn, tid)
+        mine, theirs = load_view(db, tid), team.show(conn, tid)
         assert (theirs.thread, theirs.summary, theirs.children) == (mine.thread, mine.summary, mine.children), tid
         # the same conversation; a tool output the vendor kept in a companion file is read in full
         # by the local archive only (the companions are not pushed)
         assert [m.id for m in theirs.messages] == [m.id for m in mine.messages], tid
-        assert list(theirs.messages) == load_view(db.conn, tid), tid
+        assert list(theirs.messages) == list(MessagePages(db, tid, full_outputs=False)), tid
     for ref in sorted({i[:n] for i in ids for n in (1, 3, 8)} | {"", "  ", "no-such-thread"}):
         answers = []
         for resolve in (lambda: queries.resolve_thread(db, ref), lambda: team.resolve_thread(conn, ref)):

@@ -25,6 +25,7 @@ from archive.db import open_db
 from archive.ingest import IngestOptions, ingest_paths, rebuild
 from archive.pg import connect
 from archive.pg import queries as team
+from archive.thread_view import load_view
 from archive.pricing import load_prices
 from archive.push import PushOptions, push
 from tests.ingest_helpers import canonical_lines, write_lines
@@ -197,7 +198,7 @@ def test_team_totals_equal_one_archive_of_both_machines(tmp_path, monkeypatch, p
     f = queries.Filters(project="/work", since="2026-01-01")
     assert team.threads(conn, f, limit=5) == queries.threads(db, f, limit=5)
     for tid in ("shared-thread", "b-thread-3"):
-        mine, theirs = queries.show(db, tid), team.show(conn, tid)
+        mine, theirs = load_view(db, tid), team.show(conn, tid)
         # the local view reads its messages a page at a time (MessagePages): compare the lists
         assert (theirs.thread, list(theirs.messages), theirs.children) == (mine.thread, list(mine.messages), mine.children)
         assert theirs.summary == mine.summary
@@ -405,7 +406,7 @@ def test_nul_characters_arrive_as_replacement_characters(tmp_path, pg_url):
     raw = conn.execute("SELECT data FROM source_lines ORDER BY \"offset\" LIMIT 1 OFFSET 1").fetchone()[0]
     assert bytes(raw) == lines[1]  # the source layer keeps the exact bytes
     # and the block keeps its exact text in extra: the message reads back as it was
-    assert list(team.show(conn, "nul-thread").messages) == list(queries.show(db, "nul-thread").messages)
+    assert list(team.show(conn, "nul-thread").messages) == list(load_view(db, "nul-thread").messages)
     conn.close()
 
 
@@ -460,7 +461,7 @@ def test_threads_and_messages_of_the_local_store_are_pushed(tmp_path, pg_url):
     store.append_message(Message(id="n1", thread_id="notes", role="user", ts="2026-01-01T00:00:01Z", content=(Text("hi"),)))
     push(open_db(path), pg_url)
     conn = connect(pg_url)
-    assert list(team.show(conn, "notes").messages) == list(queries.show(open_db(path), "notes").messages)
+    assert list(team.show(conn, "notes").messages) == list(load_view(open_db(path), "notes").messages)
     store.put_thread(Thread(id="notes", created_at="2026-01-01T00:00:00Z", title="renamed"))
     store.append_message(Message(id="n2", thread_id="notes", role="user", ts="2026-01-01T00:00:02Z", content=(Text("again"),)))
     s = push(open_db(path), pg_url)

@@ -47,7 +47,7 @@ from .options import (
     max_line_bytes,
 )
 from .reader import _first_line, _open_stream, _parses
-from .rederive import rederive_outranked
+from .rederive import rederive, rederive_outranked
 from .writer import LineWriter
 
 
@@ -347,8 +347,41 @@ class Engine(Generations, LineWriter):
         fingerprint, terminated, line = first
         if not terminated and not (idle and (line is None or _parses(line))):
             return None  # no complete first line yet: nothing is recorded, the next run retries
+        self._reidentify(adapter, fingerprint, path)
         gen = self._choose_generation(adapter, fingerprint, path, st)
         return self._read_lines(cand, st, gen, idle)
+
+    def _reidentify(self, adapter: Any, fingerprint: str, path: Path) -> None:
+        """A file recognised by its content alone (given by hand, outside its vendor's folders)
+        may open with lines two vendors share: OpenClaw 2026.7.1's session header and first
+        entries are pi's format 3, and OpenClaw's own records come later. Read while it was
+        that short, it went to the first vendor that recognised it; once more of it shows
+        whose it is, the source (same path, same first line) changes hands, and its stored
+        lines are derived again by the right adapter, as one read of the whole file gives."""
+        at = self._source_for_path(path)
+        if at is None:
+            return
+        sid, _uid, kind = at
+        (old,) = self.conn.execute("SELECT provider FROM sources WHERE id = ?", (sid,)).fetchone()
+        if old == adapter.name or self.conn.execute(
+                "SELECT 1 FROM source_fingerprints WHERE source_id = ? AND provider = ? AND fingerprint = ?",
+                (sid, old, fingerprint)).fetchone() is None:  # fmt: skip
+            return
+        threads = {r[0] for r in self.conn.execute(
+            "SELECT thread_id FROM thread_facts WHERE source_id = ? UNION SELECT thread_id FROM messages WHERE source_id = ?",
+            (sid, sid))}  # fmt: skip
+        uid = self._new_uid(adapter.name, fingerprint, adapter.session_key(path), path)
+        self.conn.execute("UPDATE sources SET provider = ?, uid = ? WHERE id = ?", (adapter.name, uid, sid))
+        self.conn.execute("UPDATE source_fingerprints SET provider = ? WHERE source_id = ?", (adapter.name, sid))
+        for tid in threads:  # the old vendor's claim on the ids, unless another of its sources holds them
+            vendor_id = tid.removeprefix(f"{old}-")
+            if self.conn.execute(
+                    "SELECT 1 FROM sources s WHERE s.provider = ? AND s.id != ? AND (EXISTS (SELECT 1 FROM thread_facts f "
+                    "WHERE f.source_id = s.id AND f.thread_id = ?) OR EXISTS (SELECT 1 FROM messages m "
+                    "WHERE m.source_id = s.id AND m.thread_id = ?))", (old, sid, tid, tid)).fetchone() is None:  # fmt: skip
+                self.conn.execute("DELETE FROM thread_claims WHERE thread_id = ? AND provider = ?", (vendor_id, old))
+        self.names.discard()
+        rederive(self, [(sid, uid, adapter.name, kind)])
 
     def _ingest_snapshot(self, cand: Candidate, st: os.stat_result) -> int | None:
         path, adapter = cand.path, cand.adapter
