@@ -248,8 +248,9 @@ def test_a_file_given_by_hand_changes_hands_once_it_shows_whose_it_is(tmp_path: 
     ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
     assert db.execute("SELECT provider FROM sources").fetchall() == [("pi",)]  # what those lines are alone
     growing.write_bytes(data)
-    ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
+    summary = ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))
     assert db.execute("SELECT provider FROM sources").fetchall() == [("openclaw",)]
+    assert any("read as pi while it was short, now openclaw's" in w for w in summary.warnings)  # said, not silent
     assert portable_dump(db) == portable_dump(db_whole)
     ingest_paths(db, [growing], IngestOptions(idle_seconds=10**9, batch_lines=5))  # and a rerun changes nothing
     assert portable_dump(db) == portable_dump(db_whole)

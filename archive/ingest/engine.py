@@ -358,12 +358,13 @@ class Engine(Generations, LineWriter):
         that short, it went to the first vendor that recognised it; once more of it shows
         whose it is, the source (same path, same first line) changes hands, and its stored
         lines are derived again by the right adapter, as one read of the whole file gives."""
-        at = self._source_for_path(path)
-        if at is None:
-            return
-        sid, _uid, kind = at
-        (old,) = self.conn.execute("SELECT provider FROM sources WHERE id = ?", (sid,)).fetchone()
-        if old == adapter.name or self.conn.execute(
+        at = self.conn.execute(
+            "SELECT s.id, s.kind, s.provider FROM source_paths p JOIN sources s ON s.id = p.source_id WHERE p.path = ?",
+            (str(path),)).fetchone()  # fmt: skip
+        if at is None or at[2] == adapter.name:
+            return  # the common case, one indexed lookup: a new file, or the same vendor's
+        sid, kind, old = at
+        if self.conn.execute(
                 "SELECT 1 FROM source_fingerprints WHERE source_id = ? AND provider = ? AND fingerprint = ?",
                 (sid, old, fingerprint)).fetchone() is None:  # fmt: skip
             return
@@ -382,6 +383,7 @@ class Engine(Generations, LineWriter):
                 self.conn.execute("DELETE FROM thread_claims WHERE thread_id = ? AND provider = ?", (vendor_id, old))
         self.names.discard()
         rederive(self, [(sid, uid, adapter.name, kind)])
+        self.summary.warnings.append(f"{path}: read as {old} while it was short, now {adapter.name}'s: derived again")
 
     def _ingest_snapshot(self, cand: Candidate, st: os.stat_result) -> int | None:
         path, adapter = cand.path, cand.adapter
