@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sqlite_utils import Database
@@ -117,10 +118,25 @@ class ThreadView:
     summary: dict[str, Any]  # the thread's ``queries.threads`` row ({} when loaded without summaries)
     messages: Iterable[Message]  # MessagePages: iterate (more than once if needed), len() counts
     children: list[dict[str, Any]]  # ``queries.threads`` rows of the direct child threads, oldest first
-    descendants: list[str] = field(default_factory=list)  # the session's child threads at every depth
-    ancestors: list[str] = field(default_factory=list)  # the threads whose history a fork inherits, nearest first
-    session: str = ""  # the thread that is the session its client resumes (itself, or a subagent's top)
     children_total: int = 0  # every direct child, summarised in ``children`` or not
+    # The session's shape below is read on first use only (show and the MCP overview never ask):
+    # ``db`` is the database the view was loaded from; a view built without one has none.
+    db: Database | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def descendants(self) -> list[str]:
+        """The session's child threads at every depth, parents before children."""
+        return descendants(self.db, self.thread.id) if self.db is not None else []
+
+    @cached_property
+    def ancestors(self) -> list[str]:
+        """The threads whose history a fork inherits, nearest first."""
+        return fork_ancestors(self.db, self.thread) if self.db is not None else []
+
+    @cached_property
+    def session(self) -> str:
+        """The thread that is the session its client resumes (itself, or a subagent's top)."""
+        return session_of(self.db, self.thread) if self.db is not None else self.thread.id
 
 
 def thread_record(db: Database, thread_id: str) -> Thread:
@@ -201,8 +217,7 @@ def load_view(db: Database, ref: str, *, summaries: bool = True, children: int |
         summary = next(s for s in found if s["id"] == tid)
         rows = sorted((s for s in found if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
-    return ThreadView(thread, summary, MessagePages(db, tid, page), rows, descendants(db, tid),
-                      fork_ancestors(db, thread), session_of(db, thread), len(child_ids))
+    return ThreadView(thread, summary, MessagePages(db, tid, page), rows, len(child_ids), db)
 
 
 def child_views(db: Database, view: ThreadView, page: int = 500) -> list[tuple[Thread, MessagePages]]:
