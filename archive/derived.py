@@ -17,6 +17,9 @@ Invariants:
   output are not read (only the first characters of text blocks, for
   ``Adapter.message_signal``), and a call's input is held only while its paths are read.
   Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
+* An empty ``file_touches`` filled for ``BULK_THREADS`` threads or more (a first ingest, an
+  upgrade) is written without its lookup indexes, which are created again from their own
+  SQL before ``refresh`` returns or raises: the schema a run commits is always the same.
 """
 
 from __future__ import annotations
