@@ -17,6 +17,9 @@ Invariants:
   output are not read (only the first characters of text blocks, for
   ``Adapter.message_signal``), and a call's input is held only while its paths are read.
   Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
+* An empty ``file_touches`` filled for ``BULK_THREADS`` threads or more (a first ingest, an
+  upgrade) is written without its lookup indexes, which are created again from their own
+  SQL before ``refresh`` returns or raises: the schema a run commits is always the same.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import sqlite3
 
 from . import file_index, signals
 from .vendors import get as get_adapter
+from .vendors.base import Adapter
 
 TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
+BULK_THREADS = 200  # queued threads from which an empty index is filled without its indexes
 _SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
                 "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
 
@@ -40,15 +45,24 @@ def refresh(conn: sqlite3.Connection) -> int:
         return 0
     if not queued:
         return 0
-    for tid in queued:
-        refresh_thread(conn, tid)
+    # a first ingest (or an upgrade) fills an empty index: its lookup indexes are built once
+    # at the end, which costs less than keeping four of them in order row by row
+    bulk = len(queued) >= BULK_THREADS and conn.execute("SELECT 1 FROM file_touches LIMIT 1").fetchone() is None
+    indexes = file_index.drop_indexes(conn) if bulk else []
+    try:
+        for tid in queued:
+            refresh_thread(conn, tid, fresh=bulk)
+    finally:
+        file_index.create_indexes(conn, indexes)
     conn.execute("DELETE FROM _derived_dirty")
     return len(queued)
 
 
-def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = False) -> None:
+    """Recompute one thread's rows; ``fresh``: the index holds none of them (nothing to delete)."""
     provider, cwd = file_index.thread_cwd(conn, thread_id)
-    conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
+    if not fresh:
+        conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
     if provider is None and not conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone():
         conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
         return
@@ -57,7 +71,9 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
         "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, "
         "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, b.path, b.call_id, b.is_error, "
         f"CASE WHEN b.type = 'text' THEN substr(b.text, 1, {TEXT_PREFIX}) END "
-        "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id WHERE m.thread_id = ? "
+        # the block types the two tables read: a reasoning block or an image is skipped
+        "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id "
+        "AND b.type IN ('text', 'tool_call', 'tool_result', 'file_change') WHERE m.thread_id = ? "
         "ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position",
         (thread_id,),
     )
@@ -79,9 +95,12 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str) -> None:
             indexer.add(mid, ts, pos, btype, name, inp, bpath)
     touches = indexer.finish()
     try:
-        signal_of = get_adapter(provider or "").message_signal
+        adapter = get_adapter(provider or "")
     except KeyError:
-        signal_of = None
+        adapter = None
+    # an adapter that marks no message: its messages' extra JSON need not be parsed
+    marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
+    signal_of = adapter.message_signal if marks else None
     s = signals.compute([(*m, first_text.get(str(m[0]))) for m in messages], blocks, touches, signal_of)
     conn.execute(
         f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",

@@ -27,7 +27,7 @@ from typing import Any
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import Adapter
-from .vendors.tool_paths import default_touched_paths
+from .vendors.tool_paths import default_touched_paths, may_name_paths
 
 _ANY_KIND: dict[str, str] = {}
 
@@ -69,6 +69,22 @@ def call_touches(adapter: Adapter | None, tool_name: str | None, value: Any) -> 
         yield from default_touched_paths(_any_kind(tool_name), value)
 
 
+def drop_indexes(conn: sqlite3.Connection) -> list[str]:
+    """Drop ``file_touches``' lookup indexes (not its primary key); their SQL, for
+    ``create_indexes`` (caller's transaction: a failure before it rolls back with it)."""
+    found = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'file_touches' AND sql IS NOT NULL"
+    ).fetchall()
+    for name, _sql in found:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [sql for _name, sql in found]
+
+
+def create_indexes(conn: sqlite3.Connection, sqls: list[str]) -> None:
+    for sql in sqls:
+        conn.execute(sql)
+
+
 def thread_cwd(conn: sqlite3.Connection, thread_id: str) -> tuple[str | None, str | None]:
     """The thread's provider and cwd (its parent's cwd when it has none)."""
     row = conn.execute(
@@ -82,23 +98,43 @@ def thread_cwd(conn: sqlite3.Connection, thread_id: str) -> tuple[str | None, st
 def touches(provider: str | None, cwd: str | None, blocks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """``file_touches`` rows (without the thread id) of a thread's blocks, each block given
     as ``(message_id, ts, position, type, tool_name, input, path)``."""
-    adapter = _adapter(provider)
+    reader = _BlockReader(_adapter(provider), cwd)
     rows: list[tuple[Any, ...]] = []
-    for mid, ts, pos, btype, name, inp, bpath in blocks:
+    for block in blocks:
+        reader.read(rows, *block)
+    return rows
+
+
+class _BlockReader:
+    """The touches of one thread's blocks: its adapter looked up once, each path as written
+    normalised once (a thread names the same files again and again)."""
+
+    def __init__(self, adapter: Adapter | None, cwd: str | None) -> None:
+        self.adapter, self.cwd = adapter, cwd
+        self.kinds = adapter.tool_kinds if adapter is not None else {}
+        self.normalised: dict[str, str] = {}
+
+    def read(self, rows: list[tuple[Any, ...]], mid: str, ts: str | None, pos: int, btype: str, name: str | None,
+             inp: str | None, bpath: str | None) -> None:  # fmt: skip
         if btype == "file_change":
             found: list[tuple[str, str]] = [(bpath, "changed")] if bpath else []
         elif btype == "tool_call" and inp:
-            found = list(call_touches(adapter, name, inp))
+            key = name or ""
+            kind = self.kinds[key] if key in self.kinds else _any_kind(name)
+            if isinstance(inp, str) and not may_name_paths(kind, inp):
+                return  # a JSON object with none of the keys a path is read from
+            found = list(call_touches(self.adapter, name, inp))
         else:
-            continue
+            return
         seen: set[tuple[str, str]] = set()
         for written, action in found:
-            path = normalise(written, cwd)
+            path = self.normalised.get(written)
+            if path is None:
+                path = self.normalised[written] = normalise(written, self.cwd)
             if not path or path == "." or (path, action) in seen:
                 continue
             seen.add((path, action))
             rows.append((mid, pos, len(seen) - 1, ts, path, posixpath.basename(path) or path, action, name))
-    return rows
 
 
 class ThreadIndexer:
@@ -111,14 +147,17 @@ class ThreadIndexer:
         self.conn, self.thread_id, self.provider, self.cwd = conn, thread_id, provider, cwd
         self.rows: list[tuple[Any, ...]] = []
         self._pending = 0
+        self._reader = _BlockReader(_adapter(provider), cwd)
 
     def add(self, mid: str, ts: str | None, pos: int, btype: str, name: str | None, inp: str | None,
             bpath: str | None) -> None:  # fmt: skip
-        self.rows += touches(self.provider, self.cwd, [(mid, ts, pos, btype, name, inp, bpath)])
+        self._reader.read(self.rows, mid, ts, pos, btype, name, inp, bpath)
         if len(self.rows) - self._pending >= self.BATCH:
             self._write()
 
     def _write(self) -> None:
+        if len(self.rows) == self._pending:
+            return
         self.conn.executemany(
             "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -96,7 +96,7 @@ def compute(messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]], touc
     last_conv: tuple[Any, ...] | None = None
     for mid, role, ts, injected, extra, text in messages:
         x: Mapping[str, Any] = {}
-        if extra and extra != "{}":
+        if signal_of and extra and extra != "{}":  # only the adapter reads it
             try:
                 loaded = orjson.loads(extra)
                 x = loaded if isinstance(loaded, dict) else {}

@@ -16,12 +16,22 @@ wall time is the index's cost). Then, in this process, on the archive:
   and the web list's outcome filter (``web.files.filter_ids``).
 
 The first run of each query is a warm-up and is not counted.
+
+    python scripts/bench_files.py --ab 2 --corpus DIR [--json]
+
+measures the index's share of a first ingest by difference, in one window: ``--ab N`` pairs
+of first ingests of the same corpus into fresh archives, with the file index and signals and
+without them (the ``derived`` triggers dropped and the run's refresh skipped), alternated
+A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
+median without) / median with, in wall and in CPU seconds of the child (``wait4``: the
+machine's load hardly moves it), beside the ``derived`` phase's share of the wall. The machine's load (``os.getloadavg``) is recorded per run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench import percentile, run_ingest  # noqa: E402
+from bench import child_ingest, percentile, run_ingest  # noqa: E402
 
 from archive.db import open_db  # noqa: E402
 from archive.file_touches import file_history  # noqa: E402
@@ -79,15 +89,92 @@ def measure(db_path: Path, reps: int) -> dict[str, Any]:
     return out
 
 
+def child_ingest_bare(db: str, home: str) -> None:
+    """A first ingest without the file index and signals: the baseline of ``--ab``."""
+    from archive.ingest import engine
+
+    conn = open_db(db).conn
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'derived_%'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.close()
+    engine.refresh_derived = lambda conn: 0  # type: ignore[assignment]
+    child_ingest(db, home)
+
+
+def _child(cmd: list[str]) -> dict[str, Any]:
+    """One ingest in a child process: its report, with its CPU seconds (``wait4``)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None
+    data = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"ingest failed: {cmd}")
+    out = json.loads(data)
+    out["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    return out
+
+
+def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = None) -> dict[str, Any]:
+    """``pairs`` rounds of first ingests of ``corpus``: with the index, without it (and with
+    the index as the code of the tree ``before`` builds it), alternated."""
+    here = str(Path(__file__).resolve())
+    arms = {"with": [sys.executable, str(REPO / "scripts" / "bench.py"), "--_ingest"],
+            "without": [sys.executable, here, "--_ingest-bare"]}  # fmt: skip
+    if before:
+        arms = {"before": [sys.executable, str(before.resolve() / "scripts" / "bench.py"), "--_ingest"], **arms}
+    runs: dict[str, list[dict[str, Any]]] = {m: [] for m in arms}
+    for i in range(pairs):
+        for mode, cmd in arms.items():
+            db = work / f"ab-{mode}-{i}.db"
+            load = os.getloadavg()[0]
+            ing = _child([*cmd, str(db), str(corpus)])
+            touches = open_db(db).conn.execute("SELECT count(*) FROM file_touches").fetchone()[0]
+            r = {"wall_seconds": round(ing["wall_seconds"], 2), "cpu_seconds": round(ing["cpu_seconds"], 2),
+                 "derived_seconds": round(ing["timings"].get("derived", 0.0), 2), "load": round(load, 1),
+                 "file_touches": touches}  # fmt: skip
+            runs[mode].append(r)
+            say(f"  {mode:<8} wall {r['wall_seconds']:8.2f} s  cpu {r['cpu_seconds']:7.2f} s  derived {r['derived_seconds']:6.2f} s"
+                f"  touches {touches}  load {load:.1f}")  # fmt: skip
+            for f in work.glob(f"ab-{mode}-{i}.db*"):
+                f.unlink()
+    res: dict[str, Any] = {"corpus": str(corpus), "runs": runs}
+    for k in ("wall_seconds", "cpu_seconds"):
+        med = {m: statistics.median(r[k] for r in rs) for m, rs in runs.items()}
+        res[k] = {m: round(v, 2) for m, v in med.items()}
+        res[k]["share"] = {m: round((med[m] - med["without"]) / med[m], 4) for m in med if m != "without"}
+    res["derived_share"] = {m: round(statistics.median(r["derived_seconds"] / r["wall_seconds"] for r in rs), 4)
+                            for m, rs in runs.items() if m != "without"}  # fmt: skip
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--_ingest-bare"]:
+        child_ingest_bare(argv[1], argv[2])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1GB", help="corpus size to generate when --corpus holds none (default 1GB)")
     ap.add_argument("--corpus", type=Path, help="corpus folder (default: a temp folder)")
     ap.add_argument("--db", type=Path, help="archive to measure (ingested from the corpus when absent)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--before", type=Path, metavar="TREE", help="with --ab: also ingest with the code of TREE (a git archive)")
+    ap.add_argument("--ab", type=int, metavar="N", help="only the index's share: N pairs of ingests of --corpus, with and without it")
     args = ap.parse_args(argv)
     say = (lambda m: print(m, file=sys.stderr)) if args.json else print  # noqa: E731
+    if args.ab:
+        if not args.corpus:
+            ap.error("--ab needs --corpus")
+        with tempfile.TemporaryDirectory(dir=args.db.parent if args.db else None) as tmp:
+            res = ab(args.corpus, args.ab, Path(tmp), say, args.before)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            for m in res["derived_share"]:
+                print(f"{m}: the index's share of a first ingest, by difference with the runs without it: wall "
+                      f"{res['wall_seconds']['share'][m]:.1%}, CPU {res['cpu_seconds']['share'][m]:.1%}; "
+                      f"its derived phase {res['derived_share'][m]:.1%} of the wall")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         db = args.db or work / "archive.db"

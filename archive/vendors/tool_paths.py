@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -46,6 +47,9 @@ _OPS = {"|", "||", "&&", ";", "&", "(", ")"}
 _WORTH_PARSING = re.compile(r"[<>]|(?:^|[\s;&|(/])(?:" + "|".join(sorted(_READERS | _DELETERS | _CREATORS | {"mv", "cp", "sed"}))
                             + r")(?=\s|$)")
 _SAFE_TOKEN = re.compile(r"^[\w@%+=:,./~ -]+$")  # a space: the token was quoted
+# shlex's quotes, escape and comment character: a command without them is split by _PLAIN_TOKEN
+_SHLEX_SPECIAL = re.compile(r"[\'\"\\#]")
+_PLAIN_TOKEN = re.compile(r"[;&|()<>]+|[^ \t\r\n;&|()<>]+")
 
 
 def patch_paths(text: str) -> Iterator[tuple[str, str]]:
@@ -99,16 +103,36 @@ def _pathlike(tok: str) -> bool:
         and not tok.startswith("/dev/") and ("/" in tok or "." in tok.lstrip("."))  # fmt: skip
 
 
+def shell_tokens(command: str) -> list[str]:
+    """The command's words and operators as ``shlex`` (POSIX, ``;&|()<>`` as punctuation,
+    split on whitespace) gives them; ValueError when a quote or an escape is left open.
+    A command without quotes, escapes or comments (most of them) is split by one regular
+    expression to the same tokens: ``shlex`` reads a character at a time in Python."""
+    if _SHLEX_SPECIAL.search(command) is None:
+        return _PLAIN_TOKEN.findall(command)
+    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+    lex.whitespace_split = True
+    return list(lex)
+
+
 def shell_paths(command: str) -> Iterator[tuple[str, str]]:
     """The files a shell command certainly reads, writes or deletes (see the module's rules)."""
     if not command or len(command) > 4000 or "$(" in command or "`" in command or "<<" in command:
         return
     if not _WORTH_PARSING.search(command):
         return  # most commands name no command of the lists and no redirection: shlex costs ~1 ms
+    yield from _shell_paths(command)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shell_paths(command: str) -> tuple[tuple[str, str], ...]:
+    # pure, and agents run the same commands again and again (a test, a build, a cat)
+    return tuple(_parse_shell(command))
+
+
+def _parse_shell(command: str) -> Iterator[tuple[str, str]]:
     try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
-        lex.whitespace_split = True
-        tokens = list(lex)
+        tokens = shell_tokens(command)
     except ValueError:
         return
     words: list[str] = []
@@ -166,6 +190,21 @@ def _command_paths(words: list[str]) -> Iterator[tuple[str, str]]:
         if not script_given and rest:
             rest = rest[1:]  # the script
         yield from ((f, "changed" if in_place else "read") for f in rest if _pathlike(f))
+
+
+_SHELL_KEYS = ('"command"', '"cmd"')
+_VALUE_KEYS = tuple(f'"{k}"' for k in (*PATH_KEYS, *LIST_KEYS, "edits", "patch", "input", "diff", "patchText"))
+_ESCAPED_LETTER = re.compile(r"\\u00[4-7][0-9a-fA-F]")
+
+
+def may_name_paths(kind: str | None, raw: str) -> bool:
+    """False when ``default_touched_paths(kind, raw)`` certainly yields nothing, read from
+    the raw text without parsing it (most calls: a search, a web fetch, a todo list): a JSON
+    object on one line with none of the keys it reads paths from. A patch header needs a
+    line of its own, a key is written as it is spelled unless its letters are escaped."""
+    if not raw.lstrip().startswith("{") or "\n" in raw or _ESCAPED_LETTER.search(raw):
+        return True
+    return any(k in raw for k in (_SHELL_KEYS if kind == "shell" else _VALUE_KEYS))
 
 
 def default_touched_paths(kind: str | None, value: Any) -> Iterator[tuple[str, str]]:
