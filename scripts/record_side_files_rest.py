@@ -57,7 +57,7 @@ def drive(cmd: str, ready: str, prompts: list[str], exit_keys: list[list[str]], 
             time.sleep(settle)
             screens.append(tmux("capture-pane", "-p", check=False))
         for keys in exit_keys:
-            tmux("send-keys", *keys)
+            tmux("send-keys", *keys, check=False)
             time.sleep(3)
             screens.append(tmux("capture-pane", "-p", check=False))
         time.sleep(2)

@@ -185,3 +185,62 @@ def test_hermes_config_is_never_archived_and_its_pruning_warns(tmp_path: Path) -
     db.execute("UPDATE ingest_runs SET started_at = ?", ((now - timedelta(days=91)).isoformat(),))
     (warn,) = [w for w in retention_warnings(db, env, now=now) if w["provider"] == "hermes"]
     assert warn["days"] == 90 and "default 90" in warn["warning"]
+
+
+# -- Mistral Vibe -------------------------------------------------------------------------
+
+VIBE = RECORDED / "vibe-3.0.3-side"
+
+
+def test_vibe_prompt_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(VIBE / ".vibe", home / ".vibe")
+    env = {"HOME": str(home), "VIBE_HOME": str(home / ".vibe")}
+    history = home / ".vibe" / "vibehistory"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest(db, "vibe", env)
+    assert summary.failed == 0 and not summary.reports.get("invalid")
+    assert str(history) in sources(db)
+    # the seed Vibe writes into a new home and "/exit" are not prompts
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history ORDER BY offset").fetchall() == [
+        ("vibe", None, "say hello"), ("vibe", None, "now say goodbye")]
+    assert db.execute("SELECT count(*) FROM threads WHERE provider = 'vibe'").fetchone()[0] == 1
+    # 3.0.3's TUI snapshots the session into a new generation after a turn and deletes the
+    # journal segment that held it: the archive, first run after the session, has only the
+    # last turn's messages (archive/vendors/vibe/unified.py "Not done"); the history names
+    # the first prompt, which no archived message has
+    (lost,) = lost_sessions(db)
+    assert (lost["provider"], lost["thread_id"], lost["history"]) == ("vibe", None, [{"ts": None, "prompt": "say hello"}])
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # rewritten whole by the client: grown (an append), then trimmed to its limit (a new
+    # generation, the old one kept); a raw line is the text itself, as the client reads it
+    first = history.read_bytes()
+    history.write_bytes(first + orjson.dumps(f"deploy with {TOKEN}") + b"\n")
+    ingest(db, "vibe", env)
+    (gen,) = db.execute("SELECT current_generation FROM sources WHERE last_path = ?", (str(history),)).fetchone()
+    trimmed = b"".join(first.splitlines(keepends=True)[2:]) + orjson.dumps(f"deploy with {TOKEN}") + b"\nraw line\n"
+    history.write_bytes(trimmed)
+    ingest(db, "vibe", env)
+    (gen2,) = db.execute("SELECT current_generation FROM sources WHERE last_path = ?", (str(history),)).fetchone()
+    assert gen2 == gen + 1
+    (lost,) = lost_sessions(db)
+    assert [p["prompt"] for p in lost["history"]] == ["say hello", f"deploy with {TOKEN}", "raw line"]
+    (masked,) = mask_prompts(db, lost_sessions(db))
+    assert masked["history"][1]["prompt"] == "deploy with [REDACTED github-token]"
+    (restored,) = restore(db, tmp_path / "out2", source=str(history))
+    assert Path(restored.path).read_bytes() == trimmed
+
+
+def test_vibe_env_file_and_config_never_reach_the_archive(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(VIBE / ".vibe", home / ".vibe")
+    env = {"HOME": str(home), "VIBE_HOME": str(home / ".vibe")}
+    (home / ".vibe" / ".env").write_text("MISTRAL_API_KEY=vibe-secret-api-key\n")  # Vibe's own credentials file
+    (home / ".vibe" / "config.toml").write_text('[[providers]]\napi_key = "vibe-secret-config-key"\n')
+    db = open_db(tmp_path / "a.db")
+    ingest(db, "vibe", env)
+    assert not any(p.endswith((".env", "config.toml")) for p in sources(db))
+    for secret in (b"vibe-secret-api-key", b"vibe-secret-config-key"):
+        assert secret not in dump(db)
+        assert not db.execute("SELECT count(*) FROM blobs WHERE instr(data, ?) > 0", (secret,)).fetchone()[0]
