@@ -244,3 +244,101 @@ def test_vibe_env_file_and_config_never_reach_the_archive(tmp_path: Path) -> Non
     for secret in (b"vibe-secret-api-key", b"vibe-secret-config-key"):
         assert secret not in dump(db)
         assert not db.execute("SELECT count(*) FROM blobs WHERE instr(data, ?) > 0", (secret,)).fetchone()[0]
+
+
+# -- OpenClaw -----------------------------------------------------------------------------
+
+
+def test_openclaw_reset_archive_retention_warns_before_the_cleanup(tmp_path: Path) -> None:
+    from archive.vendors.openclaw.side import duration_days
+
+    # OpenClaw 2026.9.6's parseDurationMs with days as the default unit
+    assert [duration_days(v) for v in ("30d", "12h", "1d12h", 3, "2", "0", "5x", False, "1h30", None)] == [
+        30.0, 0.5, 1.5, 3.0, 2.0, None, None, None, None, None]
+    home = tmp_path / "home"
+    state = home / ".openclaw"
+    (state / "agents" / "main" / "sessions").mkdir(parents=True)
+    env = {"HOME": str(home), "OPENCLAW_STATE_DIR": str(state)}
+    db = open_db(tmp_path / "a.db")
+    ingest(db, "openclaw", env)
+    now = datetime.now(timezone.utc)
+    db.execute("UPDATE ingest_runs SET started_at = ?", ((now - timedelta(days=4)).isoformat(),))
+
+    def warned() -> list[dict]:
+        return [w for w in retention_warnings(db, env, now=now) if w["provider"] == "openclaw"]
+
+    assert warned() == []  # no config: archives are kept until the disk budget evicts them
+    config = state / "openclaw.json"
+    config.write_text(orjson.dumps({"gateway": {"auth": {"token": "openclaw-secret-token"}},
+                                    "session": {"maintenance": {"pruneAfter": "30d", "resetArchiveRetention": "3d"}}}).decode())
+    (warn,) = warned()
+    assert warn["days"] == 3 and f"session.maintenance.resetArchiveRetention = 3d in {config}" in warn["warning"]
+    # JSON5, as people write it (comments, unquoted keys)
+    config.write_text('// mine\n{ session: { maintenance: { resetArchiveRetention: "2d", }, }, }\n')
+    assert [w["days"] for w in warned()] == [2.0]
+    config.write_text('{ session: { maintenance: { mode: "warn", resetArchiveRetention: "2d" } } }\n')
+    assert warned() == []  # warn mode applies nothing
+    config.write_text(orjson.dumps({"session": {"maintenance": {"pruneAfter": "1d"}}}).decode())
+    assert warned() == []  # pruneAfter archives in place: nothing deleted
+    # OPENCLAW_CONFIG_PATH names the file
+    other = tmp_path / "elsewhere.json"
+    other.write_text(orjson.dumps({"session": {"maintenance": {"resetArchiveRetention": "36h"}}}).decode())
+    assert [w["days"] for w in retention_warnings(db, {**env, "OPENCLAW_CONFIG_PATH": str(other)}, now=now)
+            if w["provider"] == "openclaw"] == [1.5]
+    assert b"openclaw-secret-token" not in dump(db) and not any(p.endswith(".json") for p in sources(db))
+
+
+# -- Cline CLI ----------------------------------------------------------------------------
+
+CLINE = RECORDED / "cline-3.0.65-side"
+
+
+def test_cline_prompt_history_is_a_side_file_and_feeds_lost_sessions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(CLINE / ".cline", home / ".cline")
+    env = {"HOME": str(home), "CLINE_DIR": str(home / ".cline")}
+    history = home / ".cline" / "data" / "cache" / "user_input_history.jsonl"
+    db = open_db(tmp_path / "a.db")
+    summary = ingest(db, "cline", env)
+    assert summary.failed == 0 and not summary.reports.get("invalid")
+    assert str(history) in sources(db)
+    # only the prompt typed in the TUI (the first run was `cline --json`); no time: the client
+    # stamps every line with the time of the rewrite
+    assert db.execute("SELECT provider, thread_id, ts, prompt FROM prompt_history").fetchall() == [
+        ("cline", None, None, "what is two plus two")]
+    assert lost_sessions(db) == []
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()
+    # the client rewrites it whole at the next prompt (each line restamped): a generation
+    first = history.read_bytes()
+    history.write_bytes(b'{"prompt":"what is two plus two","ts":1796210800000}\n'
+                        + orjson.dumps({"prompt": f"deploy with {TOKEN}", "ts": 1796210800000}) + b"\n")
+    ingest(db, "cline", env)
+    assert db.execute("SELECT current_generation FROM sources WHERE last_path = ?", (str(history),)).fetchone()[0] == 2
+    (lost,) = lost_sessions(db)
+    assert lost["history"] == [{"ts": None, "prompt": f"deploy with {TOKEN}"}]
+    (masked,) = mask_prompts(db, lost_sessions(db))
+    assert masked["history"][0]["prompt"] == "deploy with [REDACTED github-token]"
+    restored = {Path(r.path).read_bytes() for r in restore(db, tmp_path / "out2", source=str(history))}
+    assert history.read_bytes() in restored
+    assert first != history.read_bytes()
+    # the sessions gone: the prompts are all that is left
+    shutil.rmtree(home / ".cline" / "data" / "sessions")
+    db2 = open_db(tmp_path / "b.db")
+    ingest(db2, "cline", env)
+    assert [p["prompt"] for r in lost_sessions(db2) for p in r["history"]] == [
+        "what is two plus two", f"deploy with {TOKEN}"]
+
+
+def test_cline_provider_settings_never_reach_the_archive(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(CLINE / ".cline", home / ".cline")
+    env = {"HOME": str(home), "CLINE_DIR": str(home / ".cline")}
+    settings = home / ".cline" / "data" / "settings" / "providers.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"providers": {"openai-compatible": {"settings": {"apiKey": "cline-secret-key"}}}}')
+    db = open_db(tmp_path / "a.db")
+    ingest(db, "cline", env)
+    assert not any(p.endswith("providers.json") for p in sources(db))
+    assert b"cline-secret-key" not in dump(db)
+    assert not db.execute("SELECT count(*) FROM blobs WHERE instr(data, ?) > 0", (b"cline-secret-key",)).fetchone()[0]
