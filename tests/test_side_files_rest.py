@@ -175,6 +175,10 @@ def test_hermes_config_is_never_archived_and_its_pruning_warns(tmp_path: Path) -
     assert warn["days"] == 3
     assert f"sessions.retention_days = 3 in {config}" in warn["warning"]
     assert "sessions.auto_prune" in warn["warning"] and "run ingest more often" in warn["warning"]
+    db.conn.commit()
+    status = CliRunner().invoke(cli, ["status"], env={**env, "SESH_ARCHIVE_DB": str(tmp_path / "a.db")},
+                                catch_exceptions=False)
+    assert "warning: hermes deletes transcripts after 3 days (sessions.retention_days = 3" in status.output
     # off (Hermes 0.19.0's default), or no config: no warning
     config.write_text("sessions:\n  auto_prune: false\n  retention_days: 3\n")
     assert [w for w in retention_warnings(db, env, now=now) if w["provider"] == "hermes"] == []
