@@ -346,3 +346,27 @@ def test_cline_provider_settings_never_reach_the_archive(tmp_path: Path) -> None
     assert not any(p.endswith("providers.json") for p in sources(db))
     assert b"cline-secret-key" not in dump(db)
     assert not db.execute("SELECT count(*) FROM blobs WHERE instr(data, ?) > 0", (b"cline-secret-key",)).fetchone()[0]
+
+
+def test_the_lost_page_shows_a_kimi_prompt_without_its_session(tmp_path: Path) -> None:
+    import asyncio
+
+    from archive.serve import make_datasette
+
+    share, env = kimi_home(tmp_path)
+    with (share / KIMI_HISTORY).open("ab") as f:
+        f.write(orjson.dumps({"content": "a prompt Kimi kept no session of"}) + b"\n")
+        f.write(orjson.dumps({"content": f"push with {TOKEN}"}) + b"\n")
+    db = open_db(tmp_path / "a.db")
+    ingest(db, "kimi", env)
+    db.conn.close()
+    ds = make_datasette(tmp_path / "a.db")
+
+    async def go():  # type: ignore[no-untyped-def]
+        await ds.invoke_startup()
+        return await ds.client.get("/-/sesh/lost")
+
+    page = asyncio.run(go())
+    assert page.status_code == 200 and "kimi" in page.text and "a prompt Kimi kept no session of" in page.text
+    assert "say hello" not in page.text  # its session is archived
+    assert TOKEN not in page.text and "[REDACTED github-token]" in page.text
