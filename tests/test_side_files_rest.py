@@ -370,3 +370,20 @@ def test_the_lost_page_shows_a_kimi_prompt_without_its_session(tmp_path: Path) -
     assert page.status_code == 200 and "kimi" in page.text and "a prompt Kimi kept no session of" in page.text
     assert "say hello" not in page.text  # its session is archived
     assert TOKEN not in page.text and "[REDACTED github-token]" in page.text
+
+
+def test_a_history_given_by_hand_goes_to_its_vendor(tmp_path: Path) -> None:
+    """Each history file, copied out of its home and given as a path, is read by its own
+    adapter (the names are the vendors' own: no other adapter claims them)."""
+    cases = ((KIMI / ".kimi" / KIMI_HISTORY, "user-history/55dcb7eb1cae1c245efffd8b2aadd3ed.jsonl", "kimi"),
+             (HERMES / ".hermes" / ".hermes_history", ".hermes_history", "hermes"),
+             (VIBE / ".vibe" / "vibehistory", "vibehistory", "vibe"),
+             (CLINE / ".cline" / "data" / "cache" / "user_input_history.jsonl", "cache/user_input_history.jsonl", "cline"))
+    for src, rel, provider in cases:
+        folder = tmp_path / provider
+        (folder / rel).parent.mkdir(parents=True)
+        shutil.copyfile(src, folder / rel)
+        db = open_db(tmp_path / f"{provider}.db")
+        assert ingest_paths(db, [folder], IngestOptions(idle_seconds=0)).failed == 0
+        assert {r[0] for r in db.execute("SELECT provider FROM prompt_history")} == {provider}
+        assert not db.execute("SELECT count(*) FROM reports WHERE kind IN ('invalid', 'unknown')").fetchone()[0]

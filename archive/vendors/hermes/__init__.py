@@ -93,6 +93,10 @@ class HermesAdapter(Adapter):
         return None
 
     def detect(self, head: bytes) -> bool:
+        if side.HISTORY_HEAD.match(head):
+            # the prompt history (Aider's input history has the same format: a file given by
+            # hand goes by its name, ``.hermes_history``, to this adapter, else to Aider's)
+            return True
         first = head.split(b"\n", 1)[0].lstrip()
         if first.startswith(_HEADS):
             return True

@@ -32,6 +32,8 @@ from ..base import LINES, METADATA, SKIPPED, WARNING, Report, Retention, Row, So
 HISTORY = ".hermes_history"
 CONFIG = "config.yaml"
 DEFAULT_RETENTION_DAYS = 90
+# prompt_toolkit's FileHistory: a blank line, ``# <time with microseconds>``, a ``+`` line
+HISTORY_HEAD = re.compile(rb"^\r?\n?# \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\r?\n\+")
 _KEY = re.compile(r"^(\s+)([A-Za-z_]+)\s*:\s*(.*?)\s*(?:#.*)?$")
 
 
