@@ -129,3 +129,20 @@ def test_emitted_session_resumes_with_its_history_and_comes_back_as_a_hand_off(r
     meta = json.loads(archive.execute("SELECT metadata FROM threads WHERE id = ?", (out.target_id,)).fetchone()[0])
     assert meta["emittedFrom"] == recorded.session_id
     assert archive.execute("SELECT count(*) FROM messages").fetchone()[0] == before + 2  # only the new turn
+
+
+def test_the_tui_prompt_history_is_a_side_file(recorded, tmp_path: Path) -> None:
+    """The resume in the terminal UI wrote ``cache/user_input_history.jsonl`` (the ``--json``
+    run writes none; the resume of the installed session, when its test ran first, adds its
+    prompt): ingest of the home reads it as the prompt history, nothing lost."""
+    history = recorded.home.data / "cache" / "user_input_history.jsonl"
+    prompts = [json.loads(line)["prompt"] for line in history.read_text().splitlines()]
+    assert prompts[0] == cline.SECOND and cline.FIRST not in prompts
+    db = open_db(tmp_path / "side.db")
+    env = {"HOME": str(recorded.home.home), "CLINE_DIR": str(recorded.home.home / ".cline")}
+    ingest_paths(db, None, IngestOptions(providers=("cline",), env=env, idle_seconds=10**9))
+    assert db.execute("SELECT provider, thread_id, prompt FROM prompt_history").fetchall() == [
+        ("cline", None, p) for p in prompts]
+    assert not db.execute("SELECT count(*) FROM lost_prompts").fetchone()[0]
+    (restored,) = restore(db, tmp_path / "out", source=str(history))
+    assert Path(restored.path).read_bytes() == history.read_bytes()

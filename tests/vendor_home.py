@@ -66,6 +66,8 @@ def build_home(home: Path) -> dict[str, Path]:
              "kimi": ".kimi"}
     recorded = FIXTURES / "recorded"
     for vendor_dir in sorted(recorded.glob("*")) if recorded.exists() else []:
+        if vendor_dir.name.endswith("-side"):
+            continue  # a home's side files (issue 38), laid out by tests/test_side_files_rest.py itself
         if vendor_dir.name.startswith("opencode-"):
             placed.update(_opencode_db(home, vendor_dir))
             continue

@@ -10,7 +10,14 @@ Not read: the SQLite mirrors in ``data/db/`` (``sessions.db``: one row per sessi
 manifest's fields, the transcript path and the subagent spawn queue; ``teams.db``: team
 runs and their events). In Cline CLI 3.0.65 they hold no message the JSON files lack, so the
 JSON files are the only source and nothing is counted twice. VS Code Cline 4.x writes the
-same session folders (not verified here: no VS Code on these machines)."""
+same session folders (not verified here: no VS Code on these machines).
+
+A side file (issue 38, ``side.py``): the terminal UI's prompt history
+``data/cache/user_input_history.jsonl``. Not read (examined in a recording of 3.0.65): the
+other ``data/db/`` databases (``tasks.db``, ``cron.db``, ``session-search.db``: an index of
+the sessions' text, ``connectors.db``, the hub's ``hub-events-*``/``hub-runs-*``: run
+bookkeeping), ``settings/providers.json`` (provider keys: never read), ``logs/``,
+``locks/``, ``cache/feature-flags.json``."""
 
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from ..base import (
     file_chunks,
     relative_to_marker,
 )
+from . import side
 from .emit import emit_session, resume_hint
 from .parse import NAME, ClineParser
 
@@ -56,7 +64,13 @@ class ClineAdapter(Adapter):
         data = env_path(env, "CLINE_DATA_DIR") or (env_path(env, "CLINE_DIR") or home / ".cline") / "data"
         return [data / "sessions"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        data = env_path(env, "CLINE_DATA_DIR") or (env_path(env, "CLINE_DIR") or home / ".cline") / "data"
+        return [data / "cache" / side.HISTORY]
+
     def classify(self, path: Path) -> str | None:
+        if side.classify(path):
+            return side.classify(path)
         name, folder = path.name, path.parent.name
         if name.endswith(".messages.json") and SESSION_ID_RE.match(folder):
             return SNAPSHOT
@@ -77,7 +91,9 @@ class ClineAdapter(Adapter):
         return (isinstance(d.get("messages"), list) and isinstance(d.get("sessionId"), str)
                 and isinstance(origin, dict) and "version" in d and "agent" in d)
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClineParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> ClineParser | side.HistoryParser:
+        if side.classify(Path(source.path)):
+            return side.HistoryParser(source, state)
         return ClineParser(source, state)
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),

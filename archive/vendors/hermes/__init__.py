@@ -18,6 +18,9 @@ are ``LINES``; ``sessions/session_<id>.json`` (snapshots, ``sessions.write_json_
 and the export documents ``emit`` writes (``hermes-import/<id>.json``) are ``SNAPSHOT``.
 Restore writes the documents back byte for byte and, beside them, each session as the
 export document (``restores_by_emit``).
+
+Side files (issue 38, ``side.py``): the TUI's prompt history ``.hermes_history`` (LINES),
+and the session pruning of ``config.yaml`` as the vendor's retention.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from pathlib import Path
 import orjson
 
 from ...model import JsonObject, Message, Thread
-from ..base import LINES, RECORDS, SNAPSHOT, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
+from ..base import LINES, RECORDS, SNAPSHOT, Adapter, Document, EmitOptions, EmitResult, Query, Retention, SourceInfo, env_path
+from . import side
 from .emit import FOLDER as EXPORT_FOLDER
 from .emit import emit_session, resume_hint
 from .parse import NAME, HermesParser, message_id, message_mark
@@ -70,7 +74,12 @@ class HermesAdapter(Adapter):
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return [env_path(env, "HERMES_HOME") or home / ".hermes"]
 
+    def retention(self, env: Mapping[str, str], home: Path) -> Retention | None:
+        return side.retention(env, home)
+
     def classify(self, path: Path) -> str | None:
+        if side.classify(path):
+            return side.classify(path)
         if path.name == DB_NAME:
             return RECORDS
         if path.parent.name == EXPORT_FOLDER and path.suffix == ".json":
@@ -84,6 +93,10 @@ class HermesAdapter(Adapter):
         return None
 
     def detect(self, head: bytes) -> bool:
+        if side.HISTORY_HEAD.match(head):
+            # the prompt history (Aider's input history has the same format: a file given by
+            # hand goes by its name, ``.hermes_history``, to this adapter, else to Aider's)
+            return True
         first = head.split(b"\n", 1)[0].lstrip()
         if first.startswith(_HEADS):
             return True
@@ -127,7 +140,9 @@ class HermesAdapter(Adapter):
                                     carrier=carrier(sid, mcols, messages))
                            + b"".join(row_line("session_model_usage", dict(zip(ucols, u))) for u in usage))
 
-    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> HermesParser:
+    def parser(self, source: SourceInfo, state: JsonObject | None = None) -> HermesParser | side.HistoryParser:
+        if side.classify(Path(source.path)):
+            return side.HistoryParser(source, state)
         return HermesParser(source, state)
 
     def emit(self, thread: Thread, messages: list[Message], children: Sequence[tuple[Thread, list[Message]]] = (),

@@ -8,7 +8,10 @@ Read, under ``<KIMI_SHARE_DIR or ~/.kimi>/sessions/`` (``common.py`` gives the l
 * ``wire.jsonl`` (LINES, ``wire.py``): usage, times, the title, the subagents' parents;
 * ``state.json`` and a subagent's ``meta.json`` (SNAPSHOT, ``side.py``): the session's
   state (kept, bookkeeping) and the subagent's type and description;
-* ``<md5>/<uuid>.jsonl``, the context file of the releases before session folders.
+* ``<md5>/<uuid>.jsonl``, the context file of the releases before session folders;
+
+and, a side file (issue 38, ``history.py``), the shell TUI's prompt history
+``user-history/<md5>.jsonl``.
 
 Not read: ``prompt.txt`` and ``output`` beside a subagent (its prompt and its output as the
 parent got them: both are in the contexts), ``kimi.json`` (the work folders; the cwd of a
@@ -30,6 +33,7 @@ from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, Parser, So
 from .common import CONTEXT_RE, NAME, SUBAGENTS, UUID_RE, session_parts, thread_of
 from .context import ContextParser
 from .emit import emit_session, merge_index, resume_hint
+from . import history
 from .side import SideParser
 from .wire import WireParser
 
@@ -54,7 +58,12 @@ class KimiAdapter(Adapter):
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return [share_dir(env, home) / "sessions"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        return [share_dir(env, home) / history.HISTORY_DIR]
+
     def classify(self, path: Path) -> str | None:
+        if history.classify(path):
+            return history.classify(path)
         found = session_parts(path)
         if found is None:
             return None
@@ -94,6 +103,8 @@ class KimiAdapter(Adapter):
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         path = Path(source.path)
+        if history.classify(path):
+            return history.HistoryParser(source, state)
         if source.kind == SNAPSHOT or path.name in ("state.json", "meta.json"):
             return SideParser(source, state)
         if path.name == "wire.jsonl":

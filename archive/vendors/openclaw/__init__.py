@@ -36,6 +36,10 @@ plus ``sessions.json`` naming it. 2026.7.1 resumes it directly; the SQLite relea
 ``openclaw doctor --session-sqlite import`` has moved it into its database (the client's
 own importer writes its database; the archive never does: 2026.9.6's import keeps the emitted
 lines byte for byte, checked by hand; the resume after it is not checked).
+
+Side files (issue 38, ``side.py``): no prompt history of its own (2026.9.6's source writes
+none); its one age-based deletion, ``session.maintenance.resetArchiveRetention``, is the
+vendor's retention.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ import orjson
 import zstandard
 
 from ...model import JsonObject, Message, Thread
-from ..base import LINES, RECORDS, Adapter, Document, EmitOptions, EmitResult, Query, SourceInfo, env_path
+from ..base import LINES, RECORDS, Adapter, Document, EmitOptions, EmitResult, Query, Retention, SourceInfo, env_path
+from . import side
 from .emit import emit_session, resume_hint
 from .parse import NAME, OpenClawParser, TrajectoryParser
 
@@ -80,7 +85,7 @@ class OpenClawAdapter(Adapter):
     name = NAME
     emits = True
     needs_cwd = False
-    env_vars = ("OPENCLAW_STATE_DIR",)
+    env_vars = ("OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH")
     # OpenClaw 2026.9.6's core tools (``exec`` runs shell commands; ``process`` polls them)
     tool_kinds = {"exec": "shell", "process": "shell", "bash": "shell", "read": "read", "write": "edit",
                   "edit": "edit", "apply_patch": "edit", "grep": "search", "find": "search", "ls": "search",
@@ -97,6 +102,9 @@ class OpenClawAdapter(Adapter):
         if state is not None:
             return [state / "agents"]
         return [home / name / "agents" for name in (".openclaw", ".clawdbot", ".moltbot")]
+
+    def retention(self, env: Mapping[str, str], home: Path) -> Retention | None:
+        return side.retention(env, home)
 
     def classify(self, path: Path) -> str | None:
         parts = path.parts

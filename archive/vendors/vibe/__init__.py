@@ -13,6 +13,8 @@ Layouts read, under ``<VIBE_HOME or ~/.vibe>/logs/session/``:
 kept as snapshots (Vibe needs them to open a restored session). Not read: the session
 indexes, ``active/`` locks and ``logs/session/plugins/`` (installed plugin packages). ``emit --to vibe`` writes the legacy layout, which both
 generations resume (``emit.py``).
+
+A side file (issue 38, ``history.py``): the TUI's prompt history ``<VIBE_HOME>/vibehistory``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import orjson
 
 from ...model import JsonObject, Message, Thread
 from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, Parser, SourceInfo, env_path
+from . import history
 from .common import NAME
 from .emit import emit_session, resume_hint
 from .legacy import FOLDER_RE, LegacyMessagesParser, LegacyMetaParser
@@ -67,7 +70,12 @@ class VibeAdapter(Adapter):
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         return [(env_path(env, "VIBE_HOME") or home / ".vibe") / "logs" / "session"]
 
+    def side_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        return [(env_path(env, "VIBE_HOME") or home / ".vibe") / history.HISTORY]
+
     def classify(self, path: Path) -> str | None:
+        if history.classify(path):
+            return history.classify(path)
         kind = _unified_kind(path)
         if kind is not None:
             return kind
@@ -107,6 +115,8 @@ class VibeAdapter(Adapter):
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Parser:
         path = Path(source.path)
+        if history.classify(path):
+            return history.HistoryParser(source, state)
         if session_of(source.path) is not None:
             return JournalParser(source, state) if source.kind == LINES else SnapshotParser(source, state)
         if source.kind == SNAPSHOT or path.name == "meta.json":
