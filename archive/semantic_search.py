@@ -59,7 +59,14 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     chunk), shaped like ``queries.search``'s hits (``snippet`` is the chunk, ``matches``
     empty) plus ``score`` (cosine). Filters apply to the best ``max(50 * limit, 2000)`` chunks
     (without filters, ``4 * limit + 50``: room for a message's several chunks)."""
-    from .queries import Filters, QueryError, _inheritors, _where, first_prompts
+    return _finish_semantic(db, _semantic_ranking(db, query, f, limit=limit, kinds=kinds))
+
+
+def _semantic_ranking(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
+                      kinds: Iterable[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
+    """``semantic_search``'s hits in its order, before their snippet, label and forks are read
+    (``start`` and ``length`` say where the chunk is)."""
+    from .queries import Filters, QueryError, _where
 
     if not query.strip():
         raise QueryError("empty search query")
@@ -110,7 +117,16 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
         hits.append(h)
         if limit and len(hits) >= limit:
             break
-    for h in hits:  # the snippet of the hits kept only: reading the chunks' text was most of a query
+    return hits
+
+
+def _finish_semantic(db: Database, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The snippet (the chunk, one line), label and forks of the hits kept only: reading the
+    chunks' text was most of a query."""
+    from .queries import _inheritors, first_prompts
+
+    conn = db.conn
+    for h in hits:
         start, length = h.pop("start"), h.pop("length")
         got = conn.execute("SELECT substr(text, ? + 1, ?) FROM blocks WHERE id = ?", (start, length, h["block_id"])).fetchone()
         h["snippet"] = " ".join(((got[0] if got else None) or "").split())[:300]
@@ -137,27 +153,44 @@ def hybrid_search(db: Database, query: str, f: Any = None, *, limit: int | None 
 
     The lexical leg reads the query as ``search`` does (every word, FTS5 syntax; a query FTS5
     rejects is taken literally): on the paraphrase set an any-word leg (``any_word``) lowered
-    MRR from the semantic ranking's, while an every-word leg adds exact matches on top of it."""
-    from .queries import Filters, QueryError, search
+    MRR from the semantic ranking's, while an every-word leg adds exact matches on top of it.
+
+    Both legs rank without snippets, labels or forks; only the fused hits kept read theirs
+    (the lexical leg's 300 snippets were most of a hybrid query on 1 GB: docs/semantic.md).
+    The hits are those ``search`` and ``semantic_search`` would give, field for field."""
+    from .queries import Filters, QueryError
+    from .query_core import SQLITE, finish_hits, search_ranking, snippets_of
 
     f = f or Filters()
     lexical: list[dict[str, Any]] = []
     words = lexical_any(query) if any_word else query
     if words:
         try:
-            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=literal)
-        except QueryError:
-            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=True)
-    meaning = semantic_search(db, query, f, limit=FUSE_DEPTH, kinds=kinds)
+            lexical = search_ranking(SQLITE, db.conn, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=literal)
+        except sqlite3.OperationalError:  # what ``search`` raises as QueryError
+            literal = True
+            lexical = search_ranking(SQLITE, db.conn, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=True)
+    meaning = _semantic_ranking(db, query, f, limit=FUSE_DEPTH, kinds=kinds)
     fused: dict[str, float] = {}
     best: dict[str, dict[str, Any]] = {}
+    from_lexical: set[str] = set()
     for ranking in (_per_message(lexical)[:FUSE_DEPTH], meaning):
         for rank, h in enumerate(ranking, 1):
             fused[h["message_id"]] = fused.get(h["message_id"], 0.0) + 1.0 / (RRF_K + rank)
-            best.setdefault(h["message_id"], h)
+            if h["message_id"] not in best:
+                best[h["message_id"]] = h
+                if ranking is not meaning:
+                    from_lexical.add(h["message_id"])
     order = sorted(fused, key=lambda mid: -fused[mid])
+    kept = order[:limit] if limit else order
+    words_hits = [best[mid] for mid in kept if mid in from_lexical]
+    snippets = snippets_of(SQLITE, db.conn, words, [h["block_id"] for h in words_hits], literal=literal)
+    for h in words_hits:
+        h["snippet"] = snippets.get(h.pop("block_id"))
+    finish_hits(SQLITE, db.conn, words_hits)
+    _finish_semantic(db, [best[mid] for mid in kept if mid not in from_lexical])
     out = []
-    for mid in order[:limit] if limit else order:
+    for mid in kept:
         h = dict(best[mid])
         h["score"] = round(fused[mid], 6)
         out.append(h)
