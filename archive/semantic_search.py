@@ -23,12 +23,17 @@ MODES = ("lexical", "semantic", "hybrid")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009), as agentsview and cass use
 FUSE_DEPTH = 100  # hits of each ranking fused
 
-_CACHE: dict[str, tuple[Any, Any, Any, Any]] = {}
+_CACHE: dict[str, tuple[Any, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
     """Every vector as one float32 matrix, with each row's (segment, row); cached per file and version."""
+    return _index(conn)[:3]
+
+
+def _index(conn: sqlite3.Connection) -> tuple[Any, Any, Any, list[str]]:
+    """``_matrix`` and each row's message id (the chunks' table as it was at that version)."""
     import numpy as np
 
     path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "") or f"mem:{id(conn)}"
@@ -39,8 +44,18 @@ def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
     with _CACHE_LOCK:
         hit = _CACHE.get(path)
         if hit is not None and hit[0] == version:
-            return hit[1], hit[2], hit[3]
-    segs = conn.execute("SELECT id, rows, vectors FROM semantic_segments ORDER BY id").fetchall()
+            return hit[1:]
+    # one read transaction: the vectors and the chunks of the same version
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        version = conn.execute("SELECT version FROM semantic_state").fetchone()[0]
+        segs = conn.execute("SELECT id, rows, vectors FROM semantic_segments ORDER BY id").fetchall()
+        chunks = conn.execute("SELECT segment, row, message_id FROM semantic_chunks").fetchall()
+    finally:
+        if own:
+            conn.execute("COMMIT")
     if not segs or not dim:
         mat = np.zeros((0, dim or 1), np.float32)
         seg_of = row_of = np.zeros(0, np.int64)
@@ -48,9 +63,14 @@ def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
         mat = np.frombuffer(b"".join(s[2] for s in segs), dtype="<f2").reshape(-1, dim).astype(np.float32)
         seg_of = np.repeat(np.array([s[0] for s in segs], np.int64), [s[1] for s in segs])
         row_of = np.concatenate([np.arange(s[1], dtype=np.int64) for s in segs])
+    first = dict(zip((s[0] for s in segs), np.concatenate(([0], np.cumsum([s[1] for s in segs])))[:-1].tolist()))
+    msg_of: list[str] = [""] * len(mat)  # "": a zeroed row, no chunk
+    for seg, row, mid in chunks:
+        if seg in first:
+            msg_of[first[seg] + row] = mid
     with _CACHE_LOCK:
-        _CACHE[path] = (version, mat, seg_of, row_of)
-    return mat, seg_of, row_of
+        _CACHE[path] = (version, mat, seg_of, row_of, msg_of)
+    return mat, seg_of, row_of, msg_of
 
 
 def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
@@ -77,7 +97,7 @@ def _semantic_ranking(db: Database, query: str, f: Any = None, *, limit: int | N
     m = semantic.model()  # first: without the extra (numpy, wordllama) it says how to get it
     import numpy as np
     conn = db.conn
-    mat, seg_of, row_of = _matrix(conn)
+    mat, seg_of, row_of, msg_of = _index(conn)
     if not len(mat):
         return []
     q = m.embed([query])[0]
@@ -92,7 +112,26 @@ def _semantic_ranking(db: Database, query: str, f: Any = None, *, limit: int | N
     if kinds:
         where.append("b.type IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(kinds)))
-    wanted = json.dumps([[int(seg_of[i]), int(row_of[i]), float(scores[i])] for i in top if scores[i] > 0])
+    top = [int(i) for i in top if scores[i] > 0]
+    if not filtered and limit:
+        # each message's best chunk, from the rows' message ids: the SQL reads ``limit`` chunks,
+        # not ``4 * limit + 50`` (the same hits; a chunk the joins drop falls back below)
+        best: dict[str, int] = {}
+        for i in top:
+            if msg_of[i] and msg_of[i] not in best:
+                best[msg_of[i]] = i
+                if len(best) >= limit:
+                    break
+        hits = _candidates(conn, [*best.values()], scores, seg_of, row_of, [], [], limit)
+        if len(hits) == len(best):
+            return hits
+    return _candidates(conn, top, scores, seg_of, row_of, where, params, limit)
+
+
+def _candidates(conn: sqlite3.Connection, top: list[int], scores: Any, seg_of: Any, row_of: Any,
+                where: list[str], params: list[Any], limit: int | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of these chunks (best first) that pass ``where``, one per message, at most ``limit``."""
+    wanted = json.dumps([[int(seg_of[i]), int(row_of[i]), float(scores[i])] for i in top])
     sql = f"""
         SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
                m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name, c.block_id,

@@ -298,6 +298,40 @@ def test_hybrid_reads_the_snippets_of_the_hits_it_keeps_only(archive: Path) -> N
         assert h == want and list(h) == list(want)
 
 
+def test_semantic_reads_the_rows_of_its_hits_only(archive: Path) -> None:
+    """Without filters, the rows' message ids (cached with the matrix) pick each message's best
+    chunk: the SQL reads ``limit`` chunks, not ``4 * limit + 50``; with filters, all of them.
+    The hits are the same as the filtered path's (a filter that keeps everything)."""
+    from archive.db import open_readonly
+    from archive.queries import Filters
+
+    db = open_readonly(archive)
+    q = "delegate the counting to a subagent"
+    seen: list[tuple] = []
+
+    class Recording:  # the connection, noting what each statement is given
+        def __init__(self, conn) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, params: tuple = ()):
+            seen.append((sql, params))
+            return self.conn.execute(sql, params)
+
+        def __getattr__(self, name: str):
+            return getattr(self.conn, name)
+
+    real = db.conn
+    db.conn = Recording(real)
+    try:
+        hits = semantic_search.semantic_search(db, q, limit=3)
+    finally:
+        db.conn = real
+    reads = [orjson.loads(p[0]) for s, p in seen if "JOIN semantic_chunks c" in s]
+    assert len(reads) == 1 and len(reads[0]) == 3, reads  # three chunks asked for
+    every = semantic_search.semantic_search(db, q, Filters(since="1970-01-01"), limit=3)
+    assert len(hits) == 3 and hits == every
+
+
 def test_hybrid_fuses_ranks() -> None:
     assert semantic_search.lexical_any("count the files, with a helper!") == '"count" OR "the" OR "files" OR "with" OR "helper"'
     assert semantic_search.lexical_any("a") == ""
