@@ -88,6 +88,17 @@ def search_rows(d: Dialect, conn: Any, query: str, f: Filters = Filters(), *, li
     ``thread_id, thread_title, provider, project, message_id, role, ts, block_type, tool_name,
     snippet, matches, also_in`` (archive/queries.py ``search`` says what each is). A query the
     backend rejects raises its driver's error: the caller says what went wrong."""
+    hits = search_ranking(d, conn, query, f, limit=limit, literal=literal, tokens=tokens, offset=offset,
+                          kinds=kinds, snippets=True)  # fmt: skip
+    return finish_hits(d, conn, hits)
+
+
+def search_ranking(d: Dialect, conn: Any, query: str, f: Filters = Filters(), *, limit: int | None = 20,
+                   literal: bool = False, tokens: int = 16, offset: int = 0, kinds: Iterable[str] = (),
+                   snippets: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """``search_rows``'s hits in its order, as its SQL gives them: without ``snippets``, each
+    has the block's ``block_id`` in place of ``snippet`` (the snippet function reads the
+    block's whole text: hybrid search ranks 300 hits and shows 20, ``snippets_of``)."""
     if not query.strip():
         raise QueryError("empty search query")
     ft = d.full_text(query, literal=literal, tokens=tokens)
@@ -101,7 +112,7 @@ def search_rows(d: Dialect, conn: Any, query: str, f: Filters = Filters(), *, li
     sql = f"""{ft.cte}
         SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
                m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name,
-               {ft.snippet} AS snippet
+               {ft.snippet + ' AS snippet' if snippets else 'b.id AS block_id'}
         FROM {ft.source}
         JOIN messages m ON m.id = b.message_id
         LEFT JOIN threads t ON t.id = m.thread_id
@@ -109,7 +120,31 @@ def search_rows(d: Dialect, conn: Any, query: str, f: Filters = Filters(), *, li
         WHERE {ft.match} {''.join(' AND ' + w for w in where)}
         ORDER BY {ft.order}
         {lim}"""
-    hits = d.rows(conn, sql, [*ft.cte_params, *ft.snippet_params, *ft.match_params, *params, *lim_params])
+    return d.rows(conn, sql, [*ft.cte_params, *(ft.snippet_params if snippets else ()), *ft.match_params, *params,
+                              *lim_params])  # fmt: skip
+
+
+def snippets_of(d: Dialect, conn: Any, query: str, block_ids: Iterable[int], *, literal: bool = False,
+                tokens: int = 16) -> dict[int, str]:  # fmt: skip
+    """The highlighted snippet ``search_rows`` gives each of these blocks for ``query`` (SQLite)."""
+    ids = sorted(set(block_ids))
+    if not ids:
+        return {}
+    if d.postgres:
+        raise QueryError("snippets_of: SQLite only")
+    ft = d.full_text(query, literal=literal, tokens=tokens)
+    sql = (f"SELECT blocks_fts.rowid AS id, {ft.snippet} AS snippet FROM blocks_fts "
+           f"WHERE {ft.match} AND blocks_fts.rowid = ?")  # fmt: skip
+    out: dict[int, str] = {}
+    for bid in ids:  # one row each: FTS5 seeks to a rowid, it does not join one from a list
+        for r in d.rows(conn, sql, [*ft.snippet_params, *ft.match_params, bid]):
+            out[r["id"]] = r["snippet"]
+    return out
+
+
+def finish_hits(d: Dialect, conn: Any, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``search_ranking(snippets=True)``'s rows as ``search_rows`` returns them: the snippet
+    split from its marks, the thread's label, the forks that hold the message too."""
     labels = first_prompts(conn, (h["thread_id"] for h in hits if not h["thread_title"]), d=d)
     forks = inheritors(d, conn, {h["thread_id"] for h in hits})
     for h in hits:

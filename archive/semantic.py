@@ -29,7 +29,8 @@ Invariants:
 * **Rebuilt when the model changes.** ``semantic_state.model`` names the model (package
   version, weights file, dimension); another name drops every vector and starts again.
 * **Read-only search.** ``search`` only reads (a read-only connection works); the matrix of
-  all vectors is cached per process, keyed on the database file and ``semantic_state.version``.
+  all vectors and each row's message id (read in one transaction) are cached per process,
+  keyed on the database file and ``semantic_state.version``.
 """
 
 from __future__ import annotations

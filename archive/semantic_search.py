@@ -23,12 +23,17 @@ MODES = ("lexical", "semantic", "hybrid")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009), as agentsview and cass use
 FUSE_DEPTH = 100  # hits of each ranking fused
 
-_CACHE: dict[str, tuple[Any, Any, Any, Any]] = {}
+_CACHE: dict[str, tuple[Any, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
     """Every vector as one float32 matrix, with each row's (segment, row); cached per file and version."""
+    return _index(conn)[:3]
+
+
+def _index(conn: sqlite3.Connection) -> tuple[Any, Any, Any, list[str]]:
+    """``_matrix`` and each row's message id (the chunks' table as it was at that version)."""
     import numpy as np
 
     path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "") or f"mem:{id(conn)}"
@@ -39,8 +44,18 @@ def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
     with _CACHE_LOCK:
         hit = _CACHE.get(path)
         if hit is not None and hit[0] == version:
-            return hit[1], hit[2], hit[3]
-    segs = conn.execute("SELECT id, rows, vectors FROM semantic_segments ORDER BY id").fetchall()
+            return hit[1:]
+    # one read transaction: the vectors and the chunks of the same version
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        version = conn.execute("SELECT version FROM semantic_state").fetchone()[0]
+        segs = conn.execute("SELECT id, rows, vectors FROM semantic_segments ORDER BY id").fetchall()
+        chunks = conn.execute("SELECT segment, row, message_id FROM semantic_chunks").fetchall()
+    finally:
+        if own:
+            conn.execute("COMMIT")
     if not segs or not dim:
         mat = np.zeros((0, dim or 1), np.float32)
         seg_of = row_of = np.zeros(0, np.int64)
@@ -48,9 +63,14 @@ def _matrix(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
         mat = np.frombuffer(b"".join(s[2] for s in segs), dtype="<f2").reshape(-1, dim).astype(np.float32)
         seg_of = np.repeat(np.array([s[0] for s in segs], np.int64), [s[1] for s in segs])
         row_of = np.concatenate([np.arange(s[1], dtype=np.int64) for s in segs])
+    first = dict(zip((s[0] for s in segs), np.concatenate(([0], np.cumsum([s[1] for s in segs])))[:-1].tolist()))
+    msg_of: list[str] = [""] * len(mat)  # "": a zeroed row, no chunk
+    for seg, row, mid in chunks:
+        if seg in first:
+            msg_of[first[seg] + row] = mid
     with _CACHE_LOCK:
-        _CACHE[path] = (version, mat, seg_of, row_of)
-    return mat, seg_of, row_of
+        _CACHE[path] = (version, mat, seg_of, row_of, msg_of)
+    return mat, seg_of, row_of, msg_of
 
 
 def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
@@ -59,7 +79,14 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     chunk), shaped like ``queries.search``'s hits (``snippet`` is the chunk, ``matches``
     empty) plus ``score`` (cosine). Filters apply to the best ``max(50 * limit, 2000)`` chunks
     (without filters, ``4 * limit + 50``: room for a message's several chunks)."""
-    from .queries import Filters, QueryError, _inheritors, _where, first_prompts
+    return _finish_semantic(db, _semantic_ranking(db, query, f, limit=limit, kinds=kinds))
+
+
+def _semantic_ranking(db: Database, query: str, f: Any = None, *, limit: int | None = 20,
+                      kinds: Iterable[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
+    """``semantic_search``'s hits in its order, before their snippet, label and forks are read
+    (``start`` and ``length`` say where the chunk is)."""
+    from .queries import Filters, QueryError, _where
 
     if not query.strip():
         raise QueryError("empty search query")
@@ -70,7 +97,7 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     m = semantic.model()  # first: without the extra (numpy, wordllama) it says how to get it
     import numpy as np
     conn = db.conn
-    mat, seg_of, row_of = _matrix(conn)
+    mat, seg_of, row_of, msg_of = _index(conn)
     if not len(mat):
         return []
     q = m.embed([query])[0]
@@ -85,7 +112,26 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
     if kinds:
         where.append("b.type IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(kinds)))
-    wanted = json.dumps([[int(seg_of[i]), int(row_of[i]), float(scores[i])] for i in top if scores[i] > 0])
+    top = [int(i) for i in top if scores[i] > 0]
+    if not filtered and limit:
+        # each message's best chunk, from the rows' message ids: the SQL reads ``limit`` chunks,
+        # not ``4 * limit + 50`` (the same hits; a chunk the joins drop falls back below)
+        best: dict[str, int] = {}
+        for i in top:
+            if msg_of[i] and msg_of[i] not in best:
+                best[msg_of[i]] = i
+                if len(best) >= limit:
+                    break
+        hits = _candidates(conn, [*best.values()], scores, seg_of, row_of, [], [], limit)
+        if len(hits) == len(best):
+            return hits
+    return _candidates(conn, top, scores, seg_of, row_of, where, params, limit)
+
+
+def _candidates(conn: sqlite3.Connection, top: list[int], scores: Any, seg_of: Any, row_of: Any,
+                where: list[str], params: list[Any], limit: int | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of these chunks (best first) that pass ``where``, one per message, at most ``limit``."""
+    wanted = json.dumps([[int(seg_of[i]), int(row_of[i]), float(scores[i])] for i in top])
     sql = f"""
         SELECT m.thread_id, t.title AS thread_title, t.provider, coalesce(t.cwd, p.cwd) AS project,
                m.id AS message_id, m.role, m.ts, b.type AS block_type, b.tool_name, c.block_id,
@@ -110,7 +156,16 @@ def semantic_search(db: Database, query: str, f: Any = None, *, limit: int | Non
         hits.append(h)
         if limit and len(hits) >= limit:
             break
-    for h in hits:  # the snippet of the hits kept only: reading the chunks' text was most of a query
+    return hits
+
+
+def _finish_semantic(db: Database, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The snippet (the chunk, one line), label and forks of the hits kept only: reading the
+    chunks' text was most of a query."""
+    from .queries import _inheritors, first_prompts
+
+    conn = db.conn
+    for h in hits:
         start, length = h.pop("start"), h.pop("length")
         got = conn.execute("SELECT substr(text, ? + 1, ?) FROM blocks WHERE id = ?", (start, length, h["block_id"])).fetchone()
         h["snippet"] = " ".join(((got[0] if got else None) or "").split())[:300]
@@ -137,27 +192,44 @@ def hybrid_search(db: Database, query: str, f: Any = None, *, limit: int | None 
 
     The lexical leg reads the query as ``search`` does (every word, FTS5 syntax; a query FTS5
     rejects is taken literally): on the paraphrase set an any-word leg (``any_word``) lowered
-    MRR from the semantic ranking's, while an every-word leg adds exact matches on top of it."""
-    from .queries import Filters, QueryError, search
+    MRR from the semantic ranking's, while an every-word leg adds exact matches on top of it.
+
+    Both legs rank without snippets, labels or forks; only the fused hits kept read theirs
+    (the lexical leg's 300 snippets were most of a hybrid query on 1 GB: docs/semantic.md).
+    The hits are those ``search`` and ``semantic_search`` would give, field for field."""
+    from .queries import Filters, QueryError
+    from .query_core import SQLITE, finish_hits, search_ranking, snippets_of
 
     f = f or Filters()
     lexical: list[dict[str, Any]] = []
     words = lexical_any(query) if any_word else query
     if words:
         try:
-            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=literal)
-        except QueryError:
-            lexical = search(db, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=True)
-    meaning = semantic_search(db, query, f, limit=FUSE_DEPTH, kinds=kinds)
+            lexical = search_ranking(SQLITE, db.conn, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=literal)
+        except sqlite3.OperationalError:  # what ``search`` raises as QueryError
+            literal = True
+            lexical = search_ranking(SQLITE, db.conn, words, f, limit=FUSE_DEPTH * 3, kinds=kinds, literal=True)
+    meaning = _semantic_ranking(db, query, f, limit=FUSE_DEPTH, kinds=kinds)
     fused: dict[str, float] = {}
     best: dict[str, dict[str, Any]] = {}
+    from_lexical: set[str] = set()
     for ranking in (_per_message(lexical)[:FUSE_DEPTH], meaning):
         for rank, h in enumerate(ranking, 1):
             fused[h["message_id"]] = fused.get(h["message_id"], 0.0) + 1.0 / (RRF_K + rank)
-            best.setdefault(h["message_id"], h)
+            if h["message_id"] not in best:
+                best[h["message_id"]] = h
+                if ranking is not meaning:
+                    from_lexical.add(h["message_id"])
     order = sorted(fused, key=lambda mid: -fused[mid])
+    kept = order[:limit] if limit else order
+    words_hits = [best[mid] for mid in kept if mid in from_lexical]
+    snippets = snippets_of(SQLITE, db.conn, words, [h["block_id"] for h in words_hits], literal=literal)
+    for h in words_hits:
+        h["snippet"] = snippets.get(h.pop("block_id"))
+    finish_hits(SQLITE, db.conn, words_hits)
+    _finish_semantic(db, [best[mid] for mid in kept if mid not in from_lexical])
     out = []
-    for mid in order[:limit] if limit else order:
+    for mid in kept:
         h = dict(best[mid])
         h["score"] = round(fused[mid], 6)
         out.append(h)

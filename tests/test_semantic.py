@@ -271,6 +271,67 @@ def test_web_search_page_offers_meaning(archive: Path) -> None:
     assert bad.status_code == 400
 
 
+def test_hybrid_reads_the_snippets_of_the_hits_it_keeps_only(archive: Path) -> None:
+    """Both legs rank without snippets; the fused hits kept are those ``search`` and
+    ``semantic_search`` give, field for field (the lexical leg's 300 snippets were most of a
+    hybrid query on 1 GB: seconds for a common word)."""
+    from archive.db import open_readonly
+    from archive.queries import search
+
+    db = open_readonly(archive)
+    q = "files"  # 77 messages hold it
+    lexical = search(db, q, limit=300)
+    first: dict = {}
+    for h in lexical:
+        first.setdefault(h["message_id"], h)
+    assert len(first) > 4
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    hits = semantic_search.hybrid_search(db, q, limit=5)
+    db.conn.set_trace_callback(None)
+    snippets = [s for s in seen if "snippet(blocks_fts" in s]
+    assert snippets and all("blocks_fts.rowid =" in s for s in snippets) and len(snippets) <= 5, snippets
+    meaning = {h["message_id"]: h for h in semantic_search.semantic_search(db, q, limit=semantic_search.FUSE_DEPTH)}
+    assert len(hits) == 5 and any(h["message_id"] in first for h in hits)
+    for h in hits:
+        want = dict(first.get(h["message_id"]) or meaning[h["message_id"]], score=h["score"])
+        assert h == want and list(h) == list(want)
+
+
+def test_semantic_reads_the_rows_of_its_hits_only(archive: Path) -> None:
+    """Without filters, the rows' message ids (cached with the matrix) pick each message's best
+    chunk: the SQL reads ``limit`` chunks, not ``4 * limit + 50``; with filters, all of them.
+    The hits are the same as the filtered path's (a filter that keeps everything)."""
+    from archive.db import open_readonly
+    from archive.queries import Filters
+
+    db = open_readonly(archive)
+    q = "delegate the counting to a subagent"
+    seen: list[tuple] = []
+
+    class Recording:  # the connection, noting what each statement is given
+        def __init__(self, conn) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, params: tuple = ()):
+            seen.append((sql, params))
+            return self.conn.execute(sql, params)
+
+        def __getattr__(self, name: str):
+            return getattr(self.conn, name)
+
+    real = db.conn
+    db.conn = Recording(real)
+    try:
+        hits = semantic_search.semantic_search(db, q, limit=3)
+    finally:
+        db.conn = real
+    reads = [orjson.loads(p[0]) for s, p in seen if "JOIN semantic_chunks c" in s]
+    assert len(reads) == 1 and len(reads[0]) == 3, reads  # three chunks asked for
+    every = semantic_search.semantic_search(db, q, Filters(since="1970-01-01"), limit=3)
+    assert len(hits) == 3 and hits == every
+
+
 def test_hybrid_fuses_ranks() -> None:
     assert semantic_search.lexical_any("count the files, with a helper!") == '"count" OR "the" OR "files" OR "with" OR "helper"'
     assert semantic_search.lexical_any("a") == ""
