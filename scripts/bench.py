@@ -48,7 +48,7 @@ from archive.db import open_db, open_readonly  # noqa: E402
 from archive.ingest import PHASES, IngestOptions, discover, ingest_paths  # noqa: E402
 from archive.ingest.reader import _LineReader, _open_stream  # noqa: E402
 from archive.vendors import VENDORS  # noqa: E402
-from archive.vendors.base import SNAPSHOT  # noqa: E402
+from archive.vendors.base import RECORDS, SNAPSHOT  # noqa: E402
 
 MARKERS = ("zanzibar", "velvet thunder", "xylophone", "quokka")
 COMMON = ("error", "config", "test", "function", "database", "run", "file", "update")
@@ -105,10 +105,18 @@ def corpus_files(home: Path) -> list[Path]:
 
 
 def parse_baseline(home: Path) -> dict[str, Any]:
-    """Read every line file and ``orjson.loads`` each line: the floor for any JSON ingest."""
+    """Read every line file and ``orjson.loads`` each line: the floor for any JSON ingest. A
+    vendor's database (``RECORDS``: OpenCode, Hermes, OpenClaw) is read whole, not split into
+    lines: its bytes count, its line breaks (inside compressed rows, pages) do not."""
     lines = nbytes = 0
     started = time.perf_counter()
+    stores = {str(c.path) for c in discover(None, list(VENDORS), vendor_env(home), []) if c.kind == RECORDS}
     for path in corpus_files(home):
+        if str(path) in stores:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    nbytes += len(chunk)
+            continue
         with _open_stream(path) as f:
             reader = _LineReader(f, 0)
             for _off, line in reader:
