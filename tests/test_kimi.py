@@ -153,3 +153,18 @@ def test_the_link_holds_whichever_file_is_read_first(tmp_path: Path) -> None:
         for path in order:  # one run per file: the other file's rows are already stored
             ingest_paths(db, [path], IngestOptions(env=env, idle_seconds=0))
         assert _usage_on_messages(db) == STEPS, order[0].name
+
+
+def test_the_thread_page_says_plainly_what_the_files_do_not_hold(tmp_path: Path) -> None:
+    """Kimi's context has no times and no file names the model: the page's last activity is
+    the last response's time (the wire's), and the cost names responses without a model."""
+    from archive.pricing import load_prices
+    from archive.web.conversation import NO_MODEL, load_page
+
+    share = kimi_home(tmp_path)
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, None, IngestOptions(env={"HOME": str(share.parent), "KIMI_SHARE_DIR": str(share)}, idle_seconds=0))
+    data = load_page(db.conn, SESSION, 1, load_prices(env={}), {})
+    assert data["first_ts"] == "2026-12-02T08:00:07.922Z" and data["last_ts"] == "2026-12-02T08:00:30.404Z"
+    assert data["cost"] is None and data["unpriced"] == [NO_MODEL]
+    assert data["no_time"]  # and a thread without any time says so (the template shows it)
