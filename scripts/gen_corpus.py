@@ -1684,6 +1684,17 @@ HERMES_SCHEMA = """
         reasoning_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost_usd REAL NOT NULL DEFAULT 0,
         actual_cost_usd REAL NOT NULL DEFAULT 0, cost_status TEXT, cost_source TEXT, first_seen REAL, last_seen REAL,
         PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
+    -- the 0.19.0 client's indexes on these columns (tests/fixtures/hermes/state-0.19.0), which readers rely on
+    CREATE INDEX idx_sessions_source ON sessions(source);
+    CREATE INDEX idx_sessions_source_id ON sessions(source, id);
+    CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
+    CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+    CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+    CREATE INDEX idx_session_model_usage_session ON session_model_usage(session_id);
+    CREATE INDEX idx_session_model_usage_model ON session_model_usage(model);
+    CREATE INDEX idx_messages_platform_msg_id ON messages(session_id, platform_message_id) WHERE platform_message_id IS NOT NULL;
+    CREATE INDEX idx_messages_session_active ON messages(session_id, active, timestamp);
+    CREATE INDEX idx_messages_active_null ON messages(active) WHERE active IS NULL;
     INSERT INTO schema_version VALUES (22);
     BEGIN;"""
 
