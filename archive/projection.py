@@ -43,6 +43,7 @@ from .vendors.base import (
     INVALID,
     PARSE_ERROR,
     RESPONSE_KEY,
+    RESPONSE_LINK,
     RESPONSE_MODEL,
     WARNING,
     BlobRow,
@@ -175,6 +176,19 @@ class Projector:
                 self.put_report((source_id, generation, offset), report_seq, row)
                 report_seq += 1
 
+    def _link_usage(self, threads: set[str]) -> None:
+        """Usage rows of these threads that name a response link (``RESPONSE_LINK``: the
+        vendor wrote the usage in another file than the message) and no message get the
+        message of their thread carrying that link, whichever of the two was read first."""
+        self.conn.execute(
+            "UPDATE usage SET message_id = (SELECT m.id FROM messages m WHERE m.thread_id = usage.thread_id "
+            f"AND json_extract(m.extra, '$.{RESPONSE_LINK}') = json_extract(usage.extra, '$.{RESPONSE_LINK}') "
+            "ORDER BY m.source_id, m.generation, m.offset LIMIT 1) "
+            "WHERE thread_id IN (SELECT value FROM json_each(?)) AND message_id IS NULL "
+            f"AND json_extract(extra, '$.{RESPONSE_LINK}') IS NOT NULL",
+            (dumps(sorted(threads)),),
+        )
+
     def put_report(self, key3: tuple[int, int, int], seq: int, report: Report) -> None:
         self._reports.append((*key3, seq, report.kind, report.reason, report.detail))
 
@@ -306,6 +320,7 @@ class Projector:
         if self._facts:  # before the messages: ranking copies reads the threads' createdAt
             conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
             self._facts = []
+        linked = {u[1] for u in self._usage} | {m.thread_id for m, _k, _lb, _r in self._messages}
         if self._messages:
             self._write_messages()
         if self._occurrences:
@@ -330,6 +345,8 @@ class Projector:
                 (dumps(sorted(touched)),),
             )
             self._usage, self._owned = [], set()
+        if linked:
+            self._link_usage(linked)
         if self._reports:
             conn.executemany("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?, ?, ?)", self._reports)
             self._reports = []

@@ -48,7 +48,7 @@ from archive.db import open_db, open_readonly  # noqa: E402
 from archive.ingest import PHASES, IngestOptions, discover, ingest_paths  # noqa: E402
 from archive.ingest.reader import _LineReader, _open_stream  # noqa: E402
 from archive.vendors import VENDORS  # noqa: E402
-from archive.vendors.base import SNAPSHOT  # noqa: E402
+from archive.vendors.base import RECORDS, SNAPSHOT  # noqa: E402
 
 MARKERS = ("zanzibar", "velvet thunder", "xylophone", "quokka")
 COMMON = ("error", "config", "test", "function", "database", "run", "file", "update")
@@ -65,10 +65,10 @@ def vendor_env(home: Path) -> dict[str, str]:
 # ---------------------------------------------------------------- child: one ingest
 
 
-def child_ingest(db: str, home: str, scan: bool = True) -> None:
+def child_ingest(db: str, home: str, scan: bool = True, providers: tuple[str, ...] = ()) -> None:
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    options = IngestOptions(env=vendor_env(Path(home)), timings=timings, scan_secrets=scan)
+    options = IngestOptions(env=vendor_env(Path(home)), timings=timings, scan_secrets=scan, providers=providers)
     s = ingest_paths(open_db(db), None, options)
     elapsed = time.perf_counter() - started
     out = s.to_dict()
@@ -77,9 +77,11 @@ def child_ingest(db: str, home: str, scan: bool = True) -> None:
     print(json.dumps(out))
 
 
-def run_ingest(db: Path, home: Path, scan: bool = True) -> dict[str, Any]:
-    """Ingest in a child process; its own peak RSS comes from ``wait4``."""
+def run_ingest(db: Path, home: Path, scan: bool = True, providers: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Ingest in a child process; its own peak RSS comes from ``wait4``. ``providers``: only
+    these vendors' roots are walked (as ``ingest --provider``), the others' files are not seen."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_ingest", str(db), str(home)] + ([] if scan else ["--no-scan"])
+    cmd += [f"--providers={','.join(providers)}"] if providers else []
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO)
     assert proc.stdout is not None
@@ -92,6 +94,7 @@ def run_ingest(db: Path, home: Path, scan: bool = True) -> dict[str, Any]:
     out = json.loads(data)
     out["process_seconds"] = wall
     out["peak_rss_mb"] = usage.ru_maxrss / 1024  # kilobytes on Linux
+    out["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # the child's own CPU time, imports included
     return out
 
 
@@ -105,10 +108,18 @@ def corpus_files(home: Path) -> list[Path]:
 
 
 def parse_baseline(home: Path) -> dict[str, Any]:
-    """Read every line file and ``orjson.loads`` each line: the floor for any JSON ingest."""
+    """Read every line file and ``orjson.loads`` each line: the floor for any JSON ingest. A
+    vendor's database (``RECORDS``: OpenCode, Hermes, OpenClaw) is read whole, not split into
+    lines: its bytes count, its line breaks (inside compressed rows, pages) do not."""
     lines = nbytes = 0
     started = time.perf_counter()
+    stores = {str(c.path) for c in discover(None, list(VENDORS), vendor_env(home), []) if c.kind == RECORDS}
     for path in corpus_files(home):
+        if str(path) in stores:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    nbytes += len(chunk)
+            continue
         with _open_stream(path) as f:
             reader = _LineReader(f, 0)
             for _off, line in reader:
@@ -459,6 +470,8 @@ def fmt_report(r: dict[str, Any]) -> str:
                      + f"; rerun read {p['rerun_bytes_read']} bytes")  # fmt: skip
     if "secrets" in r:
         lines.append(fmt_secrets(r["secrets"]))
+    if "shares" in r:
+        lines.append(fmt_shares(r["shares"]))
     for name, p in r.get("peers", {}).items():
         if p["ok"]:
             lines.append(f"peer {name}: {p['seconds']:.1f} s, {p['mb_per_s']:.1f} MB/s ({p['covers']})")
@@ -499,6 +512,84 @@ def secrets_compare(work: Path, home: Path, runs: int, say: Any, scanned: dict[s
     }  # fmt: skip
 
 
+# the vendors issue 35 added: their share of a first ingest is measured by --shares
+NEW_VENDORS = ("openclaw", "vibe", "factory-droid", "kimi", "hermes", "cline")
+
+
+def _fresh(db: Path) -> Path:
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return db
+
+
+def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, say: Any) -> dict[str, Any]:
+    """Each vendor's cost in a first ingest (issue 35: a vendor should cost no more than its
+    share of the bytes). Definitions, all first ingests into a fresh database:
+
+    Times are the ingest process's CPU seconds (user + system, ``wait4``): on a shared, loaded
+    machine wall time mostly measures the neighbours; a first ingest is one process, so its CPU
+    time is its cost (I/O waits aside: the corpus is in the page cache after the first run).
+
+    * ``with`` / ``without``: every vendor of the corpus, and every vendor but the six of
+      ``NEW_VENDORS`` (their roots are not walked: the home as it would be without their files,
+      the other vendors' bytes the same); alternated ``runs`` times, medians. The six's share
+      of the bytes is compared with their share of the time, ``(with - without) / with``.
+    * per vendor: an ingest of that vendor alone; its MB/s is its files' bytes (the manifest's
+      count, database files included) over its time less the fixed cost of a run (an ingest
+      of an empty home: opening and migrating the database). A vendor whose MB/s is below the
+      corpus's (all bytes over ``with`` less the same fixed cost) costs more than its share."""
+    names = {v: v.replace("_", "-") for v in manifest["vendors"]}
+    everyone = tuple(names.values())
+    rest = tuple(n for n in everyone if n not in NEW_VENDORS)
+    empty = work / "empty-home"
+    empty.mkdir(exist_ok=True)
+    fixed = []
+    with_, without = [], []
+    for i in range(runs):
+        say(f"shares: every vendor, and all but the new six ({i + 1}/{runs})")
+        with_.append(run_ingest(_fresh(work / "share.db"), home, providers=everyone)["cpu_seconds"])
+        without.append(run_ingest(_fresh(work / "share.db"), home, providers=rest)["cpu_seconds"])
+        fixed += [run_ingest(_fresh(work / "share.db"), empty, providers=everyone)["cpu_seconds"] for _ in range(3)]
+    base = statistics.median(fixed)
+    total = sum(d["bytes"] for d in manifest["vendors"].values())
+    new_bytes = sum(d["bytes"] for v, d in manifest["vendors"].items() if names[v] in NEW_VENDORS)
+    t_with, t_without = statistics.median(with_), statistics.median(without)
+    vendors = {}
+    for v, d in manifest["vendors"].items():
+        say(f"shares: {names[v]} alone")
+        alone = [run_ingest(_fresh(work / "share.db"), home, providers=(names[v],)) for _ in range(runs)]
+        cpu = statistics.median(r["cpu_seconds"] for r in alone)
+        net = max(cpu - base, 1e-3)
+        vendors[names[v]] = {"bytes": d["bytes"], "seconds": cpu, "wall_seconds": statistics.median(
+                                 r["wall_seconds"] for r in alone), "net_seconds": net,
+                             "mb_per_s": d["bytes"] / MB / net, "byte_share": d["bytes"] / total}
+    _fresh(work / "share.db")
+    corpus_mb_s = total / MB / max(t_with - base, 1e-3)
+    for d in vendors.values():
+        d["ratio_to_corpus"] = d["mb_per_s"] / corpus_mb_s
+    return {
+        "runs": runs, "bytes": total, "new_vendors": list(NEW_VENDORS), "new_bytes": new_bytes,
+        "fixed_seconds": base, "with_seconds": with_, "without_seconds": without,
+        "median_with": t_with, "median_without": t_without, "corpus_mb_per_s": corpus_mb_s,
+        "new_byte_share": new_bytes / total, "new_time_share": (t_with - t_without) / t_with,
+        "new_mb_per_s": new_bytes / MB / max(t_with - t_without, 1e-3), "vendors": vendors,
+    }  # fmt: skip
+
+
+def fmt_shares(s: dict[str, Any]) -> str:
+    lines = [
+        f"vendor shares (first ingests, CPU seconds, median of {s['runs']}): every vendor {s['median_with']:.1f} s, without the new six "
+        f"{s['median_without']:.1f} s; the six hold {100 * s['new_byte_share']:.1f}% of the bytes and take "
+        f"{100 * s['new_time_share']:.1f}% of the time ({s['new_mb_per_s']:.1f} MB/s vs the corpus's "
+        f"{s['corpus_mb_per_s']:.1f} MB/s; fixed cost of a run {s['fixed_seconds']:.2f} s)",
+    ]
+    for name, d in sorted(s["vendors"].items(), key=lambda kv: kv[1]["mb_per_s"]):
+        new = " (new)" if name in s["new_vendors"] else ""
+        lines.append(f"  {name}{new}: {d['bytes'] / MB:,.1f} MB in {d['net_seconds']:.2f} s = {d['mb_per_s']:.1f} MB/s "
+                     f"({d['ratio_to_corpus']:.2f}x the corpus's)")  # fmt: skip
+    return "\n".join(lines)
+
+
 def fmt_secrets(s: dict[str, Any], corpus: dict[str, Any] | None = None) -> str:
     head = f"corpus: {corpus['bytes'] / MB:,.1f} MB\n" if corpus else ""
     return head + (
@@ -512,7 +603,8 @@ def fmt_secrets(s: dict[str, Any], corpus: dict[str, Any] | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_ingest"]:
-        child_ingest(argv[1], argv[2], scan="--no-scan" not in argv)
+        chosen = next((a.split("=", 1)[1] for a in argv if a.startswith("--providers=")), "")
+        child_ingest(argv[1], argv[2], scan="--no-scan" not in argv, providers=tuple(p for p in chosen.split(",") if p))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="synthetic home folder (generated if absent)")
@@ -531,6 +623,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--secrets-only", action="store_true",
                     help="only the two first ingests, scan on and off, alternated (--secrets-runs pairs)")
     ap.add_argument("--secrets-runs", type=int, default=1, help="pairs of ingests for --secrets-only (default 1)")
+    ap.add_argument("--shares", action="store_true",
+                    help="also each vendor's MB/s alone and a first ingest without the six newest vendors (issue 35)")
+    ap.add_argument("--shares-only", action="store_true", help="only the --shares measurement")
+    ap.add_argument("--shares-runs", type=int, default=1, help="with/without pairs for --shares (default 1)")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -562,6 +658,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report: dict[str, Any] = {"date": datetime.now().isoformat(timespec="seconds"), "python": sys.version.split()[0],
                                   "cpus": os.cpu_count()}  # fmt: skip
+        if args.shares_only:
+            report["shares"] = vendor_shares(work, home, manifest, args.shares_runs, say)
+            print(json.dumps(report, indent=2) if args.json else fmt_shares(report["shares"]))
+            return 0
         if args.secrets_only:
             report["secrets"] = secrets_compare(work, home, args.secrets_runs, say)
             report["corpus"] = {"bytes": report["secrets"]["bytes_read"], "path": str(args.corpus)}
@@ -583,6 +683,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.secrets:
             say("first ingest with the secret scan off")
             report["secrets"] = secrets_compare(work, home, 1, say, scanned=first)
+        if args.shares:
+            report["shares"] = vendor_shares(work, home, manifest, args.shares_runs, say)
         report["db_bytes"] = db_bytes(db)
         report["db_ratio"] = report["db_bytes"] / base["bytes"]
         say("no-op rerun")

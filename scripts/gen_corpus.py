@@ -25,10 +25,14 @@ Guarantees:
   (``~/.cline/data/sessions``, JSON documents), and OpenCode 1.18.33's SQLite database
   (``~/.local/share/opencode/opencode.db``: events and the rows they update; its lines are
   not counted), and Hermes Agent 0.19.0's ``~/.hermes/state.db`` (sessions, message rows,
-  per-model totals; no lines either). Gemini CLI, Qwen Code, pi, Copilot, OpenCode, Cline and
-  Hermes files get no markers and are not append targets. Shares of the size: Claude Code
-  40 %, Codex 23 %, clm 11 %, Gemini CLI 6 %, Qwen Code 4 %, pi 5 %, Copilot 4 %, OpenCode 3 %,
-  Cline 2 %, Hermes 2 %.
+  per-model totals; no lines either), OpenClaw 2026.7.1 JSONL files and 2026.9.6's
+  ``openclaw-agent.sqlite`` rows (``~/.openclaw/agents/main``), Mistral Vibe 3.0.3's unified
+  journal and 2.x's ``messages.jsonl`` (``~/.vibe/logs/session``), Factory Droid 0.225.2
+  (``~/.factory/sessions``) and Kimi CLI 1.51.0 (``~/.kimi/sessions``: context, wire, state).
+  Files of the vendors after clm get no markers and are not append targets. Shares of the
+  size (``SHARES``): Claude Code 36 %, Codex 21 %, clm 11 %, Gemini CLI 6 %, Qwen Code 4 %,
+  pi 5 %, Copilot 4 %, OpenCode 3 %, Cline 2 %, Hermes 2 %, OpenClaw 2 %, Vibe 2 %, Droid 1 %,
+  Kimi 1 %.
 * **Approximately the requested size.** Sessions are generated until each vendor's byte
   budget is reached, so the total overshoots the request by at most about one session.
   When ``--size >= 1GB`` (or ``--big-file-mb`` is given) one Claude Code session file of at
@@ -1680,6 +1684,17 @@ HERMES_SCHEMA = """
         reasoning_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost_usd REAL NOT NULL DEFAULT 0,
         actual_cost_usd REAL NOT NULL DEFAULT 0, cost_status TEXT, cost_source TEXT, first_seen REAL, last_seen REAL,
         PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
+    -- the 0.19.0 client's indexes on these columns (tests/fixtures/hermes/state-0.19.0), which readers rely on
+    CREATE INDEX idx_sessions_source ON sessions(source);
+    CREATE INDEX idx_sessions_source_id ON sessions(source, id);
+    CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
+    CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+    CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+    CREATE INDEX idx_session_model_usage_session ON session_model_usage(session_id);
+    CREATE INDEX idx_session_model_usage_model ON session_model_usage(model);
+    CREATE INDEX idx_messages_platform_msg_id ON messages(session_id, platform_message_id) WHERE platform_message_id IS NOT NULL;
+    CREATE INDEX idx_messages_session_active ON messages(session_id, active, timestamp);
+    CREATE INDEX idx_messages_active_null ON messages(active) WHERE active IS NULL;
     INSERT INTO schema_version VALUES (22);
     BEGIN;"""
 
@@ -1905,6 +1920,488 @@ def cline_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target
     write_text_file(stats, root, folder / f"{sid}.json", "cline", orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode(), t)
 
 
+# ---------------------------------------------------------------------------------------
+# OpenClaw, Mistral Vibe, Factory Droid and Kimi CLI (issue 35): shapes from the recordings
+# in tests/fixtures/{openclaw,vibe,factory-droid,kimi} and tests/fixtures/recorded/.
+
+OPENCLAW_MODELS = (("anthropic", "claude-sonnet-4-5", "anthropic-messages"), ("openai", "gpt-5.1", "openai-responses"),
+                   ("ollama", "qwen3-coder:30b", "openai-completions"))
+OPENCLAW_SCHEMA = """
+    CREATE TABLE transcript_events (
+      session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT, created_at INTEGER NOT NULL,
+      event_zstd BLOB, event_utf8_bytes INTEGER, navigation_json TEXT, PRIMARY KEY (session_id, seq)) STRICT;
+    CREATE TABLE trajectory_runtime_events (
+      session_id TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT, event_json TEXT NOT NULL,
+      created_at INTEGER NOT NULL, PRIMARY KEY (session_id, seq)) STRICT;
+    BEGIN;"""
+
+
+def _openclaw_events(pools: Pools, rng: Random, *, target: int, t0: int, sid: str, v4: bool) -> Iterator[tuple[int, bytes]]:
+    """One OpenClaw session's entries, as (time, line without newline): pi's session format
+    (``version`` 3 in 2026.7.1, 4 with uuid entry ids in 2026.9.6), ``__openclaw`` marks,
+    ``custom`` runtime entries, the ``exec`` shell tool (tests/fixtures/openclaw)."""
+    provider, model, api = rng.choice(OPENCLAW_MODELS)
+    cwd = rng.choice(PROJECTS)
+    t = t0
+    size = 0
+    parent: list[str | None] = [None]
+
+    def entry(kind: str, **body: Any) -> tuple[int, bytes]:
+        nonlocal t, size
+        t += rng.randint(5, 4000)
+        eid = uuid4(rng) if v4 else hexs(rng, 8)
+        b = orjson.dumps({"type": kind, "id": eid, "parentId": parent[0], "timestamp": iso_ms(t), **body})
+        parent[0] = eid
+        size += len(b) + 1
+        return t, b
+
+    header = orjson.dumps({"type": "session", "version": 4 if v4 else 3, "id": sid, "timestamp": iso_ms(t), "cwd": cwd})
+    yield t, header
+    yield entry("model_change", provider=provider, modelId=model)
+    yield entry("thinking_level_change", thinkingLevel=rng.choice(("off", "low", "medium")))
+    yield entry("custom", customType="model-snapshot", data={"timestamp": t, "provider": provider, "modelApi": api,
+                                                             "modelId": model})
+    while size < target:
+        run = uuid4(rng)
+        mark = {"__openclaw": {"senderIsOwner": True}, "idempotencyKey": f"{uuid4(rng)}:user"} if v4 else {}
+        yield entry("message", message={"role": "user", "content": pools.text(rng, 10, 400), "timestamp": t, **mark})
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            content: list[dict[str, Any]] = []
+            if rng.random() < 0.4:
+                content.append({"type": "thinking", "thinking": pools.text(rng, 20, 300), "thinkingSignature": "reasoning_content"})
+            if final or rng.random() < 0.4:
+                content.append({"type": "text", "text": pools.text(rng, 20, 800)})
+            call = None if final else "call_" + hexs(rng, 24)
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+            if call:
+                content.append({"type": "toolCall", "id": call, "name": "exec", "arguments": {"command": cmd}})
+            inp, out = rng.randint(2_000, 60_000), rng.randint(20, 2_000)
+            read = inp * rng.randint(0, 9) // 10
+            msg = {"role": "assistant", "content": content, "api": api, "provider": provider, "model": model,
+                   "usage": {"input": inp - read, "output": out, "cacheRead": read, "cacheWrite": 0, "reasoningTokens": 0,
+                             "totalTokens": inp + out, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                                                                 "total": 0}},
+                   "stopReason": "toolUse" if call else "stop", "timestamp": t, "responseId": "chatcmpl-" + hexs(rng, 24)}
+            if v4:
+                msg["__openclaw"] = {"runId": run}
+            yield entry("message", message=msg)
+            if call is None:
+                break
+            text = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+            code = 1 if rng.random() < 0.1 else 0
+            result = {"role": "toolResult", "toolCallId": call, "toolName": "exec", "content": [{"type": "text", "text": text}],
+                      "details": {"status": "completed", "exitCode": code, "exitSignal": None, "exitReason": "exit",
+                                  "durationMs": rng.randint(5, 20_000), "aggregated": text, "noOutputTimedOut": False,
+                                  "cwd": cwd},
+                      "isError": False, "timestamp": t}
+            if v4:
+                result["__openclaw"] = {"runId": run}
+            yield entry("message", message=result)
+        yield entry("custom", customType="openclaw:bootstrap-context:full", data={"timestamp": t, "runId": run, "sessionId": sid})
+
+
+def openclaw_files(pools: Pools, stats: Stats, root: Path, seed: int, budget: int) -> None:
+    """OpenClaw, both generations, half the budget each: 2026.7.1's JSON Lines files
+    (``~/.openclaw/agents/main/sessions/<id>.jsonl`` beside the ``sessions.json`` index) and
+    2026.9.6's store (``agents/main/agent/openclaw-agent.sqlite``: one ``transcript_events``
+    row per entry; a row of 1 KiB or more without ``\\u`` escapes is stored zstd-compressed,
+    level 1, when that saves a tenth, as the client's ``prepareTranscriptPayload`` does; its
+    ``navigation_json`` here is ``{}``, not the client's projection, which the archive does not
+    read). One job writes both, as OpenCode's database."""
+    import zstandard
+
+    base = root / ".openclaw" / "agents" / "main"
+    index: dict[str, Any] = {}
+    written, i, last = 0, 0, 0
+    while written < budget // 2:  # 2026.7.1: one file a session
+        rng = Random(f"{seed}:openclaw:{i}")
+        t0 = session_start(rng, i)
+        target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 10), budget // 2 - written + 3_000)
+        sid = uuid4(rng)
+        out = Out(stats, root, base / "sessions" / f"{sid}.jsonl", "openclaw")
+        t = t0
+        model = ""
+        for t, line in _openclaw_events(pools, rng, target=target, t0=t0, sid=sid, v4=False):
+            out.raw(line + b"\n")
+            model = model or (orjson.loads(line).get("modelId") or "")
+        stats.session("openclaw", t0, model, None)
+        out.close(t)
+        written += out.bytes
+        last = max(last, t)
+        index[f"agent:main:{sid}"] = {"sessionId": sid, "updatedAt": t, "sessionFile": f"/home/dev/.openclaw/agents/main/sessions/{sid}.jsonl"}
+        i += 1
+    write_text_file(stats, root, base / "sessions" / "sessions.json", "openclaw",
+                    orjson.dumps(index, option=orjson.OPT_INDENT_2).decode(), last)
+    path = base / "agent" / "openclaw-agent.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(OPENCLAW_SCHEMA)
+    zc = zstandard.ZstdCompressor(level=1)
+    stored = 0
+    while stored < budget - budget // 2:  # 2026.9.6: rows in its database
+        rng = Random(f"{seed}:openclaw:{i}")
+        t0 = session_start(rng, i)
+        target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 10),
+                     budget - budget // 2 - stored + 3_000)
+        sid = uuid4(rng)
+        model = ""
+        for seq, (t, line) in enumerate(_openclaw_events(pools, rng, target=target, t0=t0, sid=sid, v4=True)):
+            model = model or (orjson.loads(line).get("modelId") or "")
+            packed = zc.compress(line) if len(line) >= 1024 and b"\\u" not in line and seq else None
+            if packed is not None and len(packed) <= len(line) - max(64, -(-len(line) // 10)):
+                conn.execute("INSERT INTO transcript_events VALUES (?, ?, NULL, ?, ?, ?, '{}')",
+                             (sid, seq, t, packed, len(line)))
+                stored += len(packed)
+            else:
+                conn.execute("INSERT INTO transcript_events VALUES (?, ?, ?, ?, NULL, ?, NULL)",
+                             (sid, seq, line.decode(), t, len(line)))
+                stored += len(line)
+            last = max(last, t)
+        stats.session("openclaw", t0, model, None)
+        i += 1
+    conn.execute("COMMIT")
+    conn.close()
+    os.utime(path, ns=(last * 1_000_000, last * 1_000_000))
+    d = stats.vendor("openclaw")
+    d["files"] += 1
+    d["bytes"] += path.stat().st_size
+    stats.largest = max(stats.largest, (path.stat().st_size, path.relative_to(root).as_posix()))
+    stats.last_ms = max(stats.last_ms, last)
+
+
+VIBE_MODELS = (("mistral-medium-latest", "devstral-medium"), ("devstral-small", "devstral-small-latest"),
+               ("local", "qwen3-coder"))
+
+
+def _vibe_meta(sid: str, cwd: str, t0: int, t: int, alias: str, model: str, title: str | None,
+               legacy: dict[str, int] | None = None) -> str:
+    def ts(ms: int) -> str:
+        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).isoformat()
+    meta = {"session_id": sid, "parent_session_id": None, "start_time": ts(t0), "end_time": ts(t), "git_commit": None,
+            "git_branch": None, "environment": {"working_directory": cwd}, "origin_directory": cwd, "username": "dev",
+            "child_sessions": [], "loops": [], "title": title, "title_source": "auto", "bumped_at": ts(t),
+            "pinned_at": None, "archived_at": None, "unseen_at": None, "seen_at": None, "experiments": None,
+            "config": {"active_model": alias, "model_name": model}, "import_provenance": None,
+            "created_worktree": None, "artifacts": []}
+    if legacy is not None:  # 2.x: the models table, the session's totals and message count
+        meta["config"] = {"active_model": alias, "models": {alias: {"name": model, "provider": "mistral", "alias": alias}}}
+        del meta["artifacts"]
+        meta["stats"] = {"steps": legacy["steps"], "session_prompt_tokens": legacy["prompt"],
+                         "session_completion_tokens": legacy["completion"], "session_cached_tokens": legacy["cached"],
+                         "session_total_llm_tokens": legacy["prompt"] + legacy["completion"]}
+        meta["total_messages"] = legacy["messages"]
+    return orjson.dumps(meta, option=orjson.OPT_INDENT_2).decode()
+
+
+def vibe_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int, legacy: bool) -> None:
+    """Mistral Vibe. ``legacy``: 2.x's ``logs/session/session_<stamp>_<id8>/messages.jsonl``
+    (OpenAI-style messages with ``injected`` and ``message_id``) and ``meta.json``; else 3.0.3's
+    unified store, ``logs/session/unified/<uuid>/journal/0000000000000001.jsonl`` (the
+    hash-chained recovery journal of a session not yet snapshotted: turn commands, core inputs,
+    projection deltas, action intents and results, receipts) and ``meta.json``. Record hashes are
+    sha256 of the record without its hash, not Vibe's canonical form (the archive does not check them)."""
+    import hashlib
+
+    alias, model = rng.choice(VIBE_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = uuid4(rng)
+    stats.session("vibe", t0, model, cwd)
+    t = t0
+    first = pools.text(rng, 10, 300)
+    session_dir = root / ".vibe" / "logs" / "session"
+    if legacy:
+        stamp = _dt.datetime.fromtimestamp(t0 / 1000, tz=_dt.timezone.utc).strftime("%Y%m%d_%H%M%S")
+        folder = session_dir / f"session_{stamp}_{sid[:8]}"
+        out = Out(stats, root, folder / "messages.jsonl", "vibe")
+        prompt = first
+        totals = {"steps": 0, "prompt": 0, "completion": 0, "cached": 0}
+        while out.bytes < target:
+            t += rng.randint(2_000, 600_000)
+            out.w({"role": "user", "content": prompt, "injected": False, "message_id": uuid4(rng)})
+            for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+                final = rng.random() < 0.3 or step == 8
+                t += rng.randint(500, 30_000)
+                msg: dict[str, Any] = {"role": "assistant"}
+                if final or rng.random() < 0.4:
+                    msg["content"] = pools.text(rng, 20, 800)
+                msg["injected"] = False
+                if rng.random() < 0.4:
+                    msg["reasoning_content"] = pools.text(rng, 20, 300)
+                    msg["reasoning_message_id"] = uuid4(rng)
+                call = "call_" + hexs(rng, 24)
+                cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+                if not final:
+                    msg["tool_calls"] = [{"id": call, "index": 0, "function": {"name": "bash", "arguments": orjson.dumps(
+                        {"command": cmd}).decode()}, "type": "function"}]
+                msg["message_id"] = uuid4(rng)
+                out.w(msg)
+                inp = rng.randint(2_000, 60_000)
+                totals["steps"] += 1
+                totals["prompt"] += inp
+                totals["cached"] += inp * rng.randint(0, 9) // 10
+                totals["completion"] += rng.randint(20, 2_000)
+                if final:
+                    break
+                t += rng.randint(100, 20_000)
+                stdout = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+                code = 1 if rng.random() < 0.1 else 0
+                out.w({"role": "tool", "content": f"command: {cmd}\nshell: \nexit_code: {code}\nstdout: {stdout}\n\nstderr: \n"
+                                                  f"returncode: {code}", "injected": False, "name": "bash", "tool_call_id": call,
+                       "tool_result": {"output": {"command": cmd, "shell": "", "exit_code": code, "stdout": stdout,
+                                                  "stderr": "", "returncode": code},
+                                       "duration": rng.random(), "cancelled": False}})
+            prompt = pools.text(rng, 10, 300)
+        out.close(t)
+        write_text_file(stats, root, folder / "meta.json", "vibe",
+                        _vibe_meta(sid, cwd, t0, t, alias, model, None, {**totals, "messages": out.lines}), t)
+        return
+    folder = session_dir / "unified" / sid
+    out = Out(stats, root, folder / "journal" / "0000000000000001.jsonl", "vibe")
+    seq = 0
+    prev: list[str | None] = [None]
+    watermark = 0
+
+    def record(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal seq
+        seq += 1
+        rec = {"payload": payload, "previous_record_sha256": prev[0], "recovery_journal_record_version": 1,
+               "sequence": seq, "type": kind}
+        digest = hashlib.sha256(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        rec["record_sha256"] = digest
+        prev[0] = digest
+        out.w(dict(sorted(rec.items())))
+
+    def delta(entries: list[dict[str, Any]], turn: str, user_id: str) -> None:
+        nonlocal watermark
+        watermark += 1
+        ops: list[dict[str, Any]] = [{"entry": e, "op": "append_entry"} for e in entries]
+        ops.append({"op": "set_envelope", "state": {"format": "harness.public-session-state/v1", "latestTurn": {
+            "id": turn, "inputEntryId": user_id, "sessionId": sid, "startedAt": t, "status": "in_progress"},
+            "session": {"createdAt": t0, "id": sid, "parentSessionId": None, "preview": first[:120], "rootSessionId": sid,
+                        "title": None, "titleSource": "auto", "updatedAt": t}}})
+        record("projection_delta", {"delta": ops, "watermark": watermark})
+
+    prompt = first
+    n_input = 0
+    while out.bytes < target:
+        t += rng.randint(2_000, 600_000)
+        turn = "turn-" + hexs(rng, 32)
+        message = [{"text": prompt, "type": "text"}]
+        record("command_reserved", {"abandon_on_restart": True, "client_command_id": turn, "method": "turn/start",
+                                    "params": {"injected": False, "message": message, "sessionId": sid},
+                                    "params_sha256": hexs(rng, 64)})
+        n_input += 1
+        record("core_input", {"input": {"command": {"content": message, "mode": "queue", "turn_id": turn, "type": "user_message"},
+                                        "determinism": {"random_seed": rng.randint(0, 2**32 - 1), "time_unix_ms": t},
+                                        "input_id": n_input, "protocol_version": 1}, "transition_sha256": hexs(rng, 64)})
+        user_id = f"user-{turn}-{n_input}"
+        delta([{"content": message, "createdAt": t, "generationStatus": "completed", "id": user_id, "inputEntryId": None,
+                "relatedEntryId": None, "role": "user", "sessionId": sid, "source": "turn_start", "turnId": turn,
+                "type": "message", "updatedAt": t}], turn, user_id)
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            action = uuid4(rng)
+            record("action_intent", {"action_id": action, "kind": "completion", "lease_id": action,
+                                     "recovery_mode": "reconnect_or_fail", "request": {"action_id": action, "iteration": step,
+                                                                                        "max_iterations": 1000, "model": model},
+                                     "request_sha256": hexs(rng, 64)})
+            t += rng.randint(500, 30_000)
+            parts: list[dict[str, Any]] = []
+            if rng.random() < 0.4:
+                parts.append({"content": [{"text": pools.text(rng, 20, 300), "type": "text"}], "type": "reasoning"})
+            if final or rng.random() < 0.4:
+                parts.append({"text": pools.text(rng, 20, 800), "type": "text"})
+            call = "call_" + hexs(rng, 24)
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+            if not final:
+                parts.append({"arguments_json": orjson.dumps({"command": cmd}).decode(), "id": call, "name": "bash",
+                              "type": "tool_call"})
+            inp, outn = rng.randint(2_000, 60_000), rng.randint(20, 2_000)
+            usage = {"cache_write_tokens": 0, "cached_input_tokens": inp * rng.randint(0, 9) // 10, "input_tokens": inp,
+                     "output_tokens": outn, "reasoning_tokens": 0, "total_tokens": inp + outn}
+            record("action_result", {"action_id": action, "result": {"action_id": action, "result": {
+                "finish_reason": "stop" if final else "tool_call", "parts": parts, "usage": usage},
+                "type": "completion_succeeded"}, "state": "succeeded"})
+            if final:
+                break
+            tool = uuid4(rng)
+            record("action_intent", {"action_id": tool, "kind": "tool", "lease_id": tool, "recovery_mode": "fail", "request": {
+                "action_id": tool, "call": {"arguments": {"command": cmd, "timeout_seconds": 120}, "name": "file_system.bash",
+                                            "type": "runtime_builtin"}, "call_id": call, "turn_id": turn,
+                "type": "runtime_builtin_tool_call"}, "request_sha256": hexs(rng, 64)})
+            t += rng.randint(100, 20_000)
+            code = 1 if rng.random() < 0.1 else 0
+            record("action_result", {"action_id": tool, "result": {"action_id": tool, "call_id": call, "result": {
+                "content": [], "structured_content": {"command": cmd, "returncode": code, "stderr": "", "stdout": pools.code_text(
+                    rng, output_size(rng, max(2_000, target // 4))), "timed_out": False, "was_truncated": False},
+                "type": "success"}, "type": "tool_succeeded"}, "state": "succeeded"})
+        record("receipt_succeeded", {"client_command_id": turn, "response": {}})
+        prompt = pools.text(rng, 10, 300)
+    out.close(t)
+    write_text_file(stats, root, folder / "meta.json", "vibe", _vibe_meta(sid, cwd, t0, t, alias, model, None), t)
+
+
+DROID_MODELS = ("claude-sonnet-4-5-20250929", "gpt-5-codex", "custom:Qwen3-Coder-0")
+
+
+def droid_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    """Factory Droid 0.225.2: ``~/.factory/sessions/<cwd slug>/<uuid>.jsonl`` (``session_start``,
+    ``message`` records with Claude-style blocks, ``agent_turn_outcome``) and the
+    ``<uuid>.settings.json`` beside it (model, token totals; the only usage Droid writes)."""
+    model = rng.choice(DROID_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = uuid4(rng)
+    folder = root / ".factory" / "sessions" / cwd.replace("/", "-")
+    out = Out(stats, root, folder / f"{sid}.jsonl", "factory_droid")
+    stats.session("factory_droid", t0, model, cwd)
+    first = pools.text(rng, 10, 300)
+    out.w({"type": "session_start", "id": sid, "title": first[:80], "owner": "unknown", "version": 2, "cwd": cwd,
+           "hostId": uuid4(rng), "isSessionTitleManuallySet": False})
+    t = t0
+    parent: list[str | None] = [None]
+    totals = {"inputTokens": 0, "outputTokens": 0, "cacheCreationTokens": 0, "cacheReadTokens": 0, "thinkingTokens": 0}
+
+    def message(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
+        mid = uuid4(rng)
+        rec: dict[str, Any] = {"type": "message", "id": mid}
+        if parent[0] is not None:
+            rec["parentId"] = parent[0]
+        rec["timestamp"] = iso_ms(t)
+        rec["message"] = {"role": role, "content": content, **extra}
+        out.w(rec)
+        parent[0] = mid
+
+    prompt = first
+    while out.bytes < target:
+        t += rng.randint(2_000, 600_000)
+        turn = uuid4(rng)
+        message("user", [{"type": "text", "text": prompt}], interactionMode="auto")
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            t += rng.randint(500, 30_000)
+            content: list[dict[str, Any]] = []
+            if rng.random() < 0.3:
+                content.append({"type": "thinking", "signature": "reasoning_content", "durationMs": rng.randint(5, 9000),
+                                "thinking": pools.text(rng, 20, 300)})
+            if final or rng.random() < 0.4:
+                content.append({"type": "text", "text": pools.text(rng, 20, 800)})
+            call = "call_" + hexs(rng, 24)
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+            if not final:
+                content.append({"type": "tool_use", "id": call, "name": "Execute",
+                                "input": {"command": cmd, "riskLevel": "low", "riskLevelReason": "reads files"}})
+            inp = rng.randint(2_000, 60_000)
+            totals["inputTokens"] += inp
+            totals["outputTokens"] += rng.randint(20, 2_000)
+            message("assistant", content, openaiMessageId="chatcmpl-" + hexs(rng, 24), modelId=model, reasoningEffort="none")
+            if final:
+                break
+            t += rng.randint(100, 20_000)
+            code = 1 if rng.random() < 0.1 else 0
+            message("user", [{"type": "tool_result", "tool_use_id": call, "is_error": bool(code), "content": pools.code_text(
+                rng, output_size(rng, max(2_000, target // 4))) + f"\n\n\n[Process exited with code {code}]"}])
+        out.w({"type": "agent_turn_outcome", "turnId": turn, "reason": "completed", "resultKind": "text"})
+        prompt = pools.text(rng, 10, 300)
+    out.close(t)
+    settings = {"assistantActiveTimeMs": t - t0, "model": model, "reasoningEffort": "none", "interactionMode": "auto",
+                "autonomyLevel": "high", "autonomyMode": "auto-high", "tokenUsage": {**totals, "factoryCredits": 0},
+                "inclusiveTokenUsage": {**totals, "factoryCredits": 0}}
+    write_text_file(stats, root, folder / f"{sid}.settings.json", "factory_droid",
+                    orjson.dumps(settings, option=orjson.OPT_INDENT_2).decode(), t)
+
+
+KIMI_MODELS = ("kimi-k2-turbo-preview", "kimi-k2-0905-preview", "kimi-for-coding")
+KIMI_SYSTEM_PROMPT = "You are Kimi Code CLI, an interactive general AI agent running on a user's computer.\n" + " ".join(VOCAB[60:300])
+
+
+def kimi_session(pools: Pools, stats: Stats, root: Path, rng: Random, *, target: int, t0: int) -> None:
+    """Kimi CLI 1.51.0: ``~/.kimi/sessions/<md5 of the work folder>/<uuid>/`` with
+    ``context.jsonl`` (the messages, ``_checkpoint`` and ``_usage`` lines; the system prompt
+    names the cwd), ``wire.jsonl`` (the UI events: turns, steps, content parts, tool calls and
+    results, ``StatusUpdate`` usage per step) and ``state.json``."""
+    import hashlib
+    import json
+
+    model = rng.choice(KIMI_MODELS)
+    cwd = rng.choice(PROJECTS)
+    sid = uuid4(rng)
+    folder = root / ".kimi" / "sessions" / hashlib.md5(cwd.encode()).hexdigest() / sid
+    ctx = Out(stats, root, folder / "context.jsonl", "kimi")
+    wire = Out(stats, root, folder / "wire.jsonl", "kimi")
+    stats.session("kimi", t0, model, cwd)
+    checkpoint, tokens = 0, 0
+
+    def side(obj: dict[str, Any]) -> None:  # its own lines: json.dumps (soul/context.py); messages: pydantic's JSON
+        ctx.raw((json.dumps(obj) + "\n").encode())
+
+    side({"role": "_system_prompt", "content": KIMI_SYSTEM_PROMPT + f"\n\nThe current working directory is `{cwd}`."})
+
+    side({"role": "_checkpoint", "id": checkpoint})
+    t = t0
+    wire.raw(b'{"type": "metadata", "protocol_version": "1.10"}\n')
+
+    def event(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal t
+        t += rng.randint(5, 3000)
+        wire.raw((json.dumps({"timestamp": t / 1000, "message": {"type": kind, "payload": payload}}, ensure_ascii=False)
+                  + "\n").encode())  # wire/file.py: json.dumps(ensure_ascii=False)
+
+    prompt = pools.text(rng, 10, 300)
+    while ctx.bytes + wire.bytes < target:
+        t += rng.randint(2_000, 600_000)
+        event("TurnBegin", {"user_input": prompt})
+        ctx.w({"role": "user", "content": prompt})
+        checkpoint += 1
+        side({"role": "_checkpoint", "id": checkpoint})
+        for step in range(1 + min(int(rng.expovariate(0.5)), 8)):
+            final = rng.random() < 0.3 or step == 8
+            event("StepBegin", {"n": step + 1})
+            content: list[dict[str, Any]] = []
+            if rng.random() < 0.4:
+                content.append({"type": "think", "think": pools.text(rng, 20, 300), "encrypted": None})
+            if final or rng.random() < 0.4:
+                content.append({"type": "text", "text": pools.text(rng, 20, 800)})
+            for part in content:
+                event("ContentPart", part)
+            msg: dict[str, Any] = {"role": "assistant", "content": content}
+            call = "call_" + hexs(rng, 24)
+            cmd = rng.choice(("ls", "cat README.md", "make test", "git status")) + f" {rng.choice(VOCAB[:200])}"
+            if not final:
+                msg["tool_calls"] = [{"type": "function", "id": call, "function": {
+                    "name": "Shell", "arguments": json.dumps({"command": cmd})}}]
+                event("ToolCall", {**msg["tool_calls"][0], "extras": None})
+            inp, outn = rng.randint(2_000, 60_000), rng.randint(20, 2_000)
+            read = inp * rng.randint(0, 9) // 10
+            tokens = inp + outn
+            event("StatusUpdate", {"context_usage": tokens / 262144, "context_tokens": inp, "max_context_tokens": 262144,
+                                   "token_usage": {"input_other": inp - read, "output": outn, "input_cache_read": read,
+                                                   "input_cache_creation": 0},
+                                   "message_id": "chatcmpl-" + hexs(rng, 24), "plan_mode": False, "mcp_status": None})
+            side({"role": "_usage", "token_count": inp})
+            ctx.w(msg)
+            side({"role": "_usage", "token_count": tokens})
+            if final:
+                break
+            output = pools.code_text(rng, output_size(rng, max(2_000, target // 4)))
+            event("ToolResult", {"tool_call_id": call, "return_value": {"is_error": False, "output": output,
+                                                                        "message": "Command executed successfully.",
+                                                                        "display": [], "extras": None}})
+            ctx.w({"role": "tool", "content": [{"type": "text", "text": "<system>Command executed successfully.</system>"},
+                                               {"type": "text", "text": output}], "tool_call_id": call})
+            checkpoint += 1
+            side({"role": "_checkpoint", "id": checkpoint})
+        event("TurnEnd", {})
+        prompt = pools.text(rng, 10, 300)
+    ctx.close(t)
+    wire.close(t)
+    state = {"version": 1, "approval": {"yolo": False, "afk": False, "auto_approve_actions": []}, "additional_dirs": [],
+             "custom_title": None, "title_generated": False, "title_generate_attempts": 0, "plan_mode": False,
+             "plan_session_id": None, "plan_slug": None, "wire_mtime": None, "archived": False, "archived_at": None,
+             "auto_archive_exempt": False, "todos": []}
+    write_text_file(stats, root, folder / "state.json", "kimi", orjson.dumps(state, option=orjson.OPT_INDENT_2).decode(), t)
+
+
 def write_text_file(stats: Stats, root: Path, path: Path, vendor: str, text: str, mtime_ms: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode()
@@ -1953,6 +2450,9 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
     if vendor == "hermes":  # one database too
         hermes_db(pools, stats, root, seed, budget)
         return stats
+    if vendor == "openclaw":  # one database and the JSONL files beside it
+        openclaw_files(pools, stats, root, seed, budget)
+        return stats
     tag = vendor if shard == 0 else f"{vendor}:{shard}"
     i = 0
     while stats.vendor(vendor)["bytes"] < budget:
@@ -1983,6 +2483,15 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
         elif vendor == "cline":
             target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
             cline_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "vibe":  # 3.x's unified journal, and 2.x's messages.jsonl for one session in three
+            target = min(lognormal_bytes(rng, 60_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
+            vibe_session(pools, stats, root, rng, target=target, t0=session_start(rng, k), legacy=k == 1 or (k > 1 and rng.random() < 0.33))
+        elif vendor == "factory_droid":
+            target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
+            droid_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
+        elif vendor == "kimi":
+            target = min(lognormal_bytes(rng, 50_000, 1.2, 3_000, 16 * MiB), max(10_000, budget // 5), remaining + 3_000)
+            kimi_session(pools, stats, root, rng, target=target, t0=session_start(rng, k))
         else:
             target = min(lognormal_bytes(rng, 24_000, 1.2, 1_500, 8 * MiB), max(10_000, budget // 5), remaining + 1_500)
             clm_session(pools, stats, root, rng, mark, target=target, t0=session_start(rng, k),
@@ -1992,8 +2501,7 @@ def run_job(root: Path, seed: int, vendor: str, shard: int, budget: int) -> Stat
 
 
 def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, Any]:
-    vendors = {k: stats.v[k] for k in ("claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
-                                          "cline", "hermes") if k in stats.v}
+    vendors = {k: stats.v[k] for k, _ in SHARES if k in stats.v}
     return {
         "generator": "scripts/gen_corpus.py",
         "format": 1,
@@ -2016,6 +2524,12 @@ def build_manifest(stats: Stats, seed: int, size: int, big: int) -> dict[str, An
     }
 
 
+# Each vendor's share of the corpus, in percent of the bytes (the big file aside).
+SHARES: tuple[tuple[str, int], ...] = (
+    ("claude_code", 36), ("codex", 21), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5), ("copilot", 4),
+    ("opencode", 3), ("cline", 2), ("hermes", 2), ("openclaw", 2), ("vibe", 2), ("factory_droid", 1), ("kimi", 1))
+
+
 def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str, Any]:
     big = int(big_mb * MiB) if big_mb is not None else (600 * MiB if size >= GiB else 0)
     if big > size:
@@ -2030,10 +2544,9 @@ def generate(root: Path, size: int, seed: int, big_mb: float | None) -> dict[str
     jobs: list[tuple[Path, int, str, int, int]] = []
     if big:
         jobs.append((root, seed, "big", 0, big))  # first: it is the longest job
-    for vendor, share in (("claude_code", 40), ("codex", 23), ("clm", 11), ("gemini", 6), ("qwen", 4), ("pi", 5),
-                          ("copilot", 4), ("opencode", 3), ("cline", 2), ("hermes", 2)):
+    for vendor, share in SHARES:
         budget = rest * share // 100
-        n = 1 if vendor in ("opencode", "hermes") else max(1, -(-budget // SHARD))  # one database
+        n = 1 if vendor in ("opencode", "hermes", "openclaw") else max(1, -(-budget // SHARD))  # one database
         jobs += [(root, seed, vendor, k, budget // n) for k in range(n)]
     stats = Stats()
     if size >= 64 * MiB:

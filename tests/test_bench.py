@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -49,3 +51,22 @@ def test_bench_smoke(tmp_path):
     # the corpus itself was copied, not grown
     manifest = json.loads((corpus / "corpus-manifest.json").read_text())
     assert manifest["appends"] == []
+
+
+@pytest.mark.slow
+def test_bench_vendor_shares(tmp_path):
+    """--shares-only (issue 35): every vendor's MB/s alone, and the first ingest with and without
+    the six newest vendors, their share of the bytes against their share of the time."""
+    corpus = tmp_path / "corpus"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
+         "--workdir", str(tmp_path / "work"), "--shares-only"],
+        capture_output=True, check=True, timeout=600,
+    )  # fmt: skip
+    s = json.loads(out.stdout)["shares"]
+    manifest = json.loads((corpus / "corpus-manifest.json").read_text())
+    assert set(s["vendors"]) == {v.replace("_", "-") for v in manifest["vendors"]} >= set(s["new_vendors"])
+    assert s["bytes"] == sum(v["bytes"] for v in manifest["vendors"].values())
+    assert 0.05 < s["new_byte_share"] < 0.2  # the six's shares of the generator: 10 %
+    assert all(v["mb_per_s"] > 0 and v["bytes"] > 0 for v in s["vendors"].values())
+    assert s["median_with"] > s["median_without"] > 0 and s["fixed_seconds"] > 0

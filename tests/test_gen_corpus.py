@@ -41,7 +41,8 @@ def vendor_of(root: Path, p: Path) -> str:
     rel = p.relative_to(root).as_posix()
     for prefix, vendor in ((".claude/", "claude_code"), (".codex/", "codex"), (".gemini/", "gemini"), (".qwen/", "qwen"),
                            (".pi/", "pi"), (".copilot/", "copilot"), (".local/share/opencode/", "opencode"),
-                           (".cline/", "cline"), (".hermes/", "hermes")):
+                           (".cline/", "cline"), (".hermes/", "hermes"), (".openclaw/", "openclaw"), (".vibe/", "vibe"),
+                           (".factory/", "factory_droid"), (".kimi/", "kimi")):
         if rel.startswith(prefix):
             return vendor
     return "clm"
@@ -98,6 +99,16 @@ def test_every_line_is_json(corpus: Path) -> None:
         elif p.name == "workspace.yaml":  # Copilot CLI's companion: flat "key: value" lines
             lines = p.read_text().splitlines()
             assert lines[0] == f"id: {p.parent.name}" and all(": " in ln for ln in lines), p
+        elif p.name == "openclaw-agent.sqlite":  # OpenClaw 2026.9.6: each row an entry, plain or zstd-compressed
+            import zstandard
+
+            rows = opencode_rows(p, "SELECT event_json, event_zstd, event_utf8_bytes FROM transcript_events")
+            assert any(z is not None for _, z, _ in rows) and any(j is not None for j, _, _ in rows)
+            for j, z, n in rows:
+                line = j.encode() if j is not None else zstandard.ZstdDecompressor().decompress(z, max_output_size=n)
+                assert len(line) == n and isinstance(orjson.loads(line), dict)
+        elif p.suffix == ".json" and any(f"/{d}/" in p.as_posix() for d in (".openclaw", ".vibe", ".factory", ".kimi")):
+            assert isinstance(orjson.loads(p.read_bytes()), dict), p  # indexes, metadata, settings, state
         elif ".cline/" in p.as_posix():  # Cline CLI: a transcript or a manifest, one JSON document each
             doc = orjson.loads(p.read_bytes())
             assert doc.get("sessionId", doc.get("session_id")) == p.parent.name, p
@@ -133,14 +144,21 @@ def test_manifest_matches_files(corpus: Path) -> None:
         "opencode": opencode_rows(corpus / ".local/share/opencode/opencode.db", "SELECT count(*) FROM session")[0][0],
         "cline": len(list((corpus / ".cline/data/sessions").glob("*/*.messages.json"))),
         "hermes": opencode_rows(corpus / ".hermes/state.db", "SELECT count(*) FROM sessions")[0][0],
+        "openclaw": len(list((corpus / ".openclaw/agents/main/sessions").glob("*.jsonl"))) + opencode_rows(
+            corpus / ".openclaw/agents/main/agent/openclaw-agent.sqlite",
+            "SELECT count(DISTINCT session_id) FROM transcript_events")[0][0],
+        "vibe": len(list((corpus / ".vibe/logs/session").glob("*/meta.json")))
+        + len(list((corpus / ".vibe/logs/session/unified").glob("*/meta.json"))),
+        "factory_droid": len(list((corpus / ".factory/sessions").glob("*/*.jsonl"))),
+        "kimi": len(list((corpus / ".kimi/sessions").glob("*/*/context.jsonl"))),
     }
     for vendor, n in sessions.items():
         assert m["vendors"][vendor]["sessions"] == n > 0
     assert m["sessions"] == sum(sessions.values())
-    assert set(m["sessions_last_30_days"]) == {"claude_code", "codex", "clm", "gemini", "qwen", "pi", "copilot", "opencode",
-                                                "cline", "hermes"}
+    assert set(m["sessions_last_30_days"]) == set(sessions)
     # Marker counts are exact: raw occurrences, and the same case-insensitively (FTS view).
-    blob = b"".join(p.read_bytes() for p in files(corpus) if p.name not in ("opencode.db", "state.db")).decode()  # (no markers there)
+    blob = b"".join(p.read_bytes() for p in files(corpus)
+                    if p.name not in ("opencode.db", "state.db", "openclaw-agent.sqlite")).decode()  # (no markers there)
     for marker, d in m["markers"].items():
         assert d["occurrences"] >= 1, marker
         assert blob.count(marker) == d["occurrences"], marker
@@ -253,6 +271,16 @@ def test_vendor_shapes(corpus: Path) -> None:
     calls = {c["id"] for (tc,) in opencode_rows(db, "SELECT tool_calls FROM messages WHERE tool_calls IS NOT NULL")
              for c in orjson.loads(tc)}
     assert calls and calls == {r for (r,) in opencode_rows(db, "SELECT tool_call_id FROM messages WHERE role = 'tool'")}
+    # OpenClaw and Mistral Vibe: both generations each; Kimi: a wire log beside every context
+    assert list((corpus / ".openclaw/agents/main/sessions").glob("*.jsonl"))
+    assert opencode_rows(corpus / ".openclaw/agents/main/agent/openclaw-agent.sqlite", "SELECT count(*) FROM transcript_events")[0][0]
+    assert list((corpus / ".vibe/logs/session").glob("session_*/messages.jsonl"))
+    for p in (corpus / ".vibe/logs/session/unified").glob("*/journal/*.jsonl"):
+        lines = jsonl_lines(p)
+        assert [d["sequence"] for d in lines] == list(range(1, len(lines) + 1))
+        assert all(b["previous_record_sha256"] == a["record_sha256"] for a, b in zip(lines, lines[1:]))
+    for p in (corpus / ".kimi/sessions").glob("*/*/context.jsonl"):
+        assert jsonl_lines(p)[0]["role"] == "_system_prompt" and jsonl_lines(p.with_name("wire.jsonl"))[0]["type"] == "metadata"
 
 
 def test_append_adds_complete_lines(corpus: Path, tmp_path: Path) -> None:
@@ -302,3 +330,28 @@ def test_big_file(tmp_path: Path) -> None:
     assert largest.parent.parent.name == "projects" and largest.suffix == ".jsonl"
     assert largest.stat().st_size >= 1.5 * 2**20
     jsonl_lines(largest)
+
+
+def test_adapters_read_every_vendor(corpus: Path, tmp_path: Path) -> None:
+    """Every vendor's generated files are read by its adapter (issue 35): one top-level thread
+    per generated session, prompts, answers and tool results, and no line the adapter could not
+    place (only duplicate, metadata and skipped reports: what the real clients' recordings give)."""
+    from archive.db import open_db
+    from archive.ingest import IngestOptions, ingest_paths
+
+    m = orjson.loads((corpus / MANIFEST).read_bytes())
+    db = open_db(tmp_path / "a.db")
+    summary = ingest_paths(db, None, IngestOptions(env={"HOME": str(corpus)})).to_dict()
+    assert summary["failed"] == 0
+    conn = db.conn
+    top = dict(conn.execute("SELECT provider, count(*) FROM threads WHERE parent_thread_id IS NULL GROUP BY 1").fetchall())
+    assert top == {v.replace("_", "-"): d["sessions"] for v, d in m["vendors"].items()}
+    roles = {(p, r) for p, r in conn.execute(
+        "SELECT DISTINCT t.provider, m.role FROM messages m JOIN threads t ON t.id = m.thread_id").fetchall()}
+    assert roles >= {(v, r) for v in top for r in ("user", "assistant")}
+    blocks = {(p, k) for p, k in conn.execute("SELECT DISTINCT t.provider, b.type FROM blocks b JOIN messages m "
+                                              "ON m.id = b.message_id JOIN threads t ON t.id = m.thread_id").fetchall()}
+    assert blocks >= {(v, k) for v in top for k in ("text", "tool_call", "tool_result")}
+    kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM reports")}
+    assert kinds <= {"duplicate", "metadata", "skipped"}, kinds
+    assert set(summary["reports"]) <= {"duplicate", "metadata", "skipped"}

@@ -109,3 +109,62 @@ def test_a_claude_session_handed_to_kimi_and_read_back_is_counted_once(tmp_path:
     (emitted_from,) = conn.execute("SELECT json_extract(metadata, '$.emittedFrom') FROM threads WHERE id = ?",
                                    (report["target_id"],)).fetchone()
     assert emitted_from == original
+
+
+def _usage_on_messages(db) -> list[tuple]:
+    """(thread, the first block of the message carrying each response, its input tokens), by time."""
+    return db.execute(
+        "SELECT u.thread_id, m.role, (SELECT coalesce(b.tool_name, b.text) FROM blocks b WHERE b.message_id = m.id "
+        "ORDER BY b.position LIMIT 1), u.input_tokens FROM usage u LEFT JOIN messages m ON m.id = u.message_id "
+        "ORDER BY u.ts").fetchall()
+
+
+# each step's usage on the assistant message the step wrote (the wire's StatusUpdate, the
+# context's message: linked by the step's tool call, the step before it, or the turn's prompt)
+STEPS = [
+    (SESSION, "assistant", "I should run the command.", 237),
+    (SESSION, "assistant", "Agent", 243),
+    (f"{SESSION}/a808b7820", "assistant", "hi from the subagent", 241),
+    (f"{SESSION}/a808b7820", "assistant", "Done.", 246),
+    (SESSION, "assistant", "The command printed hello-from-shell and the agent said hi.", 249),
+    (SESSION, "assistant", "OK, again.", 251),
+]
+
+
+def test_each_steps_usage_is_on_the_message_it_wrote(tmp_path: Path) -> None:
+    share = kimi_home(tmp_path)
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, None, IngestOptions(env={"HOME": str(share.parent), "KIMI_SHARE_DIR": str(share)}, idle_seconds=0))
+    assert _usage_on_messages(db) == STEPS
+    # every assistant message carries one response, so a thread emitted elsewhere carries its usage
+    from archive.projection import load_messages
+
+    msgs = load_messages(db.conn, "m.thread_id = ?", (SESSION,))
+    assert [m.usage.input_tokens for m in msgs if m.role == "assistant"] == [237, 243, 249, 251]
+
+
+def test_the_link_holds_whichever_file_is_read_first(tmp_path: Path) -> None:
+    share = kimi_home(tmp_path)
+    folder = next((share / "sessions").glob("*/*"))
+    files = sorted(folder.rglob("*.jsonl"))
+    for order in (sorted(files, key=lambda p: p.name != "wire.jsonl"), sorted(files, key=lambda p: p.name == "wire.jsonl")):
+        db = open_db(tmp_path / f"{order[0].name}.db")
+        env = {"HOME": str(share.parent), "KIMI_SHARE_DIR": str(share)}
+        for path in order:  # one run per file: the other file's rows are already stored
+            ingest_paths(db, [path], IngestOptions(env=env, idle_seconds=0))
+        assert _usage_on_messages(db) == STEPS, order[0].name
+
+
+def test_the_thread_page_says_plainly_what_the_files_do_not_hold(tmp_path: Path) -> None:
+    """Kimi's context has no times and no file names the model: the page's last activity is
+    the last response's time (the wire's), and the cost names responses without a model."""
+    from archive.pricing import load_prices
+    from archive.web.conversation import NO_MODEL, load_page
+
+    share = kimi_home(tmp_path)
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, None, IngestOptions(env={"HOME": str(share.parent), "KIMI_SHARE_DIR": str(share)}, idle_seconds=0))
+    data = load_page(db.conn, SESSION, 1, load_prices(env={}), {})
+    assert data["first_ts"] == "2026-12-02T08:00:07.922Z" and data["last_ts"] == "2026-12-02T08:00:30.404Z"
+    assert data["cost"] is None and data["unpriced"] == [NO_MODEL]
+    assert data["no_time"]  # and a thread without any time says so (the template shows it)

@@ -458,6 +458,11 @@ def command(*argv: str) -> str:
 COMPANION = "companion"
 RESPONSE_KEY = "responseKey"
 RESPONSE_MODEL = "responseModel"  # the response's model, where it is not the message's
+# Message.extra[RESPONSE_LINK] and Usage.extra[RESPONSE_LINK]: a response whose usage the vendor
+# writes in another file than its message (Kimi CLI: wire.jsonl beside context.jsonl), named the
+# same way by both parsers; the projection gives the usage row the message of its thread that
+# carries the same link (``usage.message_id``), whichever file was read first.
+RESPONSE_LINK = "responseLink"
 
 
 def message_response_key(message_id: str) -> str:

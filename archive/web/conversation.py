@@ -69,6 +69,12 @@ def message_anchor(message_id: str) -> str:
     return "msg-" + re.sub(r"\s", "_", message_id)
 
 
+# what the pages say where the session's files do not hold a fact (a vendor that writes no model
+# name, or no time on its messages): said plainly, never left blank
+NO_MODEL = "responses whose model the session does not name"
+NO_TIME = "not recorded in the session's files"
+
+
 def thread_cost(rows: list[dict[str, Any]], prices: PriceTable) -> tuple[dict[str, int], float | None, list[str]]:
     """Token buckets, cost (None when nothing could be priced) and unpriced models of usage rows by model."""
     tokens = {f: 0 for f in TOKEN_FIELDS}
@@ -80,7 +86,7 @@ def thread_cost(rows: list[dict[str, Any]], prices: PriceTable) -> tuple[dict[st
         hit = prices.lookup(r["model"])
         if hit is None:
             if any(r[f] for f in TOKEN_FIELDS):
-                unpriced.append(r["model"] or "(unknown model)")
+                unpriced.append(r["model"] or NO_MODEL)
             continue
         total = (total or 0.0) + cost(hit[1], *(r[f] or 0 for f in TOKEN_FIELDS))
     tokens["total_tokens"] = sum(tokens[f] for f in TOKEN_FIELDS)
@@ -180,6 +186,8 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
         return None
     thread = threads[0]
     first_ts, last_ts = cur.execute("SELECT min(ts), max(ts) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()
+    if last_ts is None:  # messages without times (Kimi's context): the responses' times, when they have them
+        first_ts, last_ts = cur.execute("SELECT min(ts), max(ts) FROM usage WHERE thread_id = ?", (thread_id,)).fetchone()
     view = MessagePages(Database(conn), thread_id, page_size)  # a fork: its parent's history first
     count = len(view)
     pages = max(1, -(-count // page_size))
@@ -224,7 +232,7 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
         "messages": [{**m, "blocks": by_msg.get(m["id"], []), "superseded": m["id"] in superseded} for m in messages],
         "later_results": later,
         "count": count, "page": page, "pages": pages, "page_size": page_size,
-        "first_ts": first_ts, "last_ts": last_ts,
+        "first_ts": first_ts, "last_ts": last_ts, "no_time": NO_TIME,
         "tokens": tokens, "cost": total_cost, "unpriced": unpriced,
         "responses": sum(u["responses"] or 0 for u in usage),
         "models": [u["model"] for u in usage if u["model"]],

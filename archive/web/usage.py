@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 
 from ..pricing import PriceTable, cost
 from ..queries import first_prompts
+from .conversation import NO_MODEL
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 BUCKET_COLOURS = {"input_tokens": "#4e79a7", "cache_read_tokens": "#a0cbe8", "cache_write_tokens": "#f28e2b",
@@ -57,7 +58,7 @@ def dashboard(conn: sqlite3.Connection, prices: PriceTable, since: str = "", unt
         hit = prices.lookup(model or None)
         c = cost(hit[1], *toks) if hit else None
         if hit is None and any(toks):
-            unpriced.add(model or "(unknown model)")
+            unpriced.add(model or NO_MODEL)
         for g in (days.setdefault(day, _group()), models.setdefault(model or "(unknown)", _group()),
                   projects.setdefault(project or "(no project)", _group()), sessions.setdefault(root, _group()), total):  # fmt: skip
             g["responses"] += responses

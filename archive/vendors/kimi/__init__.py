@@ -46,6 +46,7 @@ def share_dir(env: Mapping[str, str], home: Path) -> Path:
 
 class KimiAdapter(Adapter):
     name = NAME
+    revision = 2  # 2: an assistant message and its step's usage name the same link (common.StepLinks)
     emits = True
     needs_cwd = True  # a session belongs to its work folder (sessions/<md5 of it>/)
     env_vars = ("KIMI_SHARE_DIR",)

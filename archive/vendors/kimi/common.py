@@ -14,6 +14,15 @@ Layout (kimi-cli 1.51.0 ``session.py``, ``metadata.py``, ``subagents/store.py``)
 * releases before the session folders kept ``sessions/<md5>/<session uuid>.jsonl`` (the
   context alone; 1.51.0 moves it into the folder when it opens the session).
 
+Usage links (``RESPONSE_LINK``): the wire's ``StatusUpdate`` of a step and the context's assistant
+message that step wrote are named alike (``StepLinks``): by the step's first tool call id; a
+step without one by the first tool call id of the step before it in the turn, or, the turn's
+first step, by the turn's prompt (its text's digest and how many times the thread had that
+prompt before). Both files give the same names in the same order (kimi-cli 1.51.0
+``soul/kimisoul.py``: each step appends one assistant message, its tool calls streamed before
+the step's ``StatusUpdate``); a ``SteerInput`` or an ``/undo`` is not followed (a link that
+finds no message leaves the usage on the thread, as before).
+
 Invariants: thread ids come from the path (the session folder's uuid, ``<session>/<agent
 id>`` for a subagent), what Kimi itself finds a session by; a file given without its folder
 gets ``kimi-<stable id of its source>``. Never raises on input.
@@ -23,6 +32,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from typing import Any
 
 from ..base import stable_id
 
@@ -58,3 +69,49 @@ def thread_of(path: str, source_id: str) -> str:
         return f"{NAME}-" + stable_id(source_id, "session")
     session, agent = found
     return session if agent is None else child_thread(session, agent)
+
+
+def prompt_text(content: Any) -> str:
+    """A prompt's text, from the wire's ``user_input`` or the context's ``content`` (a string or
+    parts: the text parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+class StepLinks:
+    """The link names of one thread's steps (see the module's docstring), fed in file order by
+    either parser; ``state()`` persists it between runs."""
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        s = state or {}
+        self.prompt: str | None = s.get("prompt")
+        self.previous: str | None = s.get("previous")  # the first tool call of the turn's last step
+        self.current: str | None = s.get("current")  # the first tool call of the step going on
+        self.counts: dict[str, int] = s.get("counts", {})
+
+    def state(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "previous": self.previous, "current": self.current, "counts": self.counts}
+
+    def turn(self, content: Any) -> None:
+        digest = stable_id(prompt_text(content), length=16)
+        n = self.counts.get(digest, 0)
+        self.counts[digest] = n + 1
+        self.prompt, self.previous, self.current = f"{digest}.{n}", None, None
+
+    def step(self) -> None:
+        if self.current is not None:
+            self.previous, self.current = self.current, None
+
+    def call(self, call_id: Any) -> None:
+        if self.current is None and isinstance(call_id, str) and call_id:
+            self.current = call_id
+
+    def link(self) -> str | None:
+        if self.current is not None:
+            return f"call:{self.current}"
+        if self.previous is not None:
+            return f"after:{self.previous}"
+        return f"prompt:{self.prompt}" if self.prompt is not None else None

@@ -21,8 +21,9 @@ Invariants: a message's id is ``stable_id("kimi", thread, ordinal, digest of its
 (ordinal: messages before it in the file), so a context Kimi rewrites with its system prompt
 in front gives the same ids, and the lines of a rotated context (``context_<n>.jsonl``) keep
 theirs. Context lines carry no time: messages have no ``ts`` (the wire's events do: the
-thread's ``createdAt`` comes from ``wire.jsonl``). Usage is the wire's (``wire.py``). Never
-raises on input.
+thread's ``createdAt`` comes from ``wire.jsonl``). Usage is the wire's (``wire.py``): an
+assistant message carries its step's link (``extra["responseLink"]``, ``common.StepLinks``), by
+which the wire's usage of that step finds it. Never raises on input.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ import orjson
 
 from ...model import Attachment, Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown
 from ..base import (
-    EMIT_MARK, INVALID, METADATA, SKIPPED, MessageRow, Report, Row, SourceInfo, ThreadFact, claim_emitted, decode_object,
-    loads_line, nonempty_str, stable_id,
+    EMIT_MARK, INVALID, METADATA, RESPONSE_LINK, SKIPPED, MessageRow, Report, Row, SourceInfo, ThreadFact, claim_emitted,
+    decode_object, loads_line, nonempty_str, stable_id,
 )
-from .common import NAME, thread_of
+from .common import NAME, StepLinks, thread_of
 
 _CWD_RE = re.compile(r"The current working directory is `([^`\n]+)`")
 # the prompt a subagent's runner sends when its answer was under 200 characters (kimi-cli
@@ -104,7 +105,7 @@ def tool_output(content: Any) -> Any:
     return content
 
 
-def to_message(d: JsonObject, thread: str, mid: str, source_id: str | None) -> Message:
+def to_message(d: JsonObject, thread: str, mid: str, source_id: str | None, link: str | None = None) -> Message:
     role = d.get("role")
     blocks: list[Block] = []
     if role == "tool":
@@ -125,6 +126,8 @@ def to_message(d: JsonObject, thread: str, mid: str, source_id: str | None) -> M
         extra["injected"] = True
     elif role == "user" and isinstance(d.get("content"), str) and d["content"].startswith(_CONTINUATION):
         extra.update(injected=True, conversation=True)
+    if link is not None:
+        extra[RESPONSE_LINK] = link  # the step's usage, in wire.jsonl, finds this message by it
     canonical = {"user": "user", "assistant": "assistant", "tool": "tool", "system": "system"}.get(str(role), "user")
     if canonical != role:
         extra["kimiRole"] = role
@@ -150,9 +153,10 @@ class ContextParser:
         s = state or {}
         self.ordinal: int = s.get("ordinal", 0)
         self.held: JsonObject = s.get("held") or {}
+        self.links = StepLinks(s.get("links"))
 
     def state(self) -> JsonObject:
-        return {"ordinal": self.ordinal, "held": self.held}
+        return {"ordinal": self.ordinal, "held": self.held, "links": self.links.state()}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         d = decode_object(line)
@@ -190,4 +194,12 @@ class ContextParser:
         digest = stable_id(orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode("utf-8", "surrogatepass"), length=16)
         mid = stable_id(NAME, self.thread, self.ordinal, digest)
         self.ordinal += 1
-        yield MessageRow(to_message(d, self.thread, mid, self.source.source_id))
+        link = None
+        if role == "user" and not _injected(d.get("content")):
+            self.links.turn(d.get("content"))  # a prompt: the wire's TurnBegin
+        elif role == "assistant":
+            self.links.step()
+            for c in d.get("tool_calls") or []:
+                self.links.call(c.get("id") if isinstance(c, dict) else None)
+            link = self.links.link()
+        yield MessageRow(to_message(d, self.thread, mid, self.source.source_id, link))

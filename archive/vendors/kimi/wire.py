@@ -14,8 +14,10 @@ Invariants:
   per ``message_id`` (the provider's response id), keyed ``<thread>:<message_id>`` (several
   updates of one response: the latest wins); the raw figures in ``usage.extra["vendor"]``.
   A subagent's updates, which its own ``wire.jsonl`` and the parent's ``SubagentEvent``
-  both hold, are keyed by the subagent's thread: counted once. The response's message is
-  not named (the context's messages carry no response id).
+  both hold, are keyed by the subagent's thread: counted once. The context's messages carry
+  no response id: the usage names its step's link (``usage.extra["responseLink"]``,
+  ``common.StepLinks``, followed per thread from ``TurnBegin``, ``StepBegin`` and
+  ``ToolCall``), and the projection gives it the assistant message carrying the same link.
 * **Content** events repeat what ``context.jsonl`` holds (the prompt, the streamed parts, tool
   calls and results): ``DUPLICATE``, kept byte-exact in the source layer; client events
   (steps, approvals, hooks, MCP, status without usage): ``SKIPPED``.
@@ -33,10 +35,10 @@ from typing import Any
 
 from ...model import JsonObject, Usage
 from ..base import (
-    DUPLICATE, INVALID, SKIPPED, UNKNOWN, Report, Row, SourceInfo, ThreadFact, UsageRow, decode_object,
+    DUPLICATE, INVALID, RESPONSE_LINK, SKIPPED, UNKNOWN, Report, Row, SourceInfo, ThreadFact, UsageRow, decode_object,
     claim_emitted, epoch_iso, nonempty_str, side_report,
 )
-from .common import child_thread, session_parts, thread_of
+from .common import StepLinks, child_thread, session_parts, thread_of
 
 CONTENT = frozenset(("TurnBegin", "SteerInput", "ContentPart", "ToolCall", "ToolCallPart", "ToolResult"))
 CLIENT = frozenset((
@@ -51,10 +53,13 @@ def _int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def wire_usage(tu: JsonObject) -> Usage:
+def wire_usage(tu: JsonObject, link: str | None = None) -> Usage:
+    extra: JsonObject = {"vendor": tu}
+    if link is not None:
+        extra[RESPONSE_LINK] = link
     return Usage(input_tokens=_int(tu.get("input_other")), cache_read_tokens=_int(tu.get("input_cache_read")),
                  cache_write_tokens=_int(tu.get("input_cache_creation")), output_tokens=_int(tu.get("output")),
-                 extra={"vendor": tu})
+                 extra=extra)
 
 
 def _text(user_input: Any) -> str | None:
@@ -77,9 +82,18 @@ class WireParser:
         self.started: bool = s.get("started", False)
         self.titled: bool = s.get("titled", False)
         self.children: list[str] = s.get("children", [])
+        # each thread's step links (its own, and its subagents' through SubagentEvent)
+        self.links: dict[str, StepLinks] = {t: StepLinks(v) for t, v in (s.get("links") or {}).items()}
 
     def state(self) -> JsonObject:
-        return {"started": self.started, "titled": self.titled, "children": self.children}
+        return {"started": self.started, "titled": self.titled, "children": self.children,
+                "links": {t: v.state() for t, v in self.links.items()}}
+
+    def _links(self, thread: str) -> StepLinks:
+        found = self.links.get(thread)
+        if found is None:
+            found = self.links[thread] = StepLinks()
+        return found
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         d = decode_object(line)
@@ -111,11 +125,17 @@ class WireParser:
     def _event(self, thread: str, msg: JsonObject, ts: str | None, top: bool) -> Iterator[Row]:
         kind = msg["type"]
         payload = msg.get("payload") if isinstance(msg.get("payload"), dict) else {}
+        if kind == "TurnBegin":
+            self._links(thread).turn(payload.get("user_input"))
+        elif kind == "StepBegin":
+            self._links(thread).step()
+        elif kind == "ToolCall":
+            self._links(thread).call(payload.get("id"))
         if kind == "StatusUpdate":
             tu, rid = payload.get("token_usage"), nonempty_str(payload.get("message_id"))
             if isinstance(tu, dict):
                 key = f"{thread}:{rid}" if rid else f"{thread}:{ts}"
-                yield UsageRow(key, thread, wire_usage(tu), None, None, ts)
+                yield UsageRow(key, thread, wire_usage(tu, self._links(thread).link()), None, None, ts)
                 return
             yield Report(SKIPPED, "StatusUpdate without token usage", None)
             return
