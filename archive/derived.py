@@ -11,6 +11,8 @@ Invariants:
   scanned once per run however many commits the run made (a 600 MB session re-scanned at
   each of its commits cost more than the rest of the index); a run that is killed leaves
   its threads queued, and the next run's end computes them.
+* The saved copies of the scopes (project folders) the queued threads belong to are linked
+  again first (``saved_copies.relink``).
 * A queued thread that no longer exists loses its rows. User data (tags, notes) is not
   derived and is never touched here.
 * One streamed scan of the thread's blocks serves both tables; a tool result's text and
@@ -24,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from . import file_index, signals
+from . import file_index, saved_copies, signals
 from .vendors import get as get_adapter
 
 TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
@@ -40,6 +42,7 @@ def refresh(conn: sqlite3.Connection) -> int:
         return 0
     if not queued:
         return 0
+    saved_copies.relink(conn, queued)  # a copy or a session of theirs changed: its scope again
     for tid in queued:
         refresh_thread(conn, tid)
     conn.execute("DELETE FROM _derived_dirty")
