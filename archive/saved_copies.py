@@ -65,7 +65,14 @@ def relink(conn: sqlite3.Connection, threads: Iterable[str]) -> None:
         scope = _scope(provider, meta)
         if scope is not None:
             scopes.add((provider, scope[1]))
-    for provider, scope in sorted(scopes):
+    if not scopes:
+        return
+    # only folders holding a copy have links to compute (one pass over the threads, not one
+    # per folder: most project folders of most archives hold no checkpoint)
+    held = set(conn.execute(
+        "SELECT DISTINCT provider, json_extract(metadata, '$.savedCopyScope') FROM threads "
+        "WHERE metadata LIKE '%\"savedCopyScope\"%'").fetchall())
+    for provider, scope in sorted(scopes & held):
         _relink_scope(conn, provider, scope)
 
 
