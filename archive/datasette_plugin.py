@@ -54,7 +54,7 @@ from sqlite_utils import Database as SqliteDatabase
 from .db import ArchiveError
 from .pricing import PriceTable, load_prices
 from .queries import first_prompts
-from . import export, secrets
+from . import export, saved_copies, secrets
 from .web import conversation, files, lost, search, sessions, take, usage, workspace
 from .signals import OUTCOMES
 from .web.conversation import INLINE_MEDIA_TYPES, message_anchor, utc
@@ -356,6 +356,12 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         "row_url": datasette.urls.row(db_name, "threads", quote(thread["id"], safe="")),
         "transcript_url": datasette.urls.database(db_name) + "/thread_transcript?" + urlencode({"thread_id": thread["id"]}),
     }  # fmt: skip
+    # a /chat save checkpoint and the session it was saved from (issue 33): at that message
+    copy_of, copies = await db.execute_fn(lambda conn: saved_copies.links_of(conn, thread_id))
+    at_message = lambda t, m: thread_path(datasette, t) + "?" + urlencode({"message": m}) + "#" + message_anchor(m)  # noqa: E731
+    context["saved_copy_of"] = {"id": copy_of[0], "href": thread_path(datasette, copy_of[0]),
+                                "at": at_message(*copy_of)} if copy_of else None  # fmt: skip
+    context["saved_copies"] = [{"id": c, "href": thread_path(datasette, c), "at": at_message(thread_id, m)} for c, m in copies]
     context["writing"] = await db.execute_fn(lambda conn: bool(workspace.writing(conn, [thread_id])))
     context["live_url"] = datasette.urls.path(f"{PREFIX}/live") + "?" + urlencode({"thread": thread_id})
     pane = await _template(datasette, "sesh_thread_pane.html").render_async(

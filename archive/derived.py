@@ -11,6 +11,8 @@ Invariants:
   scanned once per run however many commits the run made (a 600 MB session re-scanned at
   each of its commits cost more than the rest of the index); a run that is killed leaves
   its threads queued, and the next run's end computes them.
+* The saved copies of the scopes (project folders) the queued threads belong to are linked
+  again first (``saved_copies.relink``).
 * A queued thread that no longer exists loses its rows. User data (tags, notes) is not
   derived and is never touched here.
 * One streamed scan of the thread's blocks serves both tables; a tool result's text and
@@ -27,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from . import file_index, signals
+from . import file_index, saved_copies, signals
 from .vendors import get as get_adapter
 from .vendors.base import Adapter
 
@@ -48,6 +50,7 @@ def refresh(conn: sqlite3.Connection) -> int:
     # a first ingest (or an upgrade) fills an empty index: its lookup indexes are built once
     # at the end, which costs less than keeping four of them in order row by row
     bulk = len(queued) >= BULK_THREADS and conn.execute("SELECT 1 FROM file_touches LIMIT 1").fetchone() is None
+    saved_copies.relink(conn, queued)  # a copy or a session of theirs changed: its scope again
     indexes = file_index.drop_indexes(conn) if bulk else []
     try:
         for tid in queued:

@@ -629,3 +629,23 @@ def m127_38_prompts_without_session(db: Database) -> None:
         """
         )
     )
+
+
+@migrations()
+def m135_33_saved_copies(db: Database) -> None:
+    """A saved copy linked to the session it was saved from (issue 33): a Gemini CLI or Qwen
+    Code ``/chat save`` checkpoint (``thread_id``) holds the conversation of a session
+    (``session_thread_id``) up to one of its messages (``message_id``). Found by content at
+    the end of every ingest and rebuild (``archive/saved_copies.py``); no row when no session
+    of its project folder holds it. The threads are read again under their adapters' new
+    revisions, which fills the table."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS saved_copies (
+            thread_id TEXT PRIMARY KEY,          -- the copy (a checkpoint's thread)
+            session_thread_id TEXT NOT NULL,     -- the session it was saved from
+            message_id TEXT NOT NULL             -- the session's message the copy ends at
+        );
+        CREATE INDEX IF NOT EXISTS saved_copies_session ON saved_copies(session_thread_id);
+        """
+    )

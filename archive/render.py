@@ -256,6 +256,8 @@ def _header_lines(view: ThreadView, tz: str | None = None) -> list[str]:
              ("handed off from" if s.get("lineage") == "handoff" else "forked from",
               f"{fork} at {view.thread.origin_message_id}" if fork else None), ("inherited", inherited),
              ("parent", None if fork else s["parent_thread_id"]), ("origin", None if fork else view.thread.origin_message_id),
+             ("saved copy of", "{} at {}".format(*s["saved_copy_of"]) if s.get("saved_copy_of") else None),
+             ("saved copies", ", ".join(f"{c} (at {m})" for c, m in s.get("saved_copies") or ()) or None),
              ("started", local_time(s["first_ts"] or s["created_at"], tz) + zone),
              ("last", local_time(s["last_ts"], tz) + zone if s["last_ts"] else None),
              ("messages", f"{s['messages']:,}" + (" own" if fork else "")),

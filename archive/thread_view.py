@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from . import saved_copies
 from .companions import with_full_outputs
 from .errors import ArchiveError
 from .model import Message, Thread
@@ -217,6 +218,8 @@ def load_view(db: Database, ref: str, *, summaries: bool = True, children: int |
         summary = next(s for s in found if s["id"] == tid)
         rows = sorted((s for s in found if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
+        # a /chat save checkpoint and the session it was saved from (issue 33)
+        summary["saved_copy_of"], summary["saved_copies"] = saved_copies.links_of(db.conn, tid)
     return ThreadView(thread, summary, MessagePages(db, tid, page), rows, len(child_ids), db)
 
 

@@ -144,6 +144,11 @@ CREATE TABLE reports (
     PRIMARY KEY (source_id, generation, offset, seq)
 );
 CREATE TABLE roots (path TEXT PRIMARY KEY, added_at TEXT NOT NULL);
+CREATE TABLE saved_copies (
+            thread_id TEXT PRIMARY KEY,          -- the copy (a checkpoint's thread)
+            session_thread_id TEXT NOT NULL,     -- the session it was saved from
+            message_id TEXT NOT NULL             -- the session's message the copy ends at
+        );
 CREATE TABLE secret_findings (
     id INTEGER PRIMARY KEY,
     rule TEXT NOT NULL,                 -- e.g. aws-access-key, anthropic-api-key
@@ -335,6 +340,7 @@ CREATE INDEX message_occurrences_thread ON message_occurrences(thread_id);
 CREATE INDEX messages_thread_order ON messages(thread_id, source_id, generation, offset, sub);
 CREATE INDEX messages_ts ON messages(ts);
 CREATE INDEX reports_kind ON reports(kind, reason);
+CREATE INDEX saved_copies_session ON saved_copies(session_thread_id);
 CREATE INDEX secret_findings_blob ON secret_findings(blob_sha256) WHERE blob_sha256 IS NOT NULL;
 CREATE INDEX secret_findings_block ON secret_findings(block_id) WHERE block_id IS NOT NULL;
 CREATE INDEX secret_findings_thread ON secret_findings(thread_id);

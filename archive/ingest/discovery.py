@@ -15,7 +15,6 @@ from ..unread import Unclaimed
 from ..vendors import VENDORS
 from ..vendors import get as get_adapter
 from ..vendors.base import (
-    LINES,
     RECORDS,
     SNAPSHOT,
     Adapter,
@@ -167,7 +166,7 @@ def _pick(path: Path, adapters: list[Adapter], by_content_only: bool) -> tuple[A
     if head:
         for a in adapters:
             if a.detect(head):
-                return a, a.classify(path) or LINES
+                return a, a.given_kind(path, head)
     if claims and not by_content_only:
         return claims[0]
     return None

@@ -327,6 +327,18 @@ class Adapter:
         hand whose names say nothing."""
         return False
 
+    def session_scope(self, metadata: JsonObject) -> str | None:
+        """The scope (a project folder) in which a thread of this vendor may be the session a
+        saved copy (a thread whose metadata names ``savedCopyScope``) was saved from; None:
+        never (``archive/saved_copies.py``)."""
+        return None
+
+    def given_kind(self, path: Path, head: bytes) -> str:
+        """How a file given by hand that ``detect`` recognised is read: as its name and place
+        say (``classify``), else as lines. A vendor whose sessions are whole JSON documents
+        says ``SNAPSHOT`` for one moved or renamed out of its folder."""
+        return self.classify(path) or LINES
+
     def snapshot_key(self, path: Path) -> str:
         """Identity of a snapshot source (a document rewritten in place): by default its
         last three path components, which survive a vendor moving a session folder."""

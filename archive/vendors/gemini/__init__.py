@@ -12,6 +12,7 @@ Not read: ``tmp/<project>/checkpoints/`` (the tool-call snapshots ``/restore`` u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -32,7 +33,9 @@ class GeminiAdapter(Adapter):
     # adding its new tool calls as a second message
     # 3: the thread's model and every response's model; /chat save checkpoints and logs.json
     # are read (saved.py)
-    revision = 3
+    # 4: a checkpoint names its project folder (metadata.savedCopyScope) so it is linked to
+    # the session it was saved from (saved_copies.py); a document given by hand is one document
+    revision = 4
     # GEMINI_CLI_HOME replaces the home folder: sessions are under $GEMINI_CLI_HOME/.gemini (0.61.0)
     env_vars = ("GEMINI_CLI_HOME",)
     # the built-in tools' names in Gemini CLI 0.61.0's bundle (search_file_content before grep_search)
@@ -60,6 +63,8 @@ class GeminiAdapter(Adapter):
         return None
 
     def detect(self, head: bytes) -> bool:
+        if _document(head):
+            return True
         first = head.split(b"\n", 1)[0]
         try:
             d = orjson.loads(first)
@@ -70,6 +75,17 @@ class GeminiAdapter(Adapter):
                 return False
         return (isinstance(d, dict) and isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str)
                 and "startTime" in d)
+
+    def session_scope(self, metadata: JsonObject) -> str | None:
+        # a chat document names its project folder (sha256 of the cwd): its checkpoints sit there
+        scope = metadata.get("projectHash")
+        return scope if isinstance(scope, str) else None
+
+    def given_kind(self, path: Path, head: bytes) -> str:
+        # a chat document (0.4-0.19) or a checkpoint renamed or moved out of tmp/<project>/ is
+        # still one pretty-printed document: read whole, never as 248 lines of parse errors
+        # (a public session of September 2025 given by hand, issue 33)
+        return self.classify(path) or (SNAPSHOT if head.lstrip().startswith((b"{\n", b"{\r\n", b"[")) else LINES)
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> GeminiParser:
         return GeminiParser(source, state)
@@ -85,6 +101,18 @@ class GeminiAdapter(Adapter):
 
     def resume_hint(self, session_id: str, cwd: str | None) -> str | None:
         return saved_resume_hint(NAME, "gemini", session_id, cwd, resume_hint)
+
+
+# the head of a pretty-printed document (Gemini CLI's ``JSON.stringify(d, null, 2)``), which may
+# be cut at 64 KiB: a chat (``sessionId`` then ``projectHash``; Qwen Code 0.1.x's have
+# ``"type": "qwen"`` answers and are Qwen's) or a ``/chat save`` checkpoint (``Content[]``)
+_CHAT_HEAD = re.compile(rb'^\{\r?\n\s*"sessionId": "[^"]+",\s*"projectHash": "[0-9a-f]+"')
+_CHECKPOINT_HEAD = re.compile(rb'^\[\r?\n\s*\{\r?\n\s*"role": "(user|model)",\r?\n\s*"parts": \[')
+
+
+def _document(head: bytes) -> bool:
+    head = head.lstrip()
+    return bool(_CHAT_HEAD.match(head) and b'"type": "qwen"' not in head) or bool(_CHECKPOINT_HEAD.match(head))
 
 
 def saved_document(path: Path) -> bool:

@@ -30,8 +30,9 @@ Invariants:
   Two conversations that begin byte for byte alike (same day, same folder listing, same
   first exchange) share that beginning too: nothing in the files tells them apart.
 * **Thread.** One per checkpoint file (id from the source), titled ``checkpoint TAG``, cwd
-  from the context message. It is not linked to the session it was saved from: neither
-  file names the other (the session's id is in neither the checkpoint nor its name).
+  from the context message, ``savedCopyScope`` its project folder's name (``tmp/<hash>/``).
+  Neither the checkpoint nor the session it was saved from names the other: the link is
+  found by content, beside the session of the same folder (``archive/saved_copies.py``).
 * **Calls and results pair.** A ``functionCall`` without ``id`` takes the id of the
   ``functionResponse`` that answers it (the next unanswered call of the same name, in
   order); ``extra["callIdFrom"] = "functionResponse"`` says so.
@@ -139,6 +140,9 @@ def _checkpoint(provider: str, source: SourceInfo, history: list[Any], doc_extra
     thread = f"{provider}-checkpoint-" + stable_id(source.source_id, "checkpoint")
     tag = _tag(source.path)
     meta: JsonObject = {"checkpoint": True}
+    folder = source.path.replace("\\", "/").rsplit("/", 2)
+    if len(folder) == 3 and folder[1]:
+        meta["savedCopyScope"] = folder[1]  # tmp/<sha256(cwd)>/checkpoint-TAG.json
     if tag is not None:
         meta["checkpointTag"] = tag
     if doc_extra:

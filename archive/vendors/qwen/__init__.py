@@ -42,7 +42,9 @@ class QwenAdapter(Adapter):
     name = NAME
     # 2: a response counted once in every release (0.5.2's prompt ids, issue 33); the 0.1.x
     # layout (tmp/<hash>/: chats/session-*.json, checkpoints, logs.json) is read
-    revision = 2
+    # 3: a 0.1.x checkpoint names its project folder (metadata.savedCopyScope): linked to the
+    # session it was saved from (saved_copies.py); a 0.1.x document given by hand is one document
+    revision = 3
     emits = True
     needs_cwd = True
     # QWEN_HOME replaces ~/.qwen; QWEN_RUNTIME_DIR, when set, holds the conversations (0.24.4)
@@ -70,6 +72,15 @@ class QwenAdapter(Adapter):
         if path.parent.name == "chats" and path.name.endswith(".jsonl") and path.parent.parent.parent.name == "projects":
             return LINES
         return side.classify(path)
+
+    def session_scope(self, metadata: JsonObject) -> str | None:
+        # a 0.1.x chat document names its project folder, as Gemini CLI's do
+        scope = metadata.get("projectHash")
+        return scope if isinstance(scope, str) else None
+
+    def given_kind(self, path: Path, head: bytes) -> str:
+        # a 0.1.x document given by hand out of ~/.qwen/tmp/ is one document, not lines
+        return self.classify(path) or (SNAPSHOT if head.lstrip().startswith((b"{\n", b"{\r\n")) else LINES)
 
     def detect(self, head: bytes) -> bool:
         if head.lstrip().startswith(b"{\n") and _QWEN_DOC.search(head):  # a 0.1.x document
