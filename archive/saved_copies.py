@@ -48,6 +48,8 @@ def relink(conn: sqlite3.Connection, threads: Iterable[str]) -> None:
     ids = sorted(set(threads))
     if not ids:
         return
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'saved_copies'").fetchone() is None:
+        return  # an earlier migration re-deriving before m135 made the table; m135's run links them
     # a thread re-derived away (a sources' rows derived again under another id): its links go,
     # and its copies look again
     listed = orjson.dumps(ids).decode()
