@@ -88,7 +88,14 @@ if [ ! -f "$copilot_pkg/index.js" ]; then
     tar -xzf "$tmp_pack"/github-copilot-"$copilot_old".tgz -C "$copilot_pkg" --strip-components=1
     rm -rf "$tmp_pack"
 fi
-echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"
+# Claude Code 1.0.56 (before 1.0.128 a --resume writes a new file repeating the resumed
+# turns; tests/test_clients_claude_1_0.py): one package, a few seconds
+claude_old="${CLAUDE_CODE_OLD_VERSION:-1.0.56}"
+if [ ! -f "$old/claude-code-$claude_old/node_modules/@anthropic-ai/claude-code/cli.js" ]; then
+    PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/claude-code-$claude_old" \
+        --no-fund --no-audit --no-save "@anthropic-ai/claude-code@$claude_old"
+fi
+echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old, claude $claude_old in $old"
 
 # OpenClaw (issue 35) needs Node >= 24.16: the npm package node@24 puts one in DIR/node24.
 # Each release in a prefix of its own, DIR/old/openclaw-<version> (tests/clients/openclaw.py):
