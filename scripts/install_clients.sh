@@ -127,9 +127,13 @@ done
 # its own, DIR/old/<package>-<version> (tests/clients/old_clients.py looks there): Gemini CLI
 # 0.1.x (checkpoints and logs.json only) and Qwen Code 0.1.x (~/.qwen/tmp/<hash>/...). Their
 # tests drive the terminal UI under tmux. Installed once: an existing prefix is kept.
+# Gemini CLI 0.10.0 too: the chats/session-*.json documents of 0.4-0.19
+# (tests/test_clients_gemini_session_doc.py).
 gemini_old_version="${GEMINI_CLI_OLD_VERSION:-0.1.22}"
+gemini_doc_version="${GEMINI_CLI_DOC_VERSION:-0.10.0}"
 qwen_old_version="${QWEN_CODE_OLD_VERSION:-0.1.4}"
-for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "qwen-code @qwen-code/qwen-code $qwen_old_version qwen"; do
+for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "gemini-cli @google/gemini-cli $gemini_doc_version gemini" \
+            "qwen-code @qwen-code/qwen-code $qwen_old_version qwen"; do
     read -r folder package version bin <<< "$spec"
     prefix="$dir/old/$folder-$version"
     if [ ! -x "$prefix/node_modules/.bin/$bin" ]; then
