@@ -6,7 +6,8 @@ counts settled) with the real releases, offline against the Responses mock (issu
     SESH_CLIENTS_OLD_DIR=DIR python scripts/record_codex_old.py [0.20.0 0.47.0]
 
 Writes ``tests/fixtures/recorded/codex-<version>/resume/``: the rollout (relative to
-``~/.codex``), ``scenario.json`` and the folder's ``SOURCES.md``. The scenario is
+``~/.codex``), ``steps.json`` (not ``scenario.json``: tests/test_clients.py replays those with
+the newest client) and the folder's ``SOURCES.md``. The scenario is
 tests/clients/codex_old.py.
 
 Invariants: nothing outside /tmp/sesh-record/ and the output folder is written; the
@@ -48,7 +49,7 @@ def record(version: str) -> Path:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, out / rel)
         files.append(str(rel))
-    (out / "scenario.json").write_text(json.dumps({
+    (out / "steps.json").write_text(json.dumps({
         "vendor": "codex", "version": version, "scenario": "resume", "covers": codex_old.COVERS,
         "session_id": got["session_id"], "cwd": str(cwd), "home": str(home), "prompts": list(codex_old.PROMPTS),
         "files": files, "requests": got["requests"]}, indent=1) + "\n")
@@ -61,7 +62,8 @@ def record(version: str) -> Path:
         "Responses mock in `tests/clients/mock_servers.py` on 127.0.0.1 (config.toml `model_provider = \"mock\"`,\n"
         f"`tests/clients/runner.py`). Fresh HOME={home}, cwd {cwd}. The rollout is copied byte for\n"
         "byte from `~/.codex`, keeping its path relative to it.\n\n"
-        f"- `resume/`: {codex_old.COVERS} ({resume}). `scenario.json` holds the prompts and session id.\n")
+        f"- `resume/`: {codex_old.COVERS} ({resume}). `steps.json` (not `scenario.json`, which names the\n"
+        "  recordings tests/test_clients.py replays with the newest client) holds the prompts and session id.\n")
     return out
 
 
