@@ -70,8 +70,8 @@ def test_both_files_archived_whole(recorded: dict) -> None:
     assert {str(f) for f in files} <= archived  # with its side files (.claude.json, todos/)
     trunk = load_messages(db.conn, "m.thread_id = ?", (sid,))
     blocks = [b for m in trunk for b in m.content]
-    # after the tool result the mock gives its default reply: 1.0.56's request is not counted
-    # as the script's second step (the static recording in tests/fixtures/ shows the same)
+    # 1.0.56's follow-up request holds two user messages with tool results, so the mock takes
+    # it for a step past the script and gives its default reply (so does the static recording)
     assert [b.text for b in blocks if isinstance(b, Text)] == [PROMPTS[0], SCRIPT.default]
     (use,) = [b for b in blocks if isinstance(b, ToolCall)]
     (result,) = [b for b in blocks if isinstance(b, ToolResult)]
