@@ -7,7 +7,8 @@
 #
 # Pin versions with CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION /
 # QWEN_CODE_VERSION / PI_VERSION / COPILOT_VERSION / OPENCODE_VERSION (default: latest), and the older
-# releases in DIR/old/ with PI_OLD_VERSION / COPILOT_OLD_VERSION / CODEX_OLD_VERSION (below). The folder is
+# releases in DIR/old/ with PI_OLD_VERSION / COPILOT_OLD_VERSION / CODEX_OLD_VERSION / CODEX_RUST_OLD_VERSIONS /
+# CLAUDE_CODE_OLD_VERSIONS (below). The folder is
 # gitignored; the tests look for DIR/node_modules/.bin/{claude,codex,gemini,qwen,pi,copilot,opencode}.
 # Qwen Code needs Node 22 (on an older node, npm resolves an old release): the npm package
 # node@22 puts a Node 22 binary in DIR/node22/node_modules/.bin/node, and the node clients
@@ -88,7 +89,22 @@ if [ ! -f "$copilot_pkg/index.js" ]; then
     tar -xzf "$tmp_pack"/github-copilot-"$copilot_old".tgz -C "$copilot_pkg" --strip-components=1
     rm -rf "$tmp_pack"
 fi
-echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old in $old"
+# Claude Code 1.0.56 (before 1.0.128 a --resume writes a new file repeating the resumed
+# turns; tests/test_clients_claude_1_0.py) and 2.0.30 (warmup sidechains as agent-<8hex>.jsonl;
+# tests/test_clients_claude_warmup.py): one package each, ~8 s each here
+for pin in ${CLAUDE_CODE_OLD_VERSIONS-1.0.56 2.0.30}; do
+    [ -f "$old/claude-code-$pin/node_modules/@anthropic-ai/claude-code/cli.js" ] ||
+        PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/claude-code-$pin" \
+            --no-fund --no-audit --no-save "@anthropic-ai/claude-code@$pin"
+done
+# Codex 0.20.0 and 0.47.0, the first JSONL rollout layouts (tests/test_clients_codex_old.py),
+# each in its own prefix DIR/old/codex-<version> (npm bin): ~8 s and ~13 s here
+for pin in ${CODEX_RUST_OLD_VERSIONS-0.20.0 0.47.0}; do
+    [ -x "$old/codex-$pin/node_modules/.bin/codex" ] ||
+        PATH="$(cd "$dir/node22/node_modules/.bin" && pwd):$PATH" npm install --prefix "$old/codex-$pin" \
+            --no-fund --no-audit --no-save "@openai/codex@$pin"
+done
+echo "old: pi $pi_old, copilot $copilot_old, codex $codex_old ${CODEX_RUST_OLD_VERSIONS-0.20.0 0.47.0}, claude ${CLAUDE_CODE_OLD_VERSIONS-1.0.56 2.0.30} in $old"
 
 # OpenClaw (issue 35) needs Node >= 24.16: the npm package node@24 puts one in DIR/node24.
 # Each release in a prefix of its own, DIR/old/openclaw-<version> (tests/clients/openclaw.py):
@@ -112,9 +128,13 @@ done
 # its own, DIR/old/<package>-<version> (tests/clients/old_clients.py looks there): Gemini CLI
 # 0.1.x (checkpoints and logs.json only) and Qwen Code 0.1.x (~/.qwen/tmp/<hash>/...). Their
 # tests drive the terminal UI under tmux. Installed once: an existing prefix is kept.
+# Gemini CLI 0.10.0 too: the chats/session-*.json documents of 0.4-0.19
+# (tests/test_clients_gemini_session_doc.py).
 gemini_old_version="${GEMINI_CLI_OLD_VERSION:-0.1.22}"
+gemini_doc_version="${GEMINI_CLI_DOC_VERSION:-0.10.0}"
 qwen_old_version="${QWEN_CODE_OLD_VERSION:-0.1.4}"
-for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "qwen-code @qwen-code/qwen-code $qwen_old_version qwen"; do
+for spec in "gemini-cli @google/gemini-cli $gemini_old_version gemini" "gemini-cli @google/gemini-cli $gemini_doc_version gemini" \
+            "qwen-code @qwen-code/qwen-code $qwen_old_version qwen"; do
     read -r folder package version bin <<< "$spec"
     prefix="$dir/old/$folder-$version"
     if [ ! -x "$prefix/node_modules/.bin/$bin" ]; then

@@ -41,6 +41,10 @@ RESUMED = {v: sorted(n for n in NAMES if n.startswith(f"resume-1.0/{v}/")) for v
 RESUME_FIRST = [n for v in RESUMED.values() for n in v if n.endswith(("89678499-0c8c-4424-8998-a2a8783053af.jsonl",
                                                                       "ab6f3510-1626-4bff-b991-a3b11c85f4c6.jsonl"))]
 RESUME_COPY = [n for v in RESUMED.values() for n in v if n not in RESUME_FIRST]
+# Claude Code 2.0.30 (issue 33): a session and its two warmup sidechains (agent-<8hex>.jsonl)
+WARMUP = sorted(n for n in NAMES if n.startswith("warmup-2.0/"))
+WARMUP_SESSION = [n for n in WARMUP if not n.split("/")[-1].startswith("agent-")]
+WARMUP_AGENTS = [n for n in WARMUP if n not in WARMUP_SESSION]
 
 
 def parse(name: str, resume_every: int | None = None) -> list[tuple[int, Row]]:
@@ -100,6 +104,8 @@ COUNTS: dict[str, tuple[dict[str, int], int, int, int, int, int, int]] = {
     RECORDED: ({"user": 3, "assistant": 4}, 1, 1, 0, 0, 2, 0),
     **{n: ({"user": 2, "assistant": 2}, 1, 1, 0, 0, 1, 0) for n in RESUME_FIRST},
     **{n: ({"user": 3, "assistant": 3}, 1, 1, 0, 0, 2, 0) for n in RESUME_COPY},
+    **{n: ({"user": 2, "assistant": 2}, 1, 1, 0, 0, 1, 0) for n in WARMUP_SESSION},
+    **{n: ({"user": 1, "assistant": 1}, 0, 0, 0, 0, 1, 0) for n in WARMUP_AGENTS},  # "Warmup" and its answer
 }
 
 
@@ -135,7 +141,8 @@ REPORTS: dict[str, dict[tuple[str, str], int]] = {
     COMPACT_MAIN: {(SKIPPED, "file-history-snapshot"): 2, (METADATA, "file checkpoint"): 15,
                    (SKIPPED, "system/stop_hook_summary"): 5},
     RECORDED: {(SKIPPED, "attachment"): 2, (SKIPPED, "last-prompt"): 2, (SKIPPED, "mode"): 1, (SKIPPED, "queue-operation"): 4},
-    **{n: {} for n in RESUME_FIRST + RESUME_COPY},
+    **{n: {} for n in RESUME_FIRST + RESUME_COPY + WARMUP_AGENTS},
+    **{n: {(SKIPPED, "queue-operation"): 2} for n in WARMUP_SESSION},
 }
 
 

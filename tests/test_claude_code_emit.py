@@ -110,6 +110,7 @@ EMIT_COUNTS: dict[str, dict[str, int]] = {
     "oneryalcin__fasthooks__sample_main_transcript.jsonl": {"system message: written as system/informational": 1, "file_change: carried by its Edit/Write tool call": 3},
     "recorded/cc-2.1.197-bash-resume.jsonl": {},
     **{n: {} for n in NAMES if n.startswith("resume-1.0/")},  # Claude Code 1.0.x --resume (issue 33)
+    **{n: {} for n in NAMES if n.startswith("warmup-2.0/")},  # Claude Code 2.0.30 warmup sidechains (issue 33)
 }
 
 

@@ -22,7 +22,9 @@ REVIEW = "lanegrid__agtrace__rollout-parent-019b88e0.jsonl"  # 0.77.0 excerpt
 G1 = "AcidicSoil__codex-session-viewer__example.jsonl"  # bare JSONL, Sep 2025
 G3 = "jazzyalex__agent-sessions__small.jsonl"  # composite 0.146.0 coverage file
 RECORDED = "recorded/codex-0.171.0-exec-resume.jsonl"
-FIXTURES = [AGTRACE, REVIEW, G1, G3, RECORDED]
+R020 = "recorded/codex-0.20.0-shell-resume.jsonl"  # the real 0.20.0: G1, resumed with experimental_resume
+R047 = "recorded/codex-0.47.0-shell-resume.jsonl"  # the real 0.47.0: G2, resumed with exec resume
+FIXTURES = [AGTRACE, REVIEW, G1, G3, RECORDED, R020, R047]
 
 
 def parse(data: bytes, name: str = "rollout-x.jsonl", resume_every: int | None = None, kind: str = LINES) -> list[tuple[int, Row]]:
@@ -184,6 +186,54 @@ def test_g1_bare_counts() -> None:
     facts = [r for _, r in rows if isinstance(r, ThreadFact)]
     assert facts[0].thread_id == "cf4def41-21e0-4b91-adb4-5397c1492084"
     assert facts[1].fields == {"metadata": {"cwd": "/home/user/projects/codex-session-viewer"}}
+
+
+@pytest.mark.parametrize("name", [R020, R047])
+def test_recorded_old_releases_read_whole(name: str) -> None:
+    """0.20.0 and 0.47.0 (scripts/record_codex_old.py): every prompt, reasoning, text, call
+    and result, in order, and the resumed turn in the same thread."""
+    _, rows = parse_fixture(name)
+    msgs = [m for m in messages(rows) if not (m.extra or {}).get("injected")]
+    shown = [(m.role, type(b).__name__, getattr(b, "text", None) or getattr(b, "name", None)) for m in msgs for b in m.content]
+    assert shown == [
+        ("user", "Text", "[shell] Run two commands."),
+        ("assistant", "Reasoning", "Two commands: one prints, one fails."),
+        ("assistant", "Text", "Running echo."),
+        ("assistant", "ToolCall", "shell"),
+        ("tool", "ToolResult", None),
+        ("assistant", "ToolCall", "shell"),
+        ("tool", "ToolResult", None),
+        ("assistant", "Text", "The second command failed as expected."),
+        ("user", "Text", "[more] Say what the first printed."),
+        ("assistant", "Text", "The first printed hello-from-shell."),
+    ]
+    calls, results = blocks(msgs, ToolCall), blocks(msgs, ToolResult)
+    assert [c.input["command"][-1] for c in calls] == ["echo hello-from-shell", "ls /nonexistent-sesh-dir"]
+    assert [c.call_id for c in calls] == [r.call_id for r in results]
+    assert "hello-from-shell" in str(results[0].output) and "No such file" in str(results[1].output)
+    assert len({m.thread_id for m in msgs}) == 1
+    assert not [r for _, r in rows if isinstance(r, Report) and r.kind in ("unknown", "invalid", "parse_error")]
+
+
+def test_047_counts_before_items_go_to_their_response() -> None:
+    """Before 0.66 a response's token_count is written before its items (0.47.0 recorded:
+    count, then reasoning/text/call; 0.66 writes it after them). Each count goes to its own
+    response, the first assistant item after it; the repeated total counts once."""
+    data, rows = parse_fixture(R047)
+    msgs = {m.id: m for m in messages(rows)}
+    usage = [r for _, r in rows if isinstance(r, UsageRow)]
+    vendor = [(r.usage.extra["vendor"]["input_tokens"], r.usage.output_tokens) for r in usage]
+    assert vendor == [(21, 159), (37, 62), (47, 57), (53, 56)]  # the mock's four responses
+    firsts = [("Reasoning", "Two commands: one prints, one fails."), ("ToolCall", "shell"),
+              ("Text", "The second command failed as expected."), ("Text", "The first printed hello-from-shell.")]
+    got = [(type(msgs[r.message_id].content[0]).__name__,
+            getattr(msgs[r.message_id].content[0], "text", None) or msgs[r.message_id].content[0].name) for r in usage]
+    assert got == firsts
+    assert msgs[usage[1].message_id].content[0].input["command"][-1] == "ls /nonexistent-sesh-dir"
+    # read line by line from any cut, the held count lands on the same message
+    for every in (1, 3):
+        again = parse(data, R047, resume_every=every)
+        assert [r.message_id for _, r in again if isinstance(r, UsageRow)] == [r.message_id for r in usage]
 
 
 def test_g3_coverage_file_is_read_leniently() -> None:

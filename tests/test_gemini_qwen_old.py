@@ -27,8 +27,10 @@ from ingest_helpers import NEVER_IDLE, ingest
 
 RECORDED = Path(__file__).parent / "fixtures" / "recorded"
 GOLDEN = Path(__file__).parent / "golden"
-# release -> the recorded tmp/ folder; Gemini CLI 0.19.4: checkpoints beside a session document
-RELEASES = {"gemini-0.1.22": ".gemini", "gemini-0.19.4": ".gemini", "qwen-0.1.4": ".qwen"}
+# release -> the recorded tmp/ folder; Gemini CLI 0.4.1, 0.10.0 and 0.19.4: checkpoints beside a
+# session document (chats/session-*.json)
+RELEASES = {"gemini-0.1.22": ".gemini", "gemini-0.4.1": ".gemini", "gemini-0.10.0": ".gemini", "gemini-0.19.4": ".gemini",
+            "qwen-0.1.4": ".qwen"}
 TMP = {r: RECORDED / r / "checkpoints" / h / "tmp" for r, h in RELEASES.items()}
 OLD = {"gemini": TMP["gemini-0.1.22"], "qwen": TMP["qwen-0.1.4"]}
 HOME_DIR = {"gemini": ".gemini", "qwen": ".qwen"}
@@ -111,8 +113,8 @@ def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, m
             results = [p["functionResponse"]["id"] for p in c["parts"] if "functionResponse" in p]
             assert [b.call_id for b in m.content if type(b).__name__ == "ToolResult"] == results
     # the checkpoints of one conversation share their messages: stored once
-    n_contents = sum(len(orjson.loads(f.read_bytes()).get("history", [])) if release == "gemini-0.19.4"
-                     else len(orjson.loads(f.read_bytes())) for f in files if f.name.startswith("checkpoint-"))
+    docs = [orjson.loads(f.read_bytes()) for f in files if f.name.startswith("checkpoint-")]
+    n_contents = sum(len(d["history"] if isinstance(d, dict) else d) for d in docs)
     stored = db.execute("SELECT count(*) FROM messages WHERE thread_id IN (SELECT id FROM threads WHERE title LIKE 'checkpoint %')").fetchone()[0]
     # one: 9 contents (Qwen Code: 8, a model turn's text and call in one content); two and
     # three add their last exchange each
@@ -137,6 +139,16 @@ def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, m
         kept = {r[0] for r in db.execute("SELECT json_extract(provenance, '$.sourceId') FROM messages WHERE thread_id = ?",
                                          (d["sessionId"],))}
         assert {m["id"] for m in d["messages"]} <= kept
+        if vendor == "gemini":
+            # every answer's tokens once, with its model; every tool call and its result
+            answers = [m for m in d["messages"] if m["type"] == "gemini"]
+            usage = db.execute("SELECT model, output_tokens FROM usage WHERE thread_id = ?", (d["sessionId"],)).fetchall()
+            assert sorted(usage) == sorted((m["model"], m["tokens"]["output"]) for m in answers if m.get("tokens"))
+            calls = [c for m in answers for c in m.get("toolCalls") or []]
+            got = db.execute("SELECT b.type, b.call_id FROM blocks b JOIN messages m ON m.id = b.message_id "
+                             "WHERE m.thread_id = ? AND b.type IN ('tool_call', 'tool_result') ORDER BY b.type, b.call_id",
+                             (d["sessionId"],)).fetchall()
+            assert got == sorted([("tool_call", c["id"]) for c in calls] + [("tool_result", c["id"]) for c in calls])
     if vendor == "qwen":
         # the session document: every prompt and answer, with each response's tokens
         (doc,) = OLD[vendor].rglob("session-*.json")

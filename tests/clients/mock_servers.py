@@ -387,6 +387,7 @@ class ResponsesMock(MockServer):
                  "output_tokens": 5 + len(json.dumps(out_items)) // 4, "output_tokens_details": {"reasoning_tokens": 3},
                  "total_tokens": 0}
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        req.usage = usage
         model = body.get("model", "mock")
         base = {"id": resp_id, "object": "response", "created_at": 1767225600, "model": model}
         events: list[tuple[str, dict[str, Any]]] = [

@@ -100,10 +100,9 @@ def _settings(vendor: str, home: Path) -> None:
 
 
 def old_env(vendor: str, home: Path, base_url: str) -> dict[str, str]:
-    if vendor == "gemini":
-        return runner.gemini_env(home, base_url)
-    env = runner.qwen_env(home, base_url)
-    # Qwen Code 0.1.4's banner fails to render without colours ("Invalid number of stops")
+    # their banners fail to render without colours ("Invalid number of stops"): Qwen Code
+    # 0.1.4, Gemini CLI 0.10.0
+    env = runner.gemini_env(home, base_url) if vendor == "gemini" else runner.qwen_env(home, base_url)
     env.pop("NO_COLOR", None)
     return env
 

@@ -52,7 +52,8 @@ def find_client(name: str) -> Path | None:
 # older releases (issue 33), one npm prefix each: <folder>/<name>-<version>/node_modules/<package>
 OLD_CLIENTS = {"pi": ("pi-coding-agent", "@mariozechner/pi-coding-agent", "dist/cli.js"),
                "copilot": ("copilot", "@github/copilot", "index.js"),
-               "codex": ("codex", "@openai/codex", "dist/cli.js")}
+               "codex": ("codex", "@openai/codex", "dist/cli.js"),
+               "claude": ("claude-code", "@anthropic-ai/claude-code", "cli.js")}
 
 
 def old_client_dirs() -> list[Path]:

@@ -37,8 +37,9 @@ class CodexAdapter(Adapter):
     emits = True
     # 2: usage in neutral buckets (cached input out of input_tokens); item ids as
     # provenance.sourceId; a thread's cwd is where it started (later ones: metadata.lastCwd);
-    # 3: a user_message event without its response_item is the user message (issue 18)
-    revision = 3
+    # 3: a user_message event without its response_item is the user message (issue 18);
+    # 4: before 0.66 a token_count precedes its response's items: its usage goes to them (issue 33)
+    revision = 4
     env_vars = ("CODEX_HOME",)
     # 0.171 resumes a fork from its parent's rollout ("invalid paginated history lineage ...
     # missing source rollout" without it)

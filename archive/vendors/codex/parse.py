@@ -46,7 +46,11 @@ Invariants (each is tested):
   keeps the last counted total, so a response seen through both kinds counts once.
   A ``UsageRow`` key is ``codex:<thread>:<response id>`` for records and
   ``codex:<thread>:cum:<cumulative total tokens>`` for deltas: a replay of the same
-  history produces the same keys.
+  history produces the same keys. A count goes to an assistant item of its response:
+  0.66+ write it after the items (the last one read), releases before 0.66
+  (``cli_version``; recorded with 0.47, 0.57, 0.61, 0.64, 0.65) *before* them, so there it
+  is held (parser state) and given to the next assistant item (the response's first), or
+  to the last one read when a prompt or another count comes first.
 * **Forks and subagents.** Thread id = the first ``session_meta`` id (G0: the
   document's session id). Parent ids come from ``forked_from_id``, ``parent_thread_id``
   and ``source.subagent.thread_spawn.parent_thread_id``. A later ``session_meta`` with a
@@ -213,6 +217,8 @@ class CodexParser:
         self.user_items: dict[str, list[str]] = s.get("userItems", {})
         self.emitted: JsonObject = s.get("emitted", {})  # base.claim_emitted's held message
         self.held: JsonObject | None = s.get("held")  # a user_message event without its item yet
+        self.counts_first: bool = s.get("countsFirst", False)  # token_count before its items (< 0.66)
+        self.held_usage: JsonObject | None = s.get("heldUsage")  # such a count, its item not read yet
         self.ts: str | None = None  # timestamp of the line being fed
 
     def state(self) -> JsonObject:
@@ -231,6 +237,8 @@ class CodexParser:
             "pendingImages": self.pending_images,
             "userItems": self.user_items,
             "held": self.held,
+            "countsFirst": self.counts_first,
+            "heldUsage": self.held_usage,
         }
 
     # -- identity
@@ -347,6 +355,8 @@ class CodexParser:
         self.last_msg[seg] = mid
         if role == "assistant":
             self.last_assistant[seg] = mid
+        elif opens_turn:
+            yield from self.release_usage()  # a count whose response wrote no item
         yield MessageRow(
             Message(
                 id=mid,
@@ -359,6 +369,8 @@ class CodexParser:
                 extra=x,
             )
         )
+        if role == "assistant":
+            yield from self.release_usage()
 
     def project_held(self) -> Iterator[Row]:
         """The held user_message event had no response_item twin: it is the only copy of a
@@ -385,6 +397,20 @@ class CodexParser:
             model=self.model,
             ts=self.ts,
         )
+
+    def hold_usage(self, row: UsageRow) -> Iterator[Row]:
+        """A count written before its response's items (< 0.66): kept until the next
+        assistant item (a count already held goes to the last one)."""
+        yield from self.release_usage()
+        self.held_usage = {"key": row.key, "thread": row.thread_id, "usage": row.usage.to_dict(),
+                           "model": row.model, "ts": row.ts}
+        yield Report(METADATA, "token_count", "held for the response's items, written after it (before 0.66)")
+
+    def release_usage(self) -> Iterator[Row]:
+        h, self.held_usage = self.held_usage, None
+        if h is not None:
+            yield UsageRow(key=h["key"], thread_id=h["thread"], usage=Usage.from_dict(h["usage"]),
+                           message_id=self.last_assistant.get(h["thread"]), model=h["model"], ts=h["ts"])
 
 
 # ---------------------------------------------------------------- envelope handlers
@@ -443,6 +469,7 @@ def _session_meta(p: CodexParser, m: JsonObject) -> Iterator[Row]:
         # message, such as a leading turn_context): this file's own thread. A stand-in id
         # depends on the source's identity, so it must not hold messages that have a name
         p.thread = p.seg = sid
+        p.counts_first = _version(meta.get("version")) < (0, 66)
         if meta.get("model"):
             p.model = str(meta["model"])
         yield ThreadFact(sid, fields)
@@ -817,7 +844,16 @@ def _token_count(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
         usage = _usage_of(info.get("last_token_usage")) or _usage_from_vector(total, with_cw)
     p.cum[seg] = total
     tt = info["total_token_usage"].get("total_tokens")
-    yield p.usage(f"cum:{tt if isinstance(tt, int) else total[0] + total[2]}", usage)
+    row = p.usage(f"cum:{tt if isinstance(tt, int) else total[0] + total[2]}", usage)
+    yield from (p.hold_usage(row) if p.counts_first else (row,))
+
+
+def _version(v: Any) -> tuple[int, ...]:
+    """(0, 47, 0) from "0.47.0"; no or an unreadable version sorts as the newest."""
+    try:
+        return tuple(int(x) for x in str(v).split("-")[0].split("."))
+    except ValueError:
+        return (10**9,)
 
 
 def _thread_name(p: CodexParser, payload: JsonObject) -> Iterator[Row]:
