@@ -352,6 +352,6 @@ def test_the_query_set_measures_what_the_docs_say(tmp_path: Path) -> None:
     assert all(q["sessions"] and set(q["sessions"]) <= roots for q in queries)  # every answer is archived
     res = semantic_eval.evaluate(db, queries)
     # as published, give or take a tie a float16 rounding may break
-    for mode, (recall, mrr) in {"semantic": (0.652, 0.614), "hybrid": (0.652, 0.614), "lexical": (0.0, 0.0),
-                                "lexical-any": (0.526, 0.419), "hybrid-any": (0.585, 0.551)}.items():
+    for mode, (recall, mrr) in {"semantic": (0.606, 0.608), "hybrid": (0.606, 0.608), "lexical": (0.0, 0.0),
+                                "lexical-any": (0.478, 0.405), "hybrid-any": (0.583, 0.541)}.items():
         assert abs(res[mode]["recall@5"] - recall) <= 0.02 and abs(res[mode]["mrr"] - mrr) <= 0.02, (mode, res[mode])
