@@ -177,9 +177,10 @@ def test_every_vendor_fixture_indexes_what_its_calls_name(tmp_path: Path) -> Non
     ingest_paths(db, [FIX / v for v in ("claude-code", "codex", "copilot", "opencode", "pi", "gemini", "qwen", "clm")])
     got = {p: n for p, n in db.execute(
         "SELECT t.provider, count(*) FROM file_touches f JOIN threads t ON t.id = f.thread_id GROUP BY 1")}  # fmt: skip
-    # the vendors whose fixtures name files in tool calls (gemini, qwen and clm's only run echo)
-    assert {"claude-code", "codex", "copilot", "opencode", "pi"} <= set(got)
-    assert not {"gemini", "qwen", "clm"} & set(got)
+    # the vendors whose fixtures name files in tool calls (Qwen's public real files read files;
+    # Gemini's and clm's only run echo or name none)
+    assert {"claude-code", "codex", "copilot", "opencode", "pi", "qwen"} <= set(got)
+    assert not {"gemini", "clm"} & set(got)
     # every touch of a thread with a cwd is absolute
     rel = db.execute("SELECT count(*) FROM file_touches f JOIN threads t ON t.id = f.thread_id "
                      "WHERE t.cwd IS NOT NULL AND f.path NOT LIKE '/%' AND f.path NOT LIKE '~%'").fetchone()[0]  # fmt: skip
