@@ -219,7 +219,9 @@ def load_view(db: Database, ref: str, *, summaries: bool = True, children: int |
         rows = sorted((s for s in found if s["id"] != tid),
                       key=lambda s: (s["first_ts"] or s["created_at"] or "", s["id"]))  # fmt: skip
         # a /chat save checkpoint and the session it was saved from (issue 33)
-        summary["saved_copy_of"], summary["saved_copies"] = saved_copies.links_of(db.conn, tid)
+        # (named only when there is one: the team database does not hold these links yet)
+        copy_of, copies = saved_copies.links_of(db.conn, tid)
+        summary.update({k: v for k, v in (("saved_copy_of", copy_of), ("saved_copies", copies)) if v})
     return ThreadView(thread, summary, MessagePages(db, tid, page), rows, len(child_ids), db)
 
 
