@@ -614,6 +614,33 @@ def loads_line(line: bytes) -> tuple[Any, Report | None]:
     return value, Report(WARNING, "lone surrogate", f"{lone} lone surrogate escape(s) replaced by U+FFFD; exact bytes are in the source layer")
 
 
+def json_line_rows(line: bytes, record: Callable[[Any], Iterator[Row]]) -> Iterator[Row]:
+    """The rows of one line of a JSON-lines side file (a prompt history, a usage log): a
+    ``SKIPPED`` report for a blank line, a ``PARSE_ERROR`` for one that is not JSON, the
+    lone-surrogate warning ``loads_line`` gives, else what ``record`` makes of the value."""
+    if not line.strip():
+        yield Report(SKIPPED, "blank line")
+        return
+    try:
+        d, warn = loads_line(line)
+    except orjson.JSONDecodeError as e:
+        yield Report(PARSE_ERROR, "invalid JSON", str(e))
+        return
+    if warn is not None:
+        yield warn
+    yield from record(d)
+
+
+class StatelessParser:
+    """A side-file parser whose lines stand alone: no state to carry between batches."""
+
+    def __init__(self, source: SourceInfo, state: Any = None) -> None:
+        self.source = source
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+
 # ---------------------------------------------------------------- recognising emitted lines
 
 #: a top-level field of every line a cross-vendor ``emit`` writes, which the clients ignore

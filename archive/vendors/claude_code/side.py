@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from ..base import INVALID, PARSE_ERROR, SKIPPED, LINES, SNAPSHOT, Report, Retention, Row, SourceInfo
-from ..base import checkpoint_report, env_path, epoch_iso, loads_line, prompt_report, side_report
+from ..base import checkpoint_report, env_path, epoch_iso, json_line_rows, prompt_report, side_report
 from ..base import nonempty_str as _str
 
 CLAUDE_JSON = ".claude.json"
@@ -144,16 +144,9 @@ class SideFileParser:
             yield side_report("paste", None, name=name, bytes=len(line))
 
     def _history_line(self, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            yield Report(SKIPPED, "blank line")
-            return
-        try:
-            d, warn = loads_line(line)
-        except orjson.JSONDecodeError as e:
-            yield Report(PARSE_ERROR, "invalid JSON", str(e))
-            return
-        if warn is not None:
-            yield warn
+        return json_line_rows(line, self._history_entry)
+
+    def _history_entry(self, d: Any) -> Iterator[Row]:
         if not isinstance(d, dict) or not isinstance(d.get("display"), str):
             yield Report(INVALID, "history line", "not an object with a display text")
             return

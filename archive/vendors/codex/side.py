@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, SNAPSHOT, Report, Row, SourceInfo
-from ..base import epoch_iso, loads_line, prompt_report
+from ..base import INVALID, LINES, PARSE_ERROR, Report, Row, SNAPSHOT, StatelessParser, json_line_rows
+from ..base import epoch_iso, prompt_report
 from ..base import nonempty_str as _str
 
 HISTORY_LINES = "history.jsonl"
@@ -40,34 +40,23 @@ def _iso(value: Any, scale: float) -> str | None:
     return epoch_iso(value, scale)
 
 
-class HistoryParser:
+class HistoryParser(StatelessParser):
     """A prompt report per line of ``history.jsonl``."""
-
-    def __init__(self, source: SourceInfo, state: Any = None) -> None:
-        self.source = source
-
-    def state(self) -> dict[str, Any]:
-        return {}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         if Path(self.source.path).name == HISTORY_JSON:
             yield from _history_json(line)
             return
-        if not line.strip():
-            yield Report(SKIPPED, "blank line")
-            return
-        try:
-            d, warn = loads_line(line)
-        except orjson.JSONDecodeError as e:
-            yield Report(PARSE_ERROR, "invalid JSON", str(e))
-            return
-        if warn is not None:
-            yield warn
-        if isinstance(d, dict) and isinstance(d.get("text"), str):
-            session = _str(d.get("session_id"))
-            yield prompt_report(session, session, None, _iso(d.get("ts"), 1), d["text"])
-        else:
-            yield Report(INVALID, "history line", "not an object with a text")
+        yield from json_line_rows(line, _history_line)
+
+
+def _history_line(d: Any) -> Iterator[Row]:
+    """One line of ``history.jsonl``: a prompt report, naming its session and time."""
+    if isinstance(d, dict) and isinstance(d.get("text"), str):
+        session = _str(d.get("session_id"))
+        yield prompt_report(session, session, None, _iso(d.get("ts"), 1), d["text"])
+    else:
+        yield Report(INVALID, "history line", "not an object with a text")
 
 
 def _history_json(data: bytes) -> Iterator[Row]:

@@ -21,9 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 
-from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo, loads_line, prompt_report
+from ..base import INVALID, LINES, Report, Row, SKIPPED, StatelessParser, json_line_rows, prompt_report
 
 HISTORY_DIR = "user-history"
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
@@ -38,26 +37,13 @@ def is_slash_command(text: str) -> bool:
     return first.startswith("/") and "/" not in first[1:]
 
 
-class HistoryParser:
+class HistoryParser(StatelessParser):
     """A prompt report per line of ``user-history/<md5>.jsonl``."""
 
-    def __init__(self, source: SourceInfo, state: Any = None) -> None:
-        self.source = source
-
-    def state(self) -> dict[str, Any]:
-        return {}
-
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            yield Report(SKIPPED, "blank line")
-            return
-        try:
-            d, warn = loads_line(line)
-        except orjson.JSONDecodeError as e:
-            yield Report(PARSE_ERROR, "invalid JSON", str(e))
-            return
-        if warn is not None:
-            yield warn
+        return json_line_rows(line, self._prompt)
+
+    def _prompt(self, d: Any) -> Iterator[Row]:
         if not isinstance(d, dict) or not isinstance(d.get("content"), str):
             yield Report(INVALID, "prompt history line", "not an object with a content")
         elif is_slash_command(d["content"]):

@@ -17,9 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 
-from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo, loads_line, prompt_report
+from ..base import INVALID, LINES, Report, Row, SKIPPED, StatelessParser, json_line_rows, prompt_report
 
 PROMPT_HISTORY = "prompt-history.jsonl"
 
@@ -28,26 +27,13 @@ def classify(path: Path) -> str | None:
     return LINES if path.name == PROMPT_HISTORY else None
 
 
-class PromptHistoryParser:
+class PromptHistoryParser(StatelessParser):
     """A prompt report per line of ``prompt-history.jsonl``."""
 
-    def __init__(self, source: SourceInfo, state: Any = None) -> None:
-        self.source = source
-
-    def state(self) -> dict[str, Any]:
-        return {}
-
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            yield Report(SKIPPED, "blank line")
-            return
-        try:
-            d, warn = loads_line(line)
-        except orjson.JSONDecodeError as e:
-            yield Report(PARSE_ERROR, "invalid JSON", str(e))
-            return
-        if warn is not None:
-            yield warn
+        return json_line_rows(line, self._prompt)
+
+    def _prompt(self, d: Any) -> Iterator[Row]:
         if not isinstance(d, dict) or not isinstance(d.get("input"), str):
             yield Report(INVALID, "prompt history line", "not an object with an input")
         elif d.get("mode") == "shell":

@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 
-from ..base import INVALID, LINES, PARSE_ERROR, SKIPPED, Report, Row, SourceInfo
-from ..base import epoch_iso, loads_line, side_report
+from ..base import INVALID, LINES, Report, Row, StatelessParser, json_line_rows
+from ..base import epoch_iso, side_report
 from ..base import nonempty_str as _str
 
 USAGE_RECORD = "usage_record.jsonl"
@@ -45,26 +44,13 @@ def _iso(value: Any) -> str | None:
     return epoch_iso(value)
 
 
-class UsageRecordParser:
+class UsageRecordParser(StatelessParser):
     """A side-file report per usage line, naming its session, project, time and models."""
 
-    def __init__(self, source: SourceInfo, state: Any = None) -> None:
-        self.source = source
-
-    def state(self) -> dict[str, Any]:
-        return {}
-
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
-        if not line.strip():
-            yield Report(SKIPPED, "blank line")
-            return
-        try:
-            d, warn = loads_line(line)
-        except orjson.JSONDecodeError as e:
-            yield Report(PARSE_ERROR, "invalid JSON", str(e))
-            return
-        if warn is not None:
-            yield warn
+        return json_line_rows(line, self._record)
+
+    def _record(self, d: Any) -> Iterator[Row]:
         if not isinstance(d, dict):
             yield Report(INVALID, "usage record", "not an object")
             return

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 
-from ..base import INVALID, LINES, SKIPPED, Report, Row, SourceInfo, prompt_report
+from ..base import INVALID, LINES, Report, Row, SKIPPED, StatelessParser, prompt_report
 
 HISTORY = "vibehistory"
 SEED = "Hello Vibe!"
@@ -39,14 +38,8 @@ def is_slash_command(text: str) -> bool:
     return first.startswith("/") and "/" not in first[1:]
 
 
-class HistoryParser:
+class HistoryParser(StatelessParser):
     """A prompt report per line of ``vibehistory``."""
-
-    def __init__(self, source: SourceInfo, state: Any = None) -> None:
-        self.source = source
-
-    def state(self) -> dict[str, Any]:
-        return {}
 
     def feed(self, offset: int, line: bytes) -> Iterator[Row]:
         if not line.strip():
