@@ -80,10 +80,15 @@ def test_a_recorded_session_is_archived_whole_and_restored_byte_exact(recorded, 
                    u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"]) for u in recorded["usage"])
     assert sorted(tuple(r) for r in rows) == want
     # every file archived comes back byte for byte
-    restored = {str(r.path).split(f"/{sid}/", 1)[1]: r.sha256 for r in restore(db, tmp_path / "out")}
+    back = list(restore(db, tmp_path / "out"))
+    restored = {str(r.path).split(f"/{sid}/", 1)[1]: r.sha256 for r in back if f"/{sid}/" in str(r.path)}
     files = {str(p.relative_to(recorded["session"])): hashlib.sha256(p.read_bytes()).hexdigest()
              for p in recorded["session"].rglob("*") if p.is_file() and p.stat().st_size}
     assert restored == files
+    # and the prompt history the TUI keeps beside the sessions (issue 38), when it wrote one
+    history = vibe_home(recorded["home"]) / "vibehistory"
+    side = {r.path.name: r.sha256 for r in back if f"/{sid}/" not in str(r.path)}
+    assert side == ({"vibehistory": hashlib.sha256(history.read_bytes()).hexdigest()} if history.is_file() else {})
 
 
 def test_a_claude_session_emitted_to_vibe_is_resumed_by_vibe(recorded, tmp_path: Path) -> None:
