@@ -144,6 +144,7 @@ class Projector:
         self._facts: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
         self._owned: set[str] = set()  # messages (re)written in this flush: their usage follows them
+        self._linked: set[str] = set()  # threads with a RESPONSE_LINK row in this flush (``_link_usage``)
         self._reports: list[tuple[Any, ...]] = []
         self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
         self._uids: dict[int, str] = {}
@@ -203,6 +204,8 @@ class Projector:
     def put_usage(self, provider: str, row: UsageRow, key3: tuple[int, int, int]) -> None:
         u = row.usage
         extra = {k: v for k, v in (u.extra or {}).items() if k not in (RESPONSE_KEY, RESPONSE_MODEL)}
+        if row.message_id is None and RESPONSE_LINK in extra:
+            self._linked.add(row.thread_id)
         self._usage.append((
             row.key, row.thread_id, row.message_id, row.provider or provider, row.model, row.ts,
             u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
@@ -217,6 +220,8 @@ class Projector:
         self._occurrences.append((*key, msg.id, msg.thread_id))
         self.dirty_threads.add(msg.thread_id)
         self._messages.append((msg, key, line_backed if key[3] == 0 else (), revises))
+        if msg.extra and RESPONSE_LINK in msg.extra:
+            self._linked.add(msg.thread_id)
 
     def _uid(self, source_id: int) -> str:
         uid = self._uids.get(source_id)
@@ -320,7 +325,9 @@ class Projector:
         if self._facts:  # before the messages: ranking copies reads the threads' createdAt
             conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
             self._facts = []
-        linked = {u[1] for u in self._usage} | {m.thread_id for m, _k, _lb, _r in self._messages}
+        # only the threads whose vendor links usage to messages by RESPONSE_LINK (the others
+        # never pay for the UPDATE)
+        linked, self._linked = self._linked, set()
         if self._messages:
             self._write_messages()
         if self._occurrences:
@@ -368,7 +375,7 @@ class Projector:
         """Forget pending rows and dirty threads (the caller rolled its transaction back)."""
         self.dirty_threads.clear()
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
-        self._owned = set()
+        self._owned, self._linked = set(), set()
         self._messages = []
         self._shared = set()
         self._created = {}
