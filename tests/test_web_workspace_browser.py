@@ -207,12 +207,20 @@ def test_the_palette_opens_anywhere_and_groups_hits_as_you_type(pages: Pages, se
     assert groups.count() >= 1 and "hit" in groups.first.locator(".sesh-group-n").inner_text()
     pg.wait_for_selector("#sesh-palette select[name=provider] option[value=canonical]", state="attached")
     pg.select_option("#sesh-palette select[name=provider]", "canonical")
+    # the answer to the filtered query is the one on screen (not the unfiltered one, which may
+    # hold only canonical hits too and be replaced while the arrows choose in it)
+    pg.wait_for_selector("#sesh-palette .sesh-palette-results[data-query*='provider=canonical']:not([aria-busy])", state="attached")
     pg.wait_for_function("() => document.querySelectorAll('#sesh-palette .sesh-group').length > 0 && "
                          "[...document.querySelectorAll('#sesh-palette .sesh-group .sesh-meta')].every(m => m.textContent.includes('canonical'))")  # fmt: skip
     if size == "desktop" and opener == "/":
         shot(pg, "palette.png")
     box.press("ArrowDown")
     href = pg.locator("#sesh-palette a.sesh-selected").get_attribute("href")
+    # a new answer to the same query (a filter touched and set back) keeps the chosen hit chosen
+    seq = int(pg.locator("#sesh-palette .sesh-palette-results").get_attribute("data-seq"))
+    pg.evaluate("document.querySelector('#sesh-palette form').dispatchEvent(new Event('change'))")
+    pg.wait_for_function("n => +document.querySelector('#sesh-palette .sesh-palette-results').dataset.seq > n", arg=seq)
+    assert pg.locator("#sesh-palette a.sesh-selected").get_attribute("href") == href
     box.press("Enter")
     pg.wait_for_url(lambda u: u.endswith(href.split("/-/", 1)[1].split("#")[0] + "#" + href.split("#")[1]) or href.split("#")[1] in u)
     assert pg.locator("#" + href.split("#")[1]).is_visible()

@@ -231,10 +231,23 @@
     var p = new URLSearchParams(new FormData(form));
     Array.from(p.keys()).forEach(function (k) { if (!p.get(k)) p.delete(k); });
     if (!p.get("q")) { out.innerHTML = ""; return; }
-    var seq = ++paletteSeq;
-    fetch(base() + "-/sesh/search?" + p.toString(), { headers: { "X-Sesh-Pane": "1" }, credentials: "same-origin" })
+    var seq = ++paletteSeq, query = p.toString();
+    out.setAttribute("aria-busy", "true");
+    fetch(base() + "-/sesh/search?" + query, { headers: { "X-Sesh-Pane": "1" }, credentials: "same-origin" })
       .then(function (r) { return r.text(); })
-      .then(function (html) { if (seq === paletteSeq) out.innerHTML = html; });
+      .then(function (html) {
+        if (seq !== paletteSeq) return;  // a later query is on its way: this answer is stale
+        // the hit chosen with the arrows stays chosen when the new answer still holds it
+        var chosen = out.querySelector("a.sesh-selected");
+        out.innerHTML = html;
+        if (chosen) {
+          var again = Array.prototype.find.call(out.querySelectorAll("a.sesh-hit-link"), function (a) { return a.href === chosen.href; });
+          if (again) again.classList.add("sesh-selected");
+        }
+        out.dataset.query = query;
+        out.dataset.seq = seq;
+        out.removeAttribute("aria-busy");
+      });
   }
   function openPalette() {
     closeOverlays();
