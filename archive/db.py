@@ -57,6 +57,34 @@ def _create_private(path: Path) -> None:
     os.close(fd)
 
 
+def _statements(sql: str):
+    """The complete statements of ``sql`` in order: pieces cut at each ``;`` joined until SQLite
+    says the statement is complete (a ``;`` inside a string or a trigger body is not an end)."""
+    pending = ""
+    for piece in sql.split(";"):
+        pending = pending + piece + ";" if pending else piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\r\n;"):
+                yield pending
+            pending = ""
+    if pending.strip(" \t\r\n;"):
+        yield pending[:-1]  # text after the last ``;``: a statement without its end, or a comment
+
+
+class ArchiveDatabase(Database):
+    """sqlite-utils' ``Database`` whose ``executescript`` inside a transaction (every migration
+    runs in one) cuts the script in linear time: sqlite-utils 3.39 re-joins the text at every
+    character (quadratic), which made creating an archive take 2.3-2.9 s, ~85% of it there."""
+
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        if not self.conn.in_transaction:
+            return super().executescript(sql)
+        cursor = self.conn.cursor()
+        for statement in _statements(sql):
+            cursor.execute(statement)
+        return cursor
+
+
 def open_db(path: str | os.PathLike[str], *, migrate: bool = True) -> Database:
     """Open (creating privately if needed) and migrate the archive at ``path``."""
     path = Path(path)
@@ -75,7 +103,7 @@ def open_db(path: str | os.PathLike[str], *, migrate: bool = True) -> Database:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        db = Database(conn, execute_plugins=False)  # see open_readonly
+        db = ArchiveDatabase(conn, execute_plugins=False)  # see open_readonly
         if migrate:
             migrations.apply(db)
             record_new_providers(db)

@@ -147,3 +147,30 @@ def test_an_archive_from_before_neutral_usage_is_rederived_on_open(tmp_path):
     newer = upgraded.execute("SELECT count(*) FROM adapter_revisions WHERE revision > 1 "
                              "AND provider IN (SELECT provider FROM sources)").fetchone()[0]
     assert open_db(old_path).execute("SELECT count(*) FROM ingest_runs WHERE command = 'rebuild'").fetchone()[0] == newer >= 1
+
+
+def test_a_migration_script_is_cut_where_sqlite_says_a_statement_ends(tmp_path):
+    """Migrations run in a transaction, where ``executescript`` cuts the script itself (sqlite3's
+    own would commit first): a ``;`` in a string or a trigger body is not an end, a comment
+    after the last statement is harmless, and the script runs whole and in order."""
+    from archive.db import _statements
+
+    script = """
+        CREATE TABLE t (a TEXT);  -- one
+        INSERT INTO t VALUES ('x;y'); INSERT INTO t VALUES ('it''s; fine');;
+        CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN
+            UPDATE t SET a = a || ';' WHERE rowid = new.rowid;
+            SELECT 1;
+        END;
+        INSERT INTO t VALUES ('z');
+        -- trailing comment"""
+    stmts = [s.strip() for s in _statements(script)]
+    assert len(stmts) == 6
+    assert stmts[2].startswith("INSERT INTO t VALUES ('it''s; fine')") and stmts[3].startswith("CREATE TRIGGER")
+    assert stmts[3].endswith("END;") and stmts[5] == "-- trailing comment"
+    db = open_db(tmp_path / "x.db")
+    with db.conn:
+        db.conn.execute("BEGIN")
+        db.executescript(script)
+        assert db.conn.in_transaction  # not committed behind the caller's back
+    assert [r[0] for r in db.conn.execute("SELECT a FROM t ORDER BY rowid")] == ["x;y", "it's; fine", "z;"]
