@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
+import re
 import shutil
 import site
 import sys
@@ -123,7 +125,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except KeyError:
         passwd_home = None
     watched = [real_home, passwd_home] + [os.environ.get(v) for v in (*dict(_XDG), *_adapter_vars())]
-    _REAL_PLACES = _places(*watched)
+    # pytest-xdist's workers start from this process's environment, which points at the throwaway
+    # home by then: the first process hands them the real places it watches
+    inherited = os.environ.get("SESH_TESTS_REAL_PLACES")
+    _REAL_PLACES = tuple(inherited.split(os.pathsep)) if inherited else _places(*watched)
+    os.environ["SESH_TESTS_REAL_PLACES"] = os.pathsep.join(_REAL_PLACES)
     _SESSION_HOME = Path(tempfile.mkdtemp(prefix="sesh-test-home-"))
     _ALLOWED = _places(
         sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages(),
@@ -135,6 +141,39 @@ def pytest_configure(config: pytest.Config) -> None:
         else:
             os.environ[var] = value
     sys.addaudithook(_guard)
+
+
+# -- pytest-xdist (`pytest -n auto`; `--dist loadscope` in pyproject.toml): a module of real
+# clients, a browser or a server (its `pytestmark`) with a fixture of module (or wider) scope
+# keeps its tests on one worker, so a client's recording or a browser starts once; every other
+# test goes wherever a worker is free (a cheap module fixture may then run on both). (Through
+# xdist's scheduler hook: its `xdist_group` marks are lost under pytest 9.2, which no longer
+# reads the node id xdist rewrites.)
+_SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|package|session|class)["']""")
+_HEAVY_MODULE = re.compile(r"^pytestmark\s*=.*\bmark\.(clients|browser|postgres|slow)\b", re.M)
+
+
+@functools.cache
+def _keeps_together(module: str) -> bool:
+    try:
+        text = (Path(__file__).parent.parent / module).read_text()
+    except OSError:
+        return True
+    return bool(_SHARED_SCOPE.search(text) and _HEAVY_MODULE.search(text))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 (xdist's types)
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if _keeps_together(module) else nodeid
+
+    return ModuleScheduling(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -177,3 +216,4 @@ def pg_server():
 def pg_url(pg_server) -> str:
     """The URL of a fresh, empty database on the session's server."""
     return pg_server.new_database()
+

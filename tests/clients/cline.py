@@ -127,10 +127,10 @@ def new_home(exe: Path, work: Path, mock_url: str) -> ClineHome:
     return ch
 
 
-def resume_in_tui(ch: ClineHome, session_id: str, prompt: str, socket_name: str = "sesh-cline",
+def resume_in_tui(ch: ClineHome, session_id: str, prompt: str, socket_name: str = "",
                   settle: float = 15.0) -> list[str]:
     """``cline --id SESSION`` in its terminal screen, one prompt typed, then quit; the screens."""
-    tmux = ["tmux", "-L", socket_name]
+    tmux = ["tmux", "-L", socket_name or f"sesh-cline-{os.getpid()}"]  # one server per test process (pytest-xdist)
     env = " ".join(shlex.quote(f"{k}={v}") for k, v in ch.env().items())
     cmd = f"cd {shlex.quote(str(ch.cwd))} && env -i {env} {shlex.quote(str(ch.exe))} --id {shlex.quote(session_id)}"
     subprocess.run([*tmux, "kill-server"], capture_output=True)

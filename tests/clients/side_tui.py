@@ -10,6 +10,7 @@ per caller) and is killed at the end, nothing else.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from . import hermes_client, kimi_client, vibe_client
 from .mock_servers import ChatCompletionsMock, Script
 
-SOCKET = "sesh-side-rest"
+SOCKET = f"sesh-side-rest-{os.getpid()}"  # one tmux server per test process (pytest-xdist)
 PROMPTS = ["say hello", "now say goodbye"]
 
 

@@ -11,6 +11,7 @@ is killed at the end, nothing else.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -70,7 +71,7 @@ class TuiRun:
 
 
 def run_tui(exe: Path, work: Path, prompts: list[str], script: Script, settle: float = 12.0,
-            socket: str = "sesh-tui") -> TuiRun:
+            socket: str = "") -> TuiRun:
     """Start Claude Code's TUI in ``work``, type each prompt, approve a plan if asked, exit."""
     home, cwd = work / "home", work / "proj"
     (home / ".claude").mkdir(parents=True)
@@ -82,7 +83,7 @@ def run_tui(exe: Path, work: Path, prompts: list[str], script: Script, settle: f
         "customApiKeyResponses": {"approved": ["sk-ant-mock-key"[-20:]], "rejected": []},
         "projects": {str(cwd): {"hasTrustDialogAccepted": True, "allowedTools": []}}}))
     run = TuiRun(home, cwd)
-    tmux = ["tmux", "-L", socket]
+    tmux = ["tmux", "-L", socket or f"sesh-tui-{os.getpid()}"]  # one server per test process (pytest-xdist)
     with PlanAwareMock(script) as mock:
         env = runner.claude_env(home, mock.url)
         argv = [*runner.node_argv(exe), "--permission-mode", "acceptEdits", "--model", runner.CLAUDE_MODEL]
