@@ -73,7 +73,7 @@ def _statements(sql: str):
 
 class ArchiveDatabase(Database):
     """sqlite-utils' ``Database`` whose ``executescript`` inside a transaction (every migration
-    runs in one) cuts the script in linear time: sqlite-utils 3.39 re-joins the text at every
+    runs in one) cuts the script in linear time: sqlite-utils 4.2 re-joins the text at every
     character (quadratic), which made creating an archive take 2.3-2.9 s, ~85% of it there."""
 
     def executescript(self, sql: str) -> sqlite3.Cursor:
