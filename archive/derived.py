@@ -26,7 +26,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 
 from . import file_index, saved_copies, signals
@@ -81,30 +80,41 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
         (thread_id,),
     )
     indexer = file_index.ThreadIndexer(conn, thread_id, provider, cwd)
-    messages: list[tuple[object, ...]] = []
-    blocks: list[tuple[object, ...]] = []
-    first_text: dict[str, str] = {}
-    for mid, role, ts, injected, extra, pos, btype, name, inp, bpath, call_id, is_error, text in cur:
-        if not messages or messages[-1][0] != mid:
-            messages.append((mid, role, ts, injected, extra))
-        if pos is None:
-            continue
-        if btype == "text" and text and mid not in first_text:
-            first_text[mid] = text
-        # the input's digest: retries compare inputs, and a Write's content need not stay in memory
-        digest = hashlib.blake2b(inp.encode("utf-8", "surrogatepass"), digest_size=16).digest() if inp else None
-        blocks.append((mid, btype, name, digest, call_id, is_error, bool(text and text.strip())))
-        if btype in ("tool_call", "file_change"):
-            indexer.add(mid, ts, pos, btype, name, inp, bpath)
-    touches = indexer.finish()
+    add = indexer.add
     try:
         adapter = get_adapter(provider or "")
     except KeyError:
         adapter = None
     # an adapter that marks no message: its messages' extra JSON need not be parsed
     marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
-    signal_of = adapter.message_signal if marks else None
-    s = signals.compute([(*m, first_text.get(str(m[0]))) for m in messages], blocks, touches, signal_of)
+    tally = signals.Tally(adapter.message_signal if marks else None)
+    block, message = tally.block, tally.message
+    # one pass: a message is given to the tally once its blocks are read (its first text)
+    current: tuple[object, ...] | None = None
+    first_text: str | None = None
+    has_text = False
+    for mid, role, ts, injected, extra, pos, btype, name, inp, bpath, call_id, is_error, text in cur:
+        if current is None or current[0] != mid:
+            if current is not None:
+                message(*current[1:], first_text, has_text)
+            current, first_text, has_text = (mid, role, ts, injected, extra), None, False
+        if pos is None:
+            continue
+        if btype == "text":
+            if text:
+                if first_text is None:
+                    first_text = text
+                if not has_text and text.strip():
+                    has_text = True
+            block(btype, name, None, call_id, is_error, bool(text and text.strip()))
+            continue
+        # a call's input as it is stored: retries compare inputs (the previous call's only)
+        block(btype, name, inp or None, call_id, is_error, False)
+        if btype == "tool_call" or btype == "file_change":
+            add(mid, ts, pos, btype, name, inp, bpath)
+    if current is not None:
+        message(*current[1:], first_text, has_text)
+    s = tally.result(indexer.finish())
     conn.execute(
         f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",
         (thread_id, *(s[c] for c in _SIGNAL_COLS[1:])),
