@@ -68,10 +68,21 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
     if provider is None and not conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone():
         conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
         return
+    try:
+        adapter = get_adapter(provider or "")
+    except KeyError:
+        adapter = None
+    # an adapter that marks no message: its messages' extra JSON need not be read
+    marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
     cur = conn.execute(
-        # only what the two tables read: a tool result's text or output can be megabytes
-        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, "
-        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, b.path, b.call_id, b.is_error, "
+        # only what the two tables read, each column for the block types that use it: a tool
+        # result's text or output can be megabytes, and a value not read is not a Python object
+        f"SELECT m.id, m.role, m.ts, m.injected, {'m.extra' if marks else 'NULL'}, b.position, b.type, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.tool_name END, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, "
+        "CASE WHEN b.type = 'file_change' THEN b.path END, "
+        "CASE WHEN b.type IN ('tool_call', 'tool_result') THEN b.call_id END, "
+        "CASE WHEN b.type = 'tool_result' THEN b.is_error END, "
         f"CASE WHEN b.type = 'text' THEN substr(b.text, 1, {TEXT_PREFIX}) END "
         # the block types the two tables read: a reasoning block or an image is skipped
         "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id "
@@ -81,12 +92,6 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
     )
     indexer = file_index.ThreadIndexer(conn, thread_id, provider, cwd)
     add = indexer.add
-    try:
-        adapter = get_adapter(provider or "")
-    except KeyError:
-        adapter = None
-    # an adapter that marks no message: its messages' extra JSON need not be parsed
-    marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
     tally = signals.Tally(adapter.message_signal if marks else None)
     block, message = tally.block, tally.message
     # one pass: a message is given to the tally once its blocks are read (its first text)
