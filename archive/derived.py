@@ -15,9 +15,12 @@ Invariants:
   again first (``saved_copies.relink``).
 * A queued thread that no longer exists loses its rows. User data (tags, notes) is not
   derived and is never touched here.
-* One streamed scan of the thread's blocks serves both tables; a tool result's text and
-  output are not read (only the first characters of text blocks, for
-  ``Adapter.message_signal``), and a call's input is held only while its paths are read.
+* One streamed scan of the thread's blocks serves both tables: the signals are tallied as
+  the rows come (``signals.Tally``), no list of its blocks is kept. A tool result's text
+  and output are not read (only the first characters of text blocks, for
+  ``Adapter.message_signal``), each column only for the block types that use it, and a
+  call's input is held only while its paths are read (and as the previous call's, for
+  retries).
   Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
 * An empty ``file_touches`` filled for ``BULK_THREADS`` threads or more (a first ingest, an
   upgrade) is written without its lookup indexes, which are created again from their own

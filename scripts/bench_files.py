@@ -23,8 +23,11 @@ measures the index's share of a first ingest by difference, in one window: ``--a
 of first ingests of the same corpus into fresh archives, with the file index and signals and
 without them (the ``derived`` triggers dropped and the run's refresh skipped), alternated
 A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
-median without) / median with, in wall and in CPU seconds of the child (``wait4``: the
-machine's load hardly moves it), beside the ``derived`` phase's share of the wall. The machine's load (``os.getloadavg``) is recorded per run.
+median without) / median with, in wall and in CPU seconds of the child (``wait4``), beside
+the ``derived`` phase's share of the wall and, per run, its CPU seconds against the run's
+(``process_time`` in the child: on a loaded machine the difference between two runs is
+noise, the ratio inside one run much less). Each child ingests with its own tree's code.
+The machine's load (``os.getloadavg``) is recorded before and after each run.
 """
 
 from __future__ import annotations
