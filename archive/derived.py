@@ -15,9 +15,12 @@ Invariants:
   again first (``saved_copies.relink``).
 * A queued thread that no longer exists loses its rows. User data (tags, notes) is not
   derived and is never touched here.
-* One streamed scan of the thread's blocks serves both tables; a tool result's text and
-  output are not read (only the first characters of text blocks, for
-  ``Adapter.message_signal``), and a call's input is held only while its paths are read.
+* One streamed scan of the thread's blocks serves both tables: the signals are tallied as
+  the rows come (``signals.Tally``), no list of its blocks is kept. A tool result's text
+  and output are not read (only the first characters of text blocks, for
+  ``Adapter.message_signal``), each column only for the block types that use it, and a
+  call's input is held only while its paths are read (and as the previous call's, for
+  retries).
   Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
 * An empty ``file_touches`` filled for ``BULK_THREADS`` threads or more (a first ingest, an
   upgrade) is written without its lookup indexes, which are created again from their own
@@ -26,7 +29,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 
 from . import file_index, saved_copies, signals
@@ -69,10 +71,21 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
     if provider is None and not conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone():
         conn.execute("DELETE FROM thread_signals WHERE thread_id = ?", (thread_id,))
         return
+    try:
+        adapter = get_adapter(provider or "")
+    except KeyError:
+        adapter = None
+    # an adapter that marks no message: its messages' extra JSON need not be read
+    marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
     cur = conn.execute(
-        # only what the two tables read: a tool result's text or output can be megabytes
-        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, "
-        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, b.path, b.call_id, b.is_error, "
+        # only what the two tables read, each column for the block types that use it: a tool
+        # result's text or output can be megabytes, and a value not read is not a Python object
+        f"SELECT m.id, m.role, m.ts, m.injected, {'m.extra' if marks else 'NULL'}, b.position, b.type, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.tool_name END, "
+        "CASE WHEN b.type IN ('tool_call', 'file_change') THEN b.input END, "
+        "CASE WHEN b.type = 'file_change' THEN b.path END, "
+        "CASE WHEN b.type IN ('tool_call', 'tool_result') THEN b.call_id END, "
+        "CASE WHEN b.type = 'tool_result' THEN b.is_error END, "
         f"CASE WHEN b.type = 'text' THEN substr(b.text, 1, {TEXT_PREFIX}) END "
         # the block types the two tables read: a reasoning block or an image is skipped
         "FROM messages m LEFT JOIN blocks b ON b.message_id = m.id "
@@ -81,30 +94,35 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
         (thread_id,),
     )
     indexer = file_index.ThreadIndexer(conn, thread_id, provider, cwd)
-    messages: list[tuple[object, ...]] = []
-    blocks: list[tuple[object, ...]] = []
-    first_text: dict[str, str] = {}
+    add = indexer.add
+    tally = signals.Tally(adapter.message_signal if marks else None)
+    block, message = tally.block, tally.message
+    # one pass: a message is given to the tally once its blocks are read (its first text)
+    current: tuple[object, ...] | None = None
+    first_text: str | None = None
+    has_text = False
     for mid, role, ts, injected, extra, pos, btype, name, inp, bpath, call_id, is_error, text in cur:
-        if not messages or messages[-1][0] != mid:
-            messages.append((mid, role, ts, injected, extra))
+        if current is None or current[0] != mid:
+            if current is not None:
+                message(*current[1:], first_text, has_text)
+            current, first_text, has_text = (mid, role, ts, injected, extra), None, False
         if pos is None:
             continue
-        if btype == "text" and text and mid not in first_text:
-            first_text[mid] = text
-        # the input's digest: retries compare inputs, and a Write's content need not stay in memory
-        digest = hashlib.blake2b(inp.encode("utf-8", "surrogatepass"), digest_size=16).digest() if inp else None
-        blocks.append((mid, btype, name, digest, call_id, is_error, bool(text and text.strip())))
-        if btype in ("tool_call", "file_change"):
-            indexer.add(mid, ts, pos, btype, name, inp, bpath)
-    touches = indexer.finish()
-    try:
-        adapter = get_adapter(provider or "")
-    except KeyError:
-        adapter = None
-    # an adapter that marks no message: its messages' extra JSON need not be parsed
-    marks = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
-    signal_of = adapter.message_signal if marks else None
-    s = signals.compute([(*m, first_text.get(str(m[0]))) for m in messages], blocks, touches, signal_of)
+        if btype == "text":
+            if text:
+                if first_text is None:
+                    first_text = text
+                if not has_text and text.strip():
+                    has_text = True
+            block(btype, name, None, call_id, is_error, bool(text and text.strip()))
+            continue
+        # a call's input as it is stored: retries compare inputs (the previous call's only)
+        block(btype, name, inp or None, call_id, is_error, False)
+        if btype == "tool_call" or btype == "file_change":
+            add(mid, ts, pos, btype, name, inp, bpath)
+    if current is not None:
+        message(*current[1:], first_text, has_text)
+    s = tally.result(indexer.finish())
     conn.execute(
         f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",
         (thread_id, *(s[c] for c in _SIGNAL_COLS[1:])),

@@ -70,70 +70,112 @@ def compute(messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]], touc
     ``(message_id, type, tool_name, input digest, call_id, is_error, has_text)`` in order;
     ``touches``: ``file_touches`` rows as ``file_index.touches`` gives them; ``signal_of``:
     the adapter's ``message_signal``."""
-    calls = errors = retries = 0
-    prev_call: tuple[Any, Any] | None = None
-    open_calls: set[str] = set()
-    last_error_pos = last_text_pos = -1
-    for i, (_mid, btype, name, inp, call_id, is_error, has_text) in enumerate(blocks):
+    tally = Tally(signal_of)
+    with_text: set[Any] = set()
+    for mid, btype, name, inp, call_id, is_error, has_text in blocks:
+        tally.block(btype, name, inp, call_id, is_error, has_text)
+        if btype == "text" and has_text:
+            with_text.add(mid)
+    for mid, role, ts, injected, extra, text in messages:
+        tally.message(role, ts, injected, extra, text, mid in with_text)
+    return tally.result(touches)
+
+
+class Tally:
+    """The signals of one thread read in one pass (``archive/derived.py``): its blocks in
+    order (``block``) and its messages in order (``message``), in any interleaving of the
+    two; ``result`` gives what ``compute`` gives for the same rows. ``inp`` is anything that
+    is equal for equal inputs (the input's text, or its digest)."""
+
+    __slots__ = ("signal_of", "calls", "errors", "retries", "prev_call", "open_calls", "pos", "last_error_pos",
+                 "last_text_pos", "counts", "times", "last_conv", "first_ts", "last_ts")  # fmt: skip
+
+    def __init__(self, signal_of: Any) -> None:
+        self.signal_of = signal_of
+        self.calls = self.errors = self.retries = 0
+        self.prev_call: tuple[Any, Any] | None = None
+        self.open_calls: set[str] = set()
+        self.pos = 0
+        self.last_error_pos = self.last_text_pos = -1
+        self.counts: Counter[str] = Counter()
+        self.times: list[dt.datetime] = []
+        self.last_conv: tuple[str, bool] | None = None  # the last conversation message: role, has text
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+
+    def block(self, btype: str, name: Any, inp: Any, call_id: Any, is_error: Any, has_text: bool) -> None:
+        i = self.pos
+        self.pos = i + 1
         if btype == "tool_call":
-            calls += 1
-            if prev_call == (name, inp):
-                retries += 1
-            prev_call = (name, inp)
+            self.calls += 1
+            if self.prev_call == (name, inp):
+                self.retries += 1
+            self.prev_call = (name, inp)
             if call_id:
-                open_calls.add(call_id)
+                self.open_calls.add(call_id)
         elif btype == "tool_result":
             if call_id:
-                open_calls.discard(call_id)
+                self.open_calls.discard(call_id)
             if is_error:
-                errors += 1
-                last_error_pos = i
+                self.errors += 1
+                self.last_error_pos = i
         elif btype == "text" and has_text:
-            last_text_pos = i
-    changed = Counter(t[4] for t in touches if t[6] == "changed")
-    counts: Counter[str] = Counter()
-    times = []
-    last_conv: tuple[Any, ...] | None = None
-    for mid, role, ts, injected, extra, text in messages:
-        x: Mapping[str, Any] = {}
-        if signal_of and extra and extra != "{}":  # only the adapter reads it
-            try:
-                loaded = orjson.loads(extra)
-                x = loaded if isinstance(loaded, dict) else {}
-            except ValueError:
-                x = {}
-        kind = signal_of(role, text, x) if signal_of else None
-        if kind:
-            counts[kind] += 1
-        t = _time(ts)
-        if t is not None:
-            times.append(t)
+            self.last_text_pos = i
+
+    def message(self, role: str, ts: str | None, injected: Any, extra: str | None, text: str | None,
+                has_text: bool) -> None:  # fmt: skip
+        """One message: ``text`` its first text (what the adapter reads), ``has_text`` whether
+        one of its text blocks holds more than whitespace."""
+        signal_of = self.signal_of
+        kind = None
+        if signal_of:
+            x: Mapping[str, Any] = {}
+            if extra and extra != "{}":  # only the adapter reads it
+                try:
+                    loaded = orjson.loads(extra)
+                    x = loaded if isinstance(loaded, dict) else {}
+                except ValueError:
+                    x = {}
+            kind = signal_of(role, text, x)
+            if kind:
+                self.counts[kind] += 1
+        if ts:
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
+            t = _time(ts)
+            if t is not None:
+                self.times.append(t)
         if not injected and role in ("user", "assistant") and kind is None:
-            last_conv = (mid, role, text)
-    last_block_msg = {b[0] for b in blocks if b[1] == "text" and b[6]}
-    if last_error_pos > last_text_pos:
-        ending = "errored"
-    elif (last_conv is not None and last_conv[1] == "assistant" and last_conv[0] in last_block_msg
-          and not open_calls):  # fmt: skip
-        ending = "completed"
-    else:
-        ending = "open"
-    times.sort()
-    active = 0.0
-    for a, b in zip(times, times[1:]):
-        gap = (b - a).total_seconds()
-        if 0 < gap <= IDLE_SECONDS:
-            active += gap
-    return {
-        "tool_calls": calls,
-        "tool_errors": errors,
-        "retries": retries,
-        "same_file_edits": sum(n - 1 for n in changed.values() if n > 1),
-        "compactions": counts["compaction"],
-        "interrupted_turns": counts["interrupted"],
-        "ending": ending,
-        "first_ts": min((m[2] for m in messages if m[2]), default=None),
-        "last_ts": max((m[2] for m in messages if m[2]), default=None),
-        "duration_seconds": round((times[-1] - times[0]).total_seconds(), 3) if times else None,
-        "active_seconds": round(active, 3) if times else None,
-    }
+            self.last_conv = (role, has_text)
+
+    def result(self, touches: list[tuple[Any, ...]]) -> dict[str, Any]:
+        changed = Counter(t[4] for t in touches if t[6] == "changed")
+        last_conv = self.last_conv
+        if self.last_error_pos > self.last_text_pos:
+            ending = "errored"
+        elif last_conv is not None and last_conv[0] == "assistant" and last_conv[1] and not self.open_calls:
+            ending = "completed"
+        else:
+            ending = "open"
+        times = self.times
+        times.sort()
+        active = 0.0
+        for a, b in zip(times, times[1:]):
+            gap = (b - a).total_seconds()
+            if 0 < gap <= IDLE_SECONDS:
+                active += gap
+        return {
+            "tool_calls": self.calls,
+            "tool_errors": self.errors,
+            "retries": self.retries,
+            "same_file_edits": sum(n - 1 for n in changed.values() if n > 1),
+            "compactions": self.counts["compaction"],
+            "interrupted_turns": self.counts["interrupted"],
+            "ending": ending,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "duration_seconds": round((times[-1] - times[0]).total_seconds(), 3) if times else None,
+            "active_seconds": round(active, 3) if times else None,
+        }

@@ -23,8 +23,11 @@ measures the index's share of a first ingest by difference, in one window: ``--a
 of first ingests of the same corpus into fresh archives, with the file index and signals and
 without them (the ``derived`` triggers dropped and the run's refresh skipped), alternated
 A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
-median without) / median with, in wall and in CPU seconds of the child (``wait4``: the
-machine's load hardly moves it), beside the ``derived`` phase's share of the wall. The machine's load (``os.getloadavg``) is recorded per run.
+median without) / median with, in wall and in CPU seconds of the child (``wait4``), beside
+the ``derived`` phase's share of the wall and, per run, its CPU seconds against the run's
+(``process_time`` in the child: on a loaded machine the difference between two runs is
+noise, the ratio inside one run much less). Each child ingests with its own tree's code.
+The machine's load (``os.getloadavg``) is recorded before and after each run.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+# an ``--ab`` child ingests with the code of the tree it is given (``--before``'s or this one)
+SRC = Path(sys.argv[2]).resolve() if sys.argv[1:2] == ["--_ingest-timed"] else REPO
+sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(SRC / "scripts"))
 
 from bench import child_ingest, percentile, run_ingest  # noqa: E402
 
@@ -101,6 +106,33 @@ def child_ingest_bare(db: str, home: str) -> None:
     child_ingest(db, home)
 
 
+def child_ingest_timed(db: str, home: str, bare: bool) -> None:
+    """A first ingest (``bare``: without the file index and signals) whose report also
+    gives the CPU seconds of the whole run and of its ``derived`` phase (``process_time``)."""
+    import contextlib
+    import io
+
+    from archive.ingest import engine
+
+    refresh, cpu = engine.refresh_derived, {"derived": 0.0}
+
+    def timed(conn: Any) -> int:
+        t = time.process_time()
+        try:
+            return refresh(conn)
+        finally:
+            cpu["derived"] += time.process_time() - t
+
+    engine.refresh_derived = timed  # type: ignore[assignment]
+    started, out = time.process_time(), io.StringIO()
+    with contextlib.redirect_stdout(out):
+        (child_ingest_bare if bare else child_ingest)(db, home)
+    report = json.loads(out.getvalue())
+    report["process_cpu_seconds"] = time.process_time() - started
+    report["derived_cpu_seconds"] = cpu["derived"]
+    print(json.dumps(report))
+
+
 def _child(cmd: list[str]) -> dict[str, Any]:
     """One ingest in a child process: its report, with its CPU seconds (``wait4``)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO)
@@ -118,10 +150,10 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
     """``pairs`` rounds of first ingests of ``corpus``: with the index, without it (and with
     the index as the code of the tree ``before`` builds it), alternated."""
     here = str(Path(__file__).resolve())
-    arms = {"with": [sys.executable, str(REPO / "scripts" / "bench.py"), "--_ingest"],
-            "without": [sys.executable, here, "--_ingest-bare"]}  # fmt: skip
+    arms = {"with": [sys.executable, here, "--_ingest-timed", str(REPO), "with"],
+            "without": [sys.executable, here, "--_ingest-timed", str(REPO), "without"]}  # fmt: skip
     if before:
-        arms = {"before": [sys.executable, str(before.resolve() / "scripts" / "bench.py"), "--_ingest"], **arms}
+        arms = {"before": [sys.executable, here, "--_ingest-timed", str(before.resolve()), "with"], **arms}
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in arms}
     for i in range(pairs):
         for mode, cmd in arms.items():
@@ -130,11 +162,14 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
             ing = _child([*cmd, str(db), str(corpus)])
             touches = open_db(db).conn.execute("SELECT count(*) FROM file_touches").fetchone()[0]
             r = {"wall_seconds": round(ing["wall_seconds"], 2), "cpu_seconds": round(ing["cpu_seconds"], 2),
-                 "derived_seconds": round(ing["timings"].get("derived", 0.0), 2), "load": round(load, 1),
-                 "file_touches": touches}  # fmt: skip
+                 "derived_seconds": round(ing["timings"].get("derived", 0.0), 2),
+                 "derived_cpu_seconds": round(ing["derived_cpu_seconds"], 2),
+                 "derived_cpu_share": round(ing["derived_cpu_seconds"] / ing["process_cpu_seconds"], 4),
+                 "load": round(load, 1), "load_after": round(os.getloadavg()[0], 1), "file_touches": touches}  # fmt: skip
             runs[mode].append(r)
             say(f"  {mode:<8} wall {r['wall_seconds']:8.2f} s  cpu {r['cpu_seconds']:7.2f} s  derived {r['derived_seconds']:6.2f} s"
-                f"  touches {touches}  load {load:.1f}")  # fmt: skip
+                f"  derived cpu {r['derived_cpu_seconds']:6.2f} s ({r['derived_cpu_share']:.1%})  touches {touches}"
+                f"  load {load:.1f}-{r['load_after']:.1f}")  # fmt: skip
             for f in work.glob(f"ab-{mode}-{i}.db*"):
                 f.unlink()
     res: dict[str, Any] = {"corpus": str(corpus), "runs": runs}
@@ -144,6 +179,9 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
         res[k]["share"] = {m: round((med[m] - med["without"]) / med[m], 4) for m in med if m != "without"}
     res["derived_share"] = {m: round(statistics.median(r["derived_seconds"] / r["wall_seconds"] for r in rs), 4)
                             for m, rs in runs.items() if m != "without"}  # fmt: skip
+    # the phase's CPU against its own run's: both measured in one process, so the machine's
+    # load moves them together (the difference with the runs without it does not cancel it)
+    res["derived_cpu_share"] = {m: [r["derived_cpu_share"] for r in rs] for m, rs in runs.items() if m != "without"}
     return res
 
 
@@ -151,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_ingest-bare"]:
         child_ingest_bare(argv[1], argv[2])
+        return 0
+    if argv[:1] == ["--_ingest-timed"]:
+        child_ingest_timed(argv[3], argv[4], bare=argv[2] == "without")
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1GB", help="corpus size to generate when --corpus holds none (default 1GB)")
@@ -173,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in res["derived_share"]:
                 print(f"{m}: the index's share of a first ingest, by difference with the runs without it: wall "
                       f"{res['wall_seconds']['share'][m]:.1%}, CPU {res['cpu_seconds']['share'][m]:.1%}; "
-                      f"its derived phase {res['derived_share'][m]:.1%} of the wall")
+                      f"its derived phase {res['derived_share'][m]:.1%} of the wall, of the CPU "
+                      + ", ".join(f"{x:.1%}" for x in res["derived_cpu_share"][m]))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -220,3 +220,90 @@ def test_signals_do_not_parse_extra_for_an_adapter_that_marks_nothing(monkeypatc
     assert s["compactions"] == 0 and s["ending"] == "completed" and s["duration_seconds"] == 5.0
     assert parsed == []
     assert orjson.loads(messages[1][4])  # the message is as it was
+
+
+def _plain_signals(conn: sqlite3.Connection, thread_id: str, provider: str) -> dict[str, object]:
+    """The signals by their definition (``signals.compute``) over lists read whole, as the
+    derived pass read them before it became one pass."""
+    from archive import signals
+    from archive.vendors.base import Adapter
+
+    rows = conn.execute(
+        "SELECT m.id, m.role, m.ts, m.injected, m.extra, b.position, b.type, b.tool_name, b.input, b.call_id, "
+        "b.is_error, CASE WHEN b.type = 'text' THEN substr(b.text, 1, ?) END FROM messages m LEFT JOIN blocks b "
+        "ON b.message_id = m.id AND b.type IN ('text', 'tool_call', 'tool_result', 'file_change') "
+        "WHERE m.thread_id = ? ORDER BY m.source_id, m.generation, m.offset, m.sub, b.position",
+        (derived.TEXT_PREFIX, thread_id),
+    ).fetchall()
+    messages: dict[str, list[object]] = {}
+    blocks = []
+    for mid, role, ts, injected, extra, pos, btype, name, inp, call_id, is_error, text in rows:
+        m = messages.setdefault(mid, [mid, role, ts, injected, extra, None])
+        if pos is None:
+            continue
+        if btype == "text" and text and m[5] is None:
+            m[5] = text
+        inp = inp if btype in ("tool_call", "file_change") else None
+        blocks.append((mid, btype, name, inp or None, call_id, is_error, bool(text and text.strip())))
+    touches = [r[1:] for r in conn.execute(
+        "SELECT thread_id, message_id, position, seq, ts, path, name, action, tool_name FROM file_touches "
+        "WHERE thread_id = ?", (thread_id,))]  # fmt: skip
+    adapter = get_adapter(provider)
+    signal_of = adapter.message_signal if type(adapter).message_signal is not Adapter.message_signal else None
+    return signals.compute([tuple(m) for m in messages.values()], blocks, touches, signal_of)
+
+
+def test_the_one_pass_signals_are_the_signals_computed_from_whole_lists(fixtures_db: Path) -> None:
+    conn = sqlite3.connect(fixtures_db)
+    cols = [d[1] for d in conn.execute("PRAGMA table_info(thread_signals)")]
+    threads = conn.execute("SELECT id, provider FROM threads ORDER BY id").fetchall()
+    assert len(threads) > 20
+    outcomes = set()
+    for tid, provider in threads:
+        row = dict(zip(cols, conn.execute("SELECT * FROM thread_signals WHERE thread_id = ?", (tid,)).fetchone()))
+        expected = _plain_signals(conn, tid, provider)
+        assert {k: row[k] for k in expected} == expected, (provider, tid)
+        outcomes.add(row["ending"])
+    assert outcomes >= {"completed", "open"}
+
+
+def test_the_tally_gives_compute_s_signals_in_any_interleaving_of_messages_and_blocks() -> None:
+    from archive import signals
+
+    rng = random.Random(7)
+    marks = {"compact": "compaction", "[Request interrupted by user": "interrupted"}
+
+    def signal_of(role: str, text: str | None, extra: dict[str, object]) -> str | None:
+        return next((v for k, v in marks.items() if text and text.startswith(k)), None) or extra.get("kind")  # type: ignore[return-value]
+
+    for _ in range(300):
+        messages, blocks = [], []
+        for i in range(rng.randint(0, 12)):
+            mid = f"m{i}"
+            ts = rng.choice([None, "bad", f"2026-11-29T10:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"])
+            texts = []
+            for _b in range(rng.randint(0, 4)):
+                btype = rng.choice(["text", "tool_call", "tool_result", "file_change"])
+                text = rng.choice(["", "  ", "ok", "compact", "[Request interrupted by user"]) if btype == "text" else None
+                texts += [text] if text else []
+                blocks.append((mid, btype, rng.choice(["Edit", "Bash"]), rng.choice([None, '{"a": 1}', '{"a": 2}']),
+                               rng.choice([None, "c1", "c2"]), rng.choice([0, 1, None]), bool(text and text.strip())))  # fmt: skip
+            messages.append((mid, rng.choice(["user", "assistant", "system"]), ts, rng.choice([0, 1]),
+                             rng.choice(["{}", '{"kind": "compaction"}', "{bad", None]), texts[0] if texts else None))  # fmt: skip
+        touches = [(f"m{i}", 0, 0, None, rng.choice(["/a", "/b"]), "a", rng.choice(["changed", "read"]), "Edit")
+                   for i in range(rng.randint(0, 5))]  # fmt: skip
+        for of in (signal_of, None):
+            expected = signals.compute(messages, blocks, touches, of)
+            # messages given as derived.py gives them: each after its blocks, or before them
+            tally = signals.Tally(of)
+            with_text = {b[0] for b in blocks if b[1] == "text" and b[6]}
+            for m in messages:
+                early = rng.random() < 0.5
+                if early:
+                    tally.message(*m[1:], m[0] in with_text)
+                for b in blocks:
+                    if b[0] == m[0]:
+                        tally.block(*b[1:])
+                if not early:
+                    tally.message(*m[1:], m[0] in with_text)
+            assert tally.result(touches) == expected
