@@ -26,10 +26,6 @@ MODES = ("lexical", "semantic", "hybrid")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009), as agentsview and cass use
 FUSE_DEPTH = 100  # hits of each ranking fused
 
-HEAD_DIMS = 64  # the first dimensions every vector is scanned on (WordLlama's are Matryoshka-trained)
-SHORTLIST = 4000  # rows ranked at full dimension after that scan, or SHORTLIST_FACTOR x the rows wanted
-SHORTLIST_FACTOR = 4
-
 _CACHE: dict[str, Index] = {}
 _CACHE_LOCK = threading.Lock()
 PHASES: dict[str, list[tuple[float, float]]] | None = None  # a bench's: (wall, CPU) seconds per phase
@@ -49,42 +45,26 @@ def _phase(name: str) -> Iterator[None]:
 
 @dataclass
 class Index:
-    """Every vector of one ``semantic_state.version``, as a long-lived reader keeps them.
-
-    ``full``: the stored float16 rows, one contiguous matrix; ``head``: their first
-    ``HEAD_DIMS`` dimensions in float32, each of unit length (a quarter of the float32 bytes
-    the full product read: the scan is memory-bound); ``seg_of``/``row_of``: where each row is
-    stored; ``msg_of``: its message id ("" for a zeroed row)."""
+    """Every vector of one ``semantic_state.version``, as a long-lived reader keeps them (the
+    CLI: once per call): ``mat``, the stored float16 rows as one contiguous float32 matrix
+    (BLAS multiplies float32; numpy has no float16 product), ``seg_of``/``row_of``, where each
+    row is stored, ``msg_of``, its message id ("" for a zeroed row)."""
 
     version: int
-    full: Any
-    head: Any
+    mat: Any
     seg_of: Any
     row_of: Any
     msg_of: list[str]
 
     def nearest(self, q: Any, k: int) -> tuple[Any, Any]:
-        """The ``k`` rows nearest to the unit vector ``q``, best first, and their cosines.
-
-        The scan multiplies ``head`` with the query's first dimensions (renormalised: the
-        smaller model's own cosine) and keeps the best ``max(SHORTLIST, SHORTLIST_FACTOR * k)`` rows; those
-        are ranked by their full-dimension cosine, the score returned. An archive with fewer
-        rows is ranked whole, exactly. Ties go to the lower row."""
+        """The ``k`` rows nearest to the unit vector ``q``, best first, and their cosines: the
+        product with every row (exact, memory-bound: ``semantic.DIMS`` x 4 bytes a row)."""
         np = _np()
-        n = len(self.full)
-        k = min(k, n)
-        s = max(SHORTLIST, SHORTLIST_FACTOR * k)
-        if s < n:
-            qh = q[:HEAD_DIMS]
-            norm = float(np.linalg.norm(qh))
-            approx = self.head @ (qh / norm if norm > 0 else qh)
-            cand = np.sort(np.argpartition(-approx, s - 1)[:s])
-            exact = self.full[cand].astype(np.float32) @ q
-        else:
-            cand = np.arange(n)
-            exact = self.full.astype(np.float32) @ q
-        best = np.argsort(-exact, kind="stable")[:k]
-        return cand[best], exact[best]
+        scores = self.mat @ q
+        k = min(k, len(scores))
+        top = np.sort(np.argpartition(-scores, k - 1)[:k])
+        top = top[np.argsort(-scores[top], kind="stable")]  # equal cosines (the same text): lower row first
+        return top, scores[top]
 
 
 def _np() -> Any:
@@ -124,17 +104,11 @@ def _index(conn: sqlite3.Connection) -> Index:
             conn.execute("COMMIT")
     dim = dim or 1
     n = sum(s[1] for s in segs)
-    full = np.empty((n, dim), dtype=np.float16)
+    mat = np.empty((n, dim), dtype=np.float32)
     at = 0
     for _id, rows, blob in segs:  # into one matrix, without a joined copy of every blob
-        full[at:at + rows] = np.frombuffer(blob, dtype="<f2").reshape(rows, dim)
+        mat[at:at + rows] = np.frombuffer(blob, dtype="<f2").reshape(rows, dim)
         at += rows
-    head = np.empty((n, min(HEAD_DIMS, dim)), dtype=np.float32)
-    for i in range(0, n, 65536):
-        part = full[i:i + 65536, :HEAD_DIMS].astype(np.float32)
-        norms = np.linalg.norm(part, axis=1, keepdims=True)
-        np.divide(part, norms, out=head[i:i + 65536], where=norms > 0)
-        head[i:i + 65536][norms[:, 0] == 0] = 0
     seg_of = np.repeat(np.array([s[0] for s in segs], np.int64), [s[1] for s in segs])
     row_of = np.concatenate([np.arange(s[1], dtype=np.int64) for s in segs]) if segs else np.zeros(0, np.int64)
     first = dict(zip((s[0] for s in segs), np.concatenate(([0], np.cumsum([s[1] for s in segs])))[:-1].tolist()))
@@ -142,7 +116,7 @@ def _index(conn: sqlite3.Connection) -> Index:
     for seg, row, mid in chunks:
         if seg in first:
             msg_of[first[seg] + row] = mid
-    ix = Index(version, full, head, seg_of, row_of, msg_of)
+    ix = Index(version, mat, seg_of, row_of, msg_of)
     with _CACHE_LOCK:
         _CACHE[path] = ix
     return ix
@@ -176,7 +150,7 @@ def _semantic_ranking(db: Database, query: str, f: Any = None, *, limit: int | N
     m = semantic.model()  # first: without the extra (numpy, wordllama) it says how to get it
     conn = db.conn
     ix = _index(conn)
-    if not len(ix.full):
+    if not len(ix.mat):
         return []
     with _phase("embed query"):
         q = m.embed([query])[0]

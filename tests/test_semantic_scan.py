@@ -1,6 +1,6 @@
-"""The vector scan of search by meaning (issue 40, latency): one float16 matrix of the stored
-vectors and a float32 head of their first dimensions, scanned whole; a shortlist ranked at full
-dimension."""
+"""The vector scan of search by meaning (issue 40, latency): WordLlama's first 128 dimensions,
+one cached float32 matrix of the stored rows, and hybrid search reading the rows of the hits it
+keeps only."""
 
 from __future__ import annotations
 
@@ -17,17 +17,6 @@ FIX = Path(__file__).parent / "fixtures"
 MIXED = [FIX / "claude-code" / "recorded", FIX / "codex" / "recorded", FIX / "pi"]
 
 
-def _unit(a: np.ndarray) -> np.ndarray:
-    return (a / np.linalg.norm(a, axis=-1, keepdims=True)).astype(np.float32)
-
-
-def _index(full: np.ndarray) -> semantic_search.Index:
-    n = len(full)
-    f16 = full.astype(np.float16)
-    head = _unit(f16[:, :semantic_search.HEAD_DIMS].astype(np.float32))
-    return semantic_search.Index(1, f16, head, np.zeros(n, np.int64), np.arange(n), [str(i) for i in range(n)])
-
-
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("scan") / "archive.db"
@@ -38,43 +27,50 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_the_index_is_one_float16_matrix_and_a_unit_float32_head(archive: Path) -> None:
+def test_the_index_is_one_float32_matrix_of_the_stored_rows(archive: Path) -> None:
     db = open_readonly(archive)
     semantic_search._CACHE.clear()
     ix = semantic_search._index(db.conn)
     dim = db.conn.execute("SELECT dim FROM semantic_state").fetchone()[0]
+    assert dim == semantic.DIMS == 128  # half the model's 256: half the bytes a query reads
     stored = b"".join(r[0] for r in db.conn.execute("SELECT vectors FROM semantic_segments ORDER BY id"))
-    # the rows as stored (no float32 copy of them all), contiguous
-    assert ix.full.dtype == np.float16 and ix.full.flags.c_contiguous and ix.full.shape == (len(stored) // (2 * dim), dim)
-    assert ix.full.tobytes() == stored
-    assert ix.head.dtype == np.float32 and ix.head.shape == (len(ix.full), semantic_search.HEAD_DIMS)
-    norms = np.linalg.norm(ix.head, axis=1)
-    assert np.allclose(norms[norms > 0], 1, atol=1e-5)
-    assert np.allclose(ix.head, _unit(ix.full[:, :semantic_search.HEAD_DIMS].astype(np.float32)), atol=1e-6)
+    assert ix.mat.dtype == np.float32 and ix.mat.flags.c_contiguous and ix.mat.shape == (len(stored) // (2 * dim), dim)
+    assert ix.mat.astype(np.float16).tobytes() == stored
     assert semantic_search._index(db.conn) is ix  # cached until the index changes
+    q = semantic.model().embed(["count the files"])[0]
+    exact = ix.mat @ q
+    rows, cos = ix.nearest(q, 5)
+    assert rows.tolist() == sorted(range(len(exact)), key=lambda i: (-exact[i], i))[:5]
+    assert cos.tolist() == exact[rows].tolist()
 
 
-def test_nearest_ranks_the_heads_shortlist_at_full_dimension(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = np.random.default_rng(7)
-    full = _unit(rng.normal(size=(3000, 256)))
-    ix = _index(full)
-    q = _unit(rng.normal(size=256))
-    exact = ix.full.astype(np.float32) @ q
-    # an archive no larger than the shortlist is ranked whole: the exact order
-    monkeypatch.setattr(semantic_search, "SHORTLIST", 10**6)
-    rows, cos = ix.nearest(q, 10)
-    assert rows.tolist() == np.argsort(-exact, kind="stable")[:10].tolist()
-    assert np.allclose(cos, exact[rows], atol=1e-6)
-    # a larger one: the best rows by the head's cosine, then by the full cosine
-    monkeypatch.setattr(semantic_search, "SHORTLIST", 100)
-    head = ix.head @ _unit(q[:semantic_search.HEAD_DIMS])
-    short = set(np.argsort(-head)[:100].tolist())
-    rows, cos = ix.nearest(q, 10)
-    assert set(rows.tolist()) <= short
-    assert rows.tolist() == sorted(short, key=lambda i: (-exact[i], i))[:10]
-    assert np.allclose(cos, exact[rows], atol=1e-6)
-    # never fewer than 4 x the rows asked for
-    assert len(set(ix.nearest(q, 50)[0].tolist()) - short) > 0
+def test_the_dimensions_are_the_models_and_another_number_rebuilds(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """WordLlama's first ``DIMS`` dimensions: a text's vector is the mean of its tokens' first
+    128 dimensions, of unit length (WordLlama's own truncation); a changed setting is another
+    model, whose vectors replace every one stored."""
+    m = semantic.model()
+    ids = m._ids(["count the files with a helper"])[0]
+    import wordllama
+    from safetensors import safe_open
+
+    weights = Path(wordllama.__file__).parent / "weights" / "l2_supercat_256.safetensors"
+    with safe_open(str(weights), framework="np") as f:
+        table = f.get_tensor("embedding.weight").astype(np.float32)
+    want = table[ids].mean(axis=0)[:128]
+    assert np.allclose(m.embed(["count the files with a helper"])[0], want / np.linalg.norm(want), atol=1e-5)
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, MIXED[:1])
+    first = semantic.update(db)
+    assert db.conn.execute("SELECT model, dim FROM semantic_state").fetchone() == (first.model, 128)
+    n = db.conn.execute("SELECT count(*) FROM semantic_chunks").fetchone()[0]
+    monkeypatch.setattr(semantic, "DIMS", 64)
+    monkeypatch.setattr(semantic, "_MODEL", None)
+    assert semantic.state(db.conn)["model_changed"]  # status says the next ingest rebuilds
+    u = semantic.update(db)
+    assert u.rebuilt and u.model.endswith("/l2_supercat_64") and u.chunks == n
+    assert db.conn.execute("SELECT dim, count(*) FROM semantic_chunks, semantic_state").fetchone() == (64, n)
+    assert {len(v) for (v,) in db.conn.execute("SELECT vectors FROM semantic_segments")} == {n * 64 * 2}
 
 
 class _Recording:
