@@ -2,7 +2,9 @@
 
 Invariants:
 
-* **No network, ever.** The model is WordLlama's ``l2_supercat`` (256 dimensions), whose
+* **No network, ever.** The model is WordLlama's ``l2_supercat`` (256 dimensions, of which the
+  first ``DIMS`` are used: its embeddings are Matryoshka-trained, and 128 halve the bytes a query
+  reads for the same quality on the query set, docs/semantic.md), whose
   weights and tokenizer ship inside the ``wordllama`` wheel (the ``[semantic]`` extra). It is
   loaded from the package's own files only: ``WordLlama.load()`` is never called, because
   wordllama 0.4.0.post1 looks for its tokenizer under ``tokenizer/`` while the wheel ships
@@ -27,7 +29,8 @@ Invariants:
 * **Dropped means gone.** A dropped chunk's row in its segment is overwritten with zeros
   (it never ranks, and ``forget``'s vacuum leaves no copy of what it encoded).
 * **Rebuilt when the model changes.** ``semantic_state.model`` names the model (package
-  version, weights file, dimension); another name drops every vector and starts again.
+  version, weights file, dimensions used); another name or dimension (``DIMS`` changed is
+  another model) drops every vector and starts again.
 * **Read-only search.** ``search`` only reads (a read-only connection works); the matrix of
   all vectors and each row's message id (read in one transaction) are cached per process,
   keyed on the database file and ``semantic_state.version``.
@@ -53,13 +56,14 @@ from .db import ArchiveError
 
 
 
+DIMS = 128  # WordLlama's first 128 of 256 dimensions: the Matryoshka-trained 128-dimension model
 CHUNK_CHARS = 1000
 MAX_CHUNKS = 16
 EMBED_STEP = 256  # texts per matrix product (token counts: 256 x the distinct tokens they use)
 PIECE_CACHE = 200_000  # distinct pieces' token ids kept per process (~30 MB at most)
 _PIECE = re.compile("\u2581*[^\u2581]+|\u2581+")  # a normalised text cut before each run of spaces
 BATCH_BLOCKS = 2000  # blocks per transaction (embedding ~2-5 MB of text: a few seconds here)
-SEGMENT_ROWS = 4096  # vectors per segment blob (4096 x 256 x 2 bytes = 2 MiB)
+SEGMENT_ROWS = 4096  # vectors per segment blob (4096 x 128 x 2 bytes = 1 MiB)
 EMBED_TYPES = ("text", "reasoning")
 EMBED_ROLES = ("user", "assistant")
 INSTALL_HINT = "search by meaning needs the semantic extra: pip install 'sesh-archive[semantic]'"
@@ -89,7 +93,9 @@ class Model:
         if not weights.exists() or not tok.exists():
             raise ModelUnavailable(f"the wordllama package has no packaged model at {root}; {INSTALL_HINT}")
         with safe_open(str(weights), framework="np") as f:
-            self.table = np.ascontiguousarray(f.get_tensor("embedding.weight"), dtype=np.float32)
+            # the first DIMS columns, as WordLlama.load(dim=...) truncates: the mean of the
+            # truncated token vectors is the truncated mean, normalised here as that model's
+            self.table = np.ascontiguousarray(f.get_tensor("embedding.weight")[:, :DIMS], dtype=np.float32)
         self.tokenizer = Tokenizer.from_file(str(tok))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
@@ -418,7 +424,7 @@ def update(db: Database, *, progress: Callable[[int, int], None] | None = None,
 
 def installed_model_id() -> str | None:
     """The id ``Model`` would have, without loading it (None: the package is missing)."""
-    return f"wordllama-{_version('wordllama')}/l2_supercat_256" if available() else None
+    return f"wordllama-{_version('wordllama')}/l2_supercat_{DIMS}" if available() else None
 
 
 def state(conn: sqlite3.Connection) -> dict[str, Any]:

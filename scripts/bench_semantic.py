@@ -6,8 +6,9 @@ of lexical, semantic and hybrid search (warm, as the web page and the MCP server
 a first query in a fresh process, as the CLI runs it), peak RSS.
 
 Usage: python scripts/bench_semantic.py --corpus /tmp/corpus-300m --size 300MB [--json]
-       python scripts/bench_semantic.py --db ARCHIVE [--json]   (queries only, on an archive
-       already ingested and embedded: the 1 GB one is built once)
+       python scripts/bench_semantic.py --db ARCHIVE [--json] [--surfaces] [--no-cli] [--rounds N]
+       (queries only, on an archive already ingested and embedded: the 1 GB one is built once;
+       wall and CPU time per query and per phase, the load average beside each mode)
 """
 
 from __future__ import annotations
@@ -49,32 +50,67 @@ def _pcts(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(xs) * 1000, 1), "p95_ms": round(xs[int(0.95 * (len(xs) - 1))] * 1000, 1)}
 
 
-def queries(db_path: Path) -> dict:
-    """Matrix load, warm p50/p95 of each mode over ``QUERIES``, peak RSS, the CLI's cold query."""
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _timed(run, qs: list[str]) -> dict:
+    """Wall and CPU p50/p95 of ``run(q)`` over ``qs`` (one warm-up first), the load beside."""
+    run(qs[0])
+    wall, cpu = [], []
+    load = _load()
+    for q in qs:
+        t0, c0 = time.perf_counter(), time.process_time()
+        run(q)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    c = _pcts(cpu)
+    return {**_pcts(wall), "cpu_p50_ms": c["p50_ms"], "cpu_p95_ms": c["p95_ms"], "load": f"{load} -> {_load()}"}
+
+
+def queries(db_path: Path, *, surfaces: bool = False, cli: bool = True, rounds: int = 1) -> dict:
+    """Matrix load, warm wall and CPU p50/p95 of each mode over ``QUERIES`` (and, where this code
+    records them, of each phase of a query), peak RSS; with ``surfaces`` the MCP search tool and
+    the web page's first page of hits too; with ``cli`` the CLI's cold query."""
     out: dict = {}
     ro = open_readonly(db_path)
     t0 = time.perf_counter()
     semantic_search._matrix(ro.conn)
     out["matrix_load_s"] = round(time.perf_counter() - t0, 2)
     semantic.model()
+    qs = QUERIES * rounds
     lat: dict[str, dict] = {}
     for mode in ("lexical", "semantic", "hybrid"):
-        semantic_search.search(ro, QUERIES[0], mode=mode, limit=20, literal=True)  # warm-up, not counted
-        times = []
-        for q in QUERIES:
-            t0 = time.perf_counter()
-            semantic_search.search(ro, q, mode=mode, limit=20, literal=True)
-            times.append(time.perf_counter() - t0)
-        lat[mode] = _pcts(times)
+        recording = hasattr(semantic_search, "PHASES") and mode != "lexical"
+        if recording:
+            semantic_search.PHASES = {}
+        lat[mode] = _timed(lambda q: semantic_search.search(ro, q, mode=mode, limit=20, literal=True), qs)
+        if recording:
+            phases = semantic_search.PHASES or {}
+            semantic_search.PHASES = None
+            for name, xs in phases.items():
+                xs = xs[len(xs) - len(qs):] if len(xs) > len(qs) else xs  # the warm-up's left out
+                w, c = _pcts([x[0] for x in xs]), _pcts([x[1] for x in xs])
+                lat[mode].setdefault("phases", {})[name] = {"p50_ms": w["p50_ms"], "p95_ms": w["p95_ms"],
+                                                            "cpu_p50_ms": c["p50_ms"], "cpu_p95_ms": c["p95_ms"]}
     out["warm_query"] = lat
+    if surfaces:
+        from archive import agent_tools
+        from archive.web.search import SearchRequest, meaning_rows
+
+        out["mcp_search_tool"] = {mode: _timed(lambda q: agent_tools.search_sessions(ro, q, mode=mode), qs)
+                                  for mode in ("semantic", "hybrid")}
+        out["web_search_page"] = {mode: _timed(lambda q: meaning_rows(ro.conn, SearchRequest(q=q, mode=mode)), qs)
+                                  for mode in ("semantic", "hybrid")}
     out["peak_rss_mb_after_queries"] = round(_rss_mb())
-    cold = []
-    for q in QUERIES[:3]:  # the CLI: a new process loads the model and the vectors for one query
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "archive", "search", "--db", str(db_path), "--hybrid", q],
-                       check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-        cold.append(time.perf_counter() - t0)
-    out["cli_hybrid_query_s"] = [round(x, 2) for x in cold]
+    if cli:
+        cold = []
+        for q in QUERIES[:3]:  # the CLI: a new process loads the model and the vectors for one query
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "archive", "search", "--db", str(db_path), "--hybrid", q],
+                           check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+            cold.append(time.perf_counter() - t0)
+        out["cli_hybrid_query_s"] = [round(x, 2) for x in cold]
     return out
 
 
@@ -85,9 +121,12 @@ def main() -> None:
     ap.add_argument("--size", default="300MB")
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--surfaces", action="store_true", help="also the MCP search tool and the web search page")
+    ap.add_argument("--no-cli", action="store_true", help="without the CLI's cold queries")
+    ap.add_argument("--rounds", type=int, default=1, help="times the query set is run per mode")
     a = ap.parse_args()
     if a.db:
-        out = {"db_bytes": a.db.stat().st_size, **queries(a.db)}
+        out = {"db_bytes": a.db.stat().st_size, **queries(a.db, surfaces=a.surfaces, cli=not a.no_cli, rounds=a.rounds)}
         print(json.dumps(out, indent=1) if a.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
         return
     if a.corpus is None:
