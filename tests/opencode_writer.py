@@ -1,13 +1,16 @@
 """Write an OpenCode database the way OpenCode 1.18.33 does, from a recorded session document.
 
     python tests/opencode_writer.py DOCUMENT DB [--delay SECONDS] [--from N] [--to N]
+                                    [--pause-after N --until FILE]
 
 Each event line of DOCUMENT (the archive's per-session document of ``event`` rows) is
 written in its own transaction, as the client writes it: the row of the ``part``,
 ``message`` or ``session`` table updated in place (an upsert of the new version) and the
 event appended (``event_sequence`` bumped), in WAL mode, with ``--delay`` seconds between
-transactions. The ``data`` column gets the recorded bytes exactly. Used by
-tests/test_opencode.py as the second process of an ingest while the client writes.
+transactions. The ``data`` column gets the recorded bytes exactly; ``--pause-after N`` stops
+after N events until FILE exists (at most a minute), so a test sees the database part-way
+whatever the machine's load. Used by tests/test_opencode.py as the second process of an ingest
+while the client writes.
 """
 
 from __future__ import annotations
@@ -64,12 +67,18 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--from", dest="start", type=int, default=0)
     ap.add_argument("--to", dest="stop", type=int, default=None)
+    ap.add_argument("--pause-after", type=int, default=None)
+    ap.add_argument("--until", type=Path, default=None)
     a = ap.parse_args()
     conn = sqlite3.connect(a.db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.executescript(SCHEMA)
-    for ev in events(a.document)[a.start:a.stop]:
+    for n, ev in enumerate(events(a.document)[a.start:a.stop], 1):
         write(conn, *ev)
+        if n == a.pause_after and a.until:
+            deadline = time.monotonic() + 60
+            while not a.until.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
         if a.delay:
             time.sleep(a.delay)
     conn.close()

@@ -81,7 +81,10 @@ def test_ingest_while_the_client_writes(tmp_path: Path) -> None:
     doc = FIXTURES / "bash.jsonl"
     live = tmp_path / "live" / "opencode.db"
     live.parent.mkdir()
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(doc), str(live), "--delay", "0.01"])
+    go = tmp_path / "go"  # the writer stops half-way until the test has read it there
+    half = len(events(doc)) // 2
+    writer = subprocess.Popen([sys.executable, str(WRITER), str(doc), str(live), "--delay", "0.01",
+                               "--pause-after", str(half), "--until", str(go)])  # fmt: skip
     db = open_db(tmp_path / "inc.db")
     runs = 0
     partial = False
@@ -93,6 +96,8 @@ def test_ingest_while_the_client_writes(tmp_path: Path) -> None:
                 runs += 1
                 n = db.execute("SELECT coalesce(sum(line_count), 0) FROM generations").fetchone()[0]
                 partial = partial or 0 < n < len(events(doc))
+                if n >= half:
+                    go.touch()
             time.sleep(0.005)
     finally:
         writer.wait(timeout=60)
