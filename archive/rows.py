@@ -176,12 +176,43 @@ class _Tamer:
         return dataclasses.replace(v, **changes) if changes else v
 
 
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_BRACKETS_OR_QUOTES = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def may_nest_deep(line: bytes) -> bool:
+    """Whether ``line`` may nest ``TAME_DEPTH`` levels (C-speed bytes operations only). Many
+    brackets are needed, but a whole JSON document read as one line (Cline's ``messages.json``)
+    has thousands at a depth of ten. For a line that is a JSON object or array, its brackets
+    outside strings are kept (escaped backslashes and quotes dropped, so every quote left
+    opens or closes a string) and the innermost pairs removed, one or two levels a pass: a
+    line that empties in fewer than ``TAME_DEPTH / 2`` passes is shallower than
+    ``TAME_DEPTH``. Any other line with that many brackets (not JSON: its quotes need not
+    delimit strings), or brackets that do not pair, count as deep."""
+    if line.count(b"{") + line.count(b"[") < TAME_DEPTH:
+        return False
+    if line[:64].lstrip()[:1] + line[-64:].rstrip()[-1:] not in (b"{}", b"[]"):
+        return True
+    s = line.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_BRACKETS_OR_QUOTES)
+    if s.count(b'"') % 2:
+        return True
+    s = b"".join(s.split(b'"')[::2]).translate(None, _NOT_BRACKETS)
+    for _ in range((TAME_DEPTH - 1) // 2):
+        if not s:
+            return False
+        t = s.replace(b"[]", b"").replace(b"{}", b"")
+        if t == s:
+            return True
+        s = t
+    return bool(s)
+
+
 def needs_taming(line: bytes, rows: list[Row]) -> bool:
-    """Cheap test (C-speed counts, a few attribute reads) whether ``tame_rows`` may find
-    anything: deep nesting needs that many opening brackets in the line; integers that
-    SQLite cannot hold (orjson reads up to 2**64-1) matter in the usage and message
-    columns, which are checked directly."""
-    if line.count(b"{") + line.count(b"[") >= TAME_DEPTH:
+    """Cheap test (C-speed bytes operations, a few attribute reads) whether ``tame_rows`` may
+    find anything: deep nesting needs that depth of brackets in the line (``may_nest_deep``);
+    integers that SQLite cannot hold (orjson reads up to 2**64-1) matter in the usage and
+    message columns, which are checked directly."""
+    if may_nest_deep(line):
         return True
     for r in rows:
         if type(r) is UsageRow:

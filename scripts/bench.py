@@ -537,18 +537,31 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
     * per vendor: an ingest of that vendor alone; its MB/s is its files' bytes (the manifest's
       count, database files included) over its time less the fixed cost of a run (an ingest
       of an empty home: opening and migrating the database). A vendor whose MB/s is below the
-      corpus's (all bytes over ``with`` less the same fixed cost) costs more than its share."""
+      corpus's (all bytes over ``with`` less the same fixed cost) costs more than its share.
+      Its cost per message beside it (ms per message added): a store of small rows holds more
+      messages a byte, and the generic per-message work (insert, FTS, derive) is paid per row.
+
+    Every run is kept (``with_seconds``, ``differences`` pair by pair, each vendor's
+    ``runs_seconds``) so the report gives the spread (min / median / max) of ``runs`` rounds,
+    each round holding one run of every kind."""
     names = {v: v.replace("_", "-") for v in manifest["vendors"]}
     everyone = tuple(names.values())
     rest = tuple(n for n in everyone if n not in NEW_VENDORS)
     empty = work / "empty-home"
     empty.mkdir(exist_ok=True)
-    fixed = []
-    with_, without = [], []
+    fixed: list[float] = []
+    with_: list[float] = []
+    without: list[float] = []
+    alone: dict[str, list[dict[str, Any]]] = {n: [] for n in everyone}
     for i in range(runs):
-        say(f"shares: every vendor, and all but the new six ({i + 1}/{runs})")
-        with_.append(run_ingest(_fresh(work / "share.db"), home, providers=everyone)["cpu_seconds"])
+        # one round holds every kind of run once (with, without, each vendor alone, the empty
+        # home), so a change of load over the session falls on every figure alike
+        say(f"shares: round {i + 1}/{runs}: every vendor, all but the new six, each vendor alone")
+        everything = run_ingest(_fresh(work / "share.db"), home, providers=everyone)
+        with_.append(everything["cpu_seconds"])
         without.append(run_ingest(_fresh(work / "share.db"), home, providers=rest)["cpu_seconds"])
+        for n in everyone:
+            alone[n].append(run_ingest(_fresh(work / "share.db"), home, providers=(n,)))
         fixed += [run_ingest(_fresh(work / "share.db"), empty, providers=everyone)["cpu_seconds"] for _ in range(3)]
     base = statistics.median(fixed)
     total = sum(d["bytes"] for d in manifest["vendors"].values())
@@ -556,24 +569,34 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
     t_with, t_without = statistics.median(with_), statistics.median(without)
     vendors = {}
     for v, d in manifest["vendors"].items():
-        say(f"shares: {names[v]} alone")
-        alone = [run_ingest(_fresh(work / "share.db"), home, providers=(names[v],)) for _ in range(runs)]
-        cpu = statistics.median(r["cpu_seconds"] for r in alone)
+        runs_ = alone[names[v]]
+        cpu = statistics.median(r["cpu_seconds"] for r in runs_)
         net = max(cpu - base, 1e-3)
-        vendors[names[v]] = {"bytes": d["bytes"], "seconds": cpu, "wall_seconds": statistics.median(
-                                 r["wall_seconds"] for r in alone), "net_seconds": net,
+        messages = runs_[0]["messages_added"]
+        vendors[names[v]] = {"bytes": d["bytes"], "seconds": cpu, "runs_seconds": [r["cpu_seconds"] for r in runs_],
+                             "messages": messages, "ms_per_message": 1000 * net / max(messages, 1),
+                             "wall_seconds": statistics.median(r["wall_seconds"] for r in runs_), "net_seconds": net,
                              "mb_per_s": d["bytes"] / MB / net, "byte_share": d["bytes"] / total}
     _fresh(work / "share.db")
     corpus_mb_s = total / MB / max(t_with - base, 1e-3)
+    corpus_ms_message = 1000 * max(t_with - base, 1e-3) / max(everything["messages_added"], 1)
     for d in vendors.values():
         d["ratio_to_corpus"] = d["mb_per_s"] / corpus_mb_s
+        d["message_ratio_to_corpus"] = corpus_ms_message / d["ms_per_message"]
     return {
         "runs": runs, "bytes": total, "new_vendors": list(NEW_VENDORS), "new_bytes": new_bytes,
-        "fixed_seconds": base, "with_seconds": with_, "without_seconds": without,
+        "fixed_seconds": base, "messages": everything["messages_added"], "corpus_ms_per_message": corpus_ms_message,
+        "with_seconds": with_, "without_seconds": without,
         "median_with": t_with, "median_without": t_without, "corpus_mb_per_s": corpus_mb_s,
+        "differences": [w - o for w, o in zip(with_, without)], "fixed_runs": fixed,
         "new_byte_share": new_bytes / total, "new_time_share": (t_with - t_without) / t_with,
         "new_mb_per_s": new_bytes / MB / max(t_with - t_without, 1e-3), "vendors": vendors,
+        "new_alone_seconds": sum(vendors[n]["net_seconds"] for n in NEW_VENDORS if n in vendors),
     }  # fmt: skip
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f}"
 
 
 def fmt_shares(s: dict[str, Any]) -> str:
@@ -581,12 +604,22 @@ def fmt_shares(s: dict[str, Any]) -> str:
         f"vendor shares (first ingests, CPU seconds, median of {s['runs']}): every vendor {s['median_with']:.1f} s, without the new six "
         f"{s['median_without']:.1f} s; the six hold {100 * s['new_byte_share']:.1f}% of the bytes and take "
         f"{100 * s['new_time_share']:.1f}% of the time ({s['new_mb_per_s']:.1f} MB/s vs the corpus's "
-        f"{s['corpus_mb_per_s']:.1f} MB/s; fixed cost of a run {s['fixed_seconds']:.2f} s)",
+        f"{s['corpus_mb_per_s']:.1f} MB/s, {s['corpus_ms_per_message']:.2f} ms a message; fixed cost of a run "
+        f"{s['fixed_seconds']:.2f} s)",
     ]
+    lines.append(f"  the six alone, each less the fixed cost, sum to {s['new_alone_seconds']:.1f} s "
+                 f"({100 * s['new_alone_seconds'] / max(s['median_with'] - s['fixed_seconds'], 1e-3):.1f}% of every "
+                 "vendor's run less the fixed cost)")
+    if s["runs"] > 1:
+        lines.append("  spread (min / median / max, CPU s): " + "; ".join(
+            f"{label} {_spread(xs)}" for label, xs in (("every vendor", s["with_seconds"]),
+            ("all but the six", s["without_seconds"]), ("difference, pair by pair", s["differences"]))))
     for name, d in sorted(s["vendors"].items(), key=lambda kv: kv[1]["mb_per_s"]):
         new = " (new)" if name in s["new_vendors"] else ""
         lines.append(f"  {name}{new}: {d['bytes'] / MB:,.1f} MB in {d['net_seconds']:.2f} s = {d['mb_per_s']:.1f} MB/s "
-                     f"({d['ratio_to_corpus']:.2f}x the corpus's)")  # fmt: skip
+                     f"({d['ratio_to_corpus']:.2f}x the corpus's); {d['messages']:,} messages, "
+                     f"{d['ms_per_message']:.2f} ms each ({d['message_ratio_to_corpus']:.2f}x the corpus's speed per message)"
+                     + (f"; runs {_spread(d['runs_seconds'])} s" if len(d.get("runs_seconds", ())) > 1 else ""))  # fmt: skip
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ the generator planted are found by full-text search."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -66,7 +67,7 @@ def test_bench_vendor_shares(tmp_path):
     corpus = tmp_path / "corpus"
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
-         "--workdir", str(tmp_path / "work"), "--shares-only"],
+         "--workdir", str(tmp_path / "work"), "--shares-only", "--shares-runs", "2"],
         capture_output=True, check=True, timeout=600,
     )  # fmt: skip
     s = json.loads(out.stdout)["shares"]
@@ -77,3 +78,14 @@ def test_bench_vendor_shares(tmp_path):
     assert all(v["mb_per_s"] > 0 and v["bytes"] > 0 for v in s["vendors"].values())
     # times measured, not compared: on 2 MB the two medians are within the machine's noise
     assert s["median_with"] > 0 and s["median_without"] > 0 and s["fixed_seconds"] > 0
+    # every run kept, so the spread is reported: the difference pair by pair, each vendor's runs
+    assert len(s["with_seconds"]) == len(s["without_seconds"]) == len(s["differences"]) == 2
+    assert all(len(v["runs_seconds"]) == 2 for v in s["vendors"].values())
+    # the cost per message beside the cost per byte (a vendor of small rows has more messages a byte)
+    assert s["messages"] == sum(v["messages"] for v in s["vendors"].values()) > 0
+    assert all(v["ms_per_message"] > 0 and v["message_ratio_to_corpus"] > 0 for v in s["vendors"].values())
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    text = bench.fmt_shares(s)
+    assert "difference, pair by pair" in text and "ms each" in text and "ms a message" in text

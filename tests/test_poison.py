@@ -339,6 +339,38 @@ def test_projection_writes_any_json_value_exactly():
     assert reasons == [("invalid", "integer out of range"), ("invalid", "nested too deep")]
 
 
+def test_taming_checks_depth_not_bracket_count():
+    """A whole JSON document read as one line (Cline's ``messages.json``) holds thousands of
+    brackets at a depth of ten: its rows are not walked by the tamer (issue 35: the walk cost
+    Cline a third of its ingest). A line nested ``TAME_DEPTH`` deep still is, wherever the
+    depth hides (after strings holding brackets and escaped quotes, inside a document)."""
+    import orjson
+
+    from archive.model import Message, Text
+    from archive.rows import TAME_DEPTH, may_nest_deep, needs_taming
+    from archive.vendors.base import MessageRow
+
+    rows = [MessageRow(Message(id="m", thread_id="t", role="user", ts=None, content=(Text("x"),)))]
+    messages = [{"role": "user", "content": [{"type": "text", "text": 'a "[[[{{" \\'}], "n": [1, [2, {"k": []}]]}
+                for _ in range(400)]  # fmt: skip
+    shallow = orjson.dumps({"messages": messages}, option=orjson.OPT_INDENT_2)
+    assert shallow.count(b"[") > TAME_DEPTH and not may_nest_deep(shallow) and not needs_taming(shallow, rows)
+    deep: object = "leaf"
+    for i in range(TAME_DEPTH):
+        deep = {"a": deep} if i % 2 else [deep]
+    assert may_nest_deep(orjson.dumps(deep)) and needs_taming(orjson.dumps(deep), rows)
+    hidden = orjson.dumps({"messages": messages[:200] + [{"content": deep}] + messages[200:]})
+    assert may_nest_deep(hidden) and needs_taming(hidden, rows)
+    shallower: object = "leaf"
+    for _ in range(TAME_DEPTH - 10):
+        shallower = [shallower, "]]]"]
+    assert not may_nest_deep(orjson.dumps(shallower))
+    assert may_nest_deep(b'{"a": [' * 150 + b'"not JSON')  # brackets that do not pair count as deep
+    # not a JSON document: its quotes need not delimit strings, so its brackets all count
+    assert may_nest_deep(b'said "' + orjson.dumps(deep) + b'" then ' + b"[]" * TAME_DEPTH)
+    assert may_nest_deep(b'{"a": "' + b"[]" * TAME_DEPTH + b"}")  # a quote left open
+
+
 def test_interrupted_while_storing_a_long_line_then_rerun_equals_whole(tmp_path, monkeypatch):
     import archive.ingest.reader
     import archive.ingest.writer
