@@ -254,7 +254,7 @@ def hybrid_search(db: Database, query: str, f: Any = None, *, limit: int | None 
     Both legs rank without snippets, labels or forks; only the fused hits kept read theirs
     (the lexical leg's 300 snippets were most of a hybrid query on 1 GB: docs/semantic.md).
     The hits are those ``search`` and ``semantic_search`` would give, field for field."""
-    from .queries import Filters, QueryError
+    from .queries import Filters
     from .query_core import SQLITE, finish_hits, search_ranking, snippets_of
 
     f = f or Filters()

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from archive.cli import cli
-from archive.db import open_db
 from archive.model import FileChange, Reasoning, Text
 from archive.store import SqliteMessageStore
 from archive.vendors.aider import ADAPTER

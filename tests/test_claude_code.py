@@ -12,7 +12,6 @@ import pytest
 
 from archive.model import Attachment, FileChange, Message, Reasoning, Text, ToolCall, ToolResult, Unknown, WebSearch
 from archive.vendors.base import (
-    DUPLICATE,
     LINES,
     METADATA,
     PARSE_ERROR,

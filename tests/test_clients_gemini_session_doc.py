@@ -15,7 +15,6 @@ skipped when absent. Cost: one ``-p`` run, ~20 s here.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import orjson
 import pytest

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from archive.model import Reasoning, Text, ToolCall, ToolResult
+from archive.model import Text, ToolCall, ToolResult
 from archive.vendors import VENDORS, get
-from archive.vendors.base import DUPLICATE, LINES, METADATA, SNAPSHOT, WARNING, MessageRow, Report, UsageRow
+from archive.vendors.base import DUPLICATE, LINES, METADATA, SNAPSHOT, MessageRow, Report, UsageRow
 from helpers import parse_bytes, source_for
 
 FIXTURES = Path(__file__).parent / "fixtures"

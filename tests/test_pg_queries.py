@@ -10,8 +10,6 @@ and cut snippets their own way (README, docs/team.md).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from archive import queries
@@ -24,7 +22,7 @@ from archive.pricing import load_prices
 from archive.thread_view import MessagePages, load_view
 from archive.push import PushOptions, push
 from archive.sql_dialect import POSTGRES, _format_style
-from tests.test_forks import FORKS, scenario, session_files
+from tests.test_forks import FORKS, session_files
 from tests.test_push import machine_a
 
 pytestmark = pytest.mark.postgres

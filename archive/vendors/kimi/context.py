@@ -37,7 +37,7 @@ import orjson
 from ...model import Attachment, Block, JsonObject, Message, Provenance, Reasoning, Text, ToolCall, ToolResult, Unknown
 from ..base import (
     EMIT_MARK, INVALID, METADATA, RESPONSE_LINK, SKIPPED, MessageRow, Report, Row, SourceInfo, ThreadFact, claim_emitted,
-    decode_object, loads_line, nonempty_str, stable_id,
+    decode_object, loads_line, stable_id,
 )
 from .common import NAME, StepLinks, thread_of
 
