@@ -73,11 +73,6 @@ def _np() -> Any:
     return numpy
 
 
-def _matrix(conn: sqlite3.Connection) -> Index:
-    """The cached ``Index`` of this archive (bench scripts: its load time)."""
-    return _index(conn)
-
-
 def _index(conn: sqlite3.Connection) -> Index:
     """Every vector and each row's message id (the chunks' table as it was at that version),
     cached per database file and ``semantic_state.version``."""

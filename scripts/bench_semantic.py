@@ -75,7 +75,7 @@ def queries(db_path: Path, *, surfaces: bool = False, cli: bool = True, rounds: 
     out: dict = {}
     ro = open_readonly(db_path)
     t0 = time.perf_counter()
-    semantic_search._matrix(ro.conn)
+    semantic_search._index(ro.conn)
     out["matrix_load_s"] = round(time.perf_counter() - t0, 2)
     semantic.model()
     qs = QUERIES * rounds
