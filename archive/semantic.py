@@ -62,7 +62,7 @@ MAX_CHUNKS = 16
 EMBED_STEP = 256  # texts per matrix product (token counts: 256 x the distinct tokens they use)
 PIECE_CACHE = 200_000  # distinct pieces' token ids kept per process (~30 MB at most)
 _PIECE = re.compile("\u2581*[^\u2581]+|\u2581+")  # a normalised text cut before each run of spaces
-BATCH_BLOCKS = 2000  # blocks per transaction (embedding ~2-5 MB of text: a few seconds here)
+BATCH_BLOCKS = 500  # blocks per transaction: its texts, their pieces and vectors are the step's memory (2,000 held 30 MB more)
 SEGMENT_ROWS = 4096  # vectors per segment blob (4096 x 128 x 2 bytes = 1 MiB)
 EMBED_TYPES = ("text", "reasoning")
 EMBED_ROLES = ("user", "assistant")
@@ -84,7 +84,7 @@ class Model:
             import numpy as np
             import wordllama
             from safetensors import safe_open
-            from tokenizers import Tokenizer
+            import tokenizers  # noqa: F401  (reference_tokenizer's)
         except ImportError:
             raise ModelUnavailable(INSTALL_HINT) from None
         root = Path(wordllama.__file__).parent
@@ -94,13 +94,13 @@ class Model:
             raise ModelUnavailable(f"the wordllama package has no packaged model at {root}; {INSTALL_HINT}")
         with safe_open(str(weights), framework="np") as f:
             # the first DIMS columns, as WordLlama.load(dim=...) truncates: the mean of the
-            # truncated token vectors is the truncated mean, normalised here as that model's
-            self.table = np.ascontiguousarray(f.get_tensor("embedding.weight")[:, :DIMS], dtype=np.float32)
-        self.tokenizer = Tokenizer.from_file(str(tok))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        # the same model without its normaliser: ``_ids`` gives it normalised pieces
-        self.raw = Tokenizer.from_str(self.tokenizer.to_str())
+            # truncated token vectors is the truncated mean, normalised here as that model's.
+            # Only those columns are read (the whole float16 tensor cost 31 MB of peak RSS).
+            self.table = np.ascontiguousarray(f.get_slice("embedding.weight")[:, :DIMS], dtype=np.float32)
+        # the tokenizer without its normaliser: ``_tokens`` gives it normalised pieces. One
+        # copy only (a second, with the normaliser, held 27 MB for the tests' reference ids:
+        # ``reference_tokenizer`` loads that one when asked)
+        self.raw = reference_tokenizer(tok)
         self.raw.normalizer = None
         self.pieces: dict[str, int] = {}  # piece -> its tokens: _tok[_off[i]:_off[i + 1]]
         self._off = np.zeros(1, dtype=np.int64)
@@ -189,6 +189,21 @@ class Model:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+
+def reference_tokenizer(path: Path | None = None) -> Any:
+    """WordLlama's tokenizer as it ships (normaliser included, no padding or truncation): the
+    ids ``Model`` must reproduce piece by piece."""
+    from tokenizers import Tokenizer
+
+    if path is None:
+        import wordllama
+
+        path = Path(wordllama.__file__).parent / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    t = Tokenizer.from_file(str(path))
+    t.no_padding()
+    t.no_truncation()
+    return t
 
 
 def _version(package: str) -> str:

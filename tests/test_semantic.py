@@ -70,10 +70,11 @@ def test_embed_is_the_mean_of_the_token_vectors() -> None:
     import numpy as np
 
     m = semantic.model()
+    ref = semantic.reference_tokenizer()
     texts = ["count the files with a helper", "", "   ", "a helper counted the files " * 40] * (semantic.EMBED_STEP // 2 + 3)
     got = m.embed(texts)
     for i, t in enumerate(texts[:8]):
-        ids = m.tokenizer.encode(t, add_special_tokens=False).ids
+        ids = ref.encode(t, add_special_tokens=False).ids
         want = m.table[ids].mean(axis=0) if ids else np.zeros(m.dim, np.float32)
         norm = float(np.linalg.norm(want))
         assert np.allclose(got[i], want / norm if norm else want, atol=1e-6)
@@ -84,11 +85,12 @@ def test_token_ids_from_cached_pieces_are_the_tokenizers() -> None:
     """``_ids`` cuts the normalised text before each run of spaces and tokenizes each piece
     once: exact only because no token holds a space after another character."""
     m = semantic.Model()  # its own cache
-    assert not [t for t in m.tokenizer.get_vocab() if "\u2581" in t.lstrip("\u2581")]
+    ref = semantic.reference_tokenizer()
+    assert not [t for t in ref.get_vocab() if "\u2581" in t.lstrip("\u2581")]
     texts = ["count the files with a helper", "", " ", "   leading and trailing   ", "tab\tand\nnew  lines",
              "def f(x):\n    return  x  +  1\n\n        indented", "naïve café 東京 🙂 \u2581 ▁▁x", "a" * 3000,
              (FIX.parent.parent / "archive" / "semantic.py").read_text()[:5000]]  # fmt: skip
-    want = [m.tokenizer.encode(t, add_special_tokens=False).ids for t in texts]
+    want = [ref.encode(t, add_special_tokens=False).ids for t in texts]
     for _ in range(2):  # tokenized, then from the cache
         assert m._ids(texts) == want
     assert m._ids(texts[::-1]) == want[::-1] and m._ids([]) == [] and m._ids(["", ""]) == [[], []]
