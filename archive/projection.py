@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from .model import (
+    Attachment,
     Block,
     JsonObject,
     Message,
@@ -62,6 +63,7 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     _BLOCK_COLS,
     block_from_row,
     block_row,
+    block_tuple,
     dumps,
     JSON_INT_MAX,
     json_text,
@@ -70,6 +72,7 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     loads,
     message_columns,
     message_from_row,
+    message_values,
     needs_taming,
     one_line,
     _OWN_FIELDS,
@@ -292,18 +295,15 @@ class Projector:
                     if held[1] != msg.thread_id:
                         self.dirty_threads.add(held[1])
             owner[msg.id] = (key, msg.thread_id)
-            cols = message_columns(msg, line_backed)
-            rows[msg.id] = (
-                cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
-                cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
-                cols["provenance"], cols["usage"], cols["extra"],
-            )  # fmt: skip
+            v = message_values(msg, line_backed)
+            rows[msg.id] = (*v[:9], *key, *v[9:])
             out = blocks[msg.id] = []
             for position, block in enumerate(msg.content):
-                blob = _blob_of(block)
-                sha = self.put_blob(*blob) if blob else _blob_named(block)
-                r = block_row(msg.id, position, block, sha)
-                out.append(tuple(r[c] for c in _BLOCK_COL_NAMES))
+                sha = None
+                if type(block) is Attachment:  # the only blocks with a blob
+                    blob = _blob_of(block)
+                    sha = self.put_blob(*blob) if blob else _blob_named(block)
+                out.append(block_tuple(msg.id, position, block, sha))
         self._owned |= set(rows)
         replaced = [(i,) for i in rows if i in stored]
         if replaced:

@@ -296,6 +296,62 @@ _OWN_FIELDS: dict[str, frozenset[str]] = {
 
 
 def block_row(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
+    """The ``blocks`` row of a block, by column name (``block_tuple`` in column order)."""
+    return dict(zip(_BLOCK_COL_NAMES, block_tuple(message_id, position, block, blob_sha)))
+
+
+def block_tuple(message_id: str, position: int, block: Block, blob_sha: str | None) -> tuple[Any, ...]:
+    """The ``blocks`` row of a block in ``_BLOCK_COL_NAMES`` order: ``_block_row_general``'s
+    values, built directly for a block of a known type without ``extra`` (nearly every
+    block: no ``to_dict`` and no row dict per block at ingest); the rest go the general way."""
+    t = type(block)
+    if block.extra or t not in _FAST_TYPES:
+        r = _block_row_general(message_id, position, block, blob_sha)
+        return tuple(r[c] for c in _BLOCK_COL_NAMES)
+    if t is Text:
+        return (message_id, position, "text", block.text, None, None, None, None, None, None, None, None, None, blob_sha, None, None)  # type: ignore[union-attr]  # fmt: skip
+    if t is ToolResult:
+        out = block.output  # type: ignore[union-attr]
+        err = block.is_error  # type: ignore[union-attr]
+        if isinstance(out, str):
+            text, output = out, None
+        else:
+            text, output = render_text(out), dumps(out)
+        return (message_id, position, "tool_result", text, block.call_id, None, None, output,  # type: ignore[union-attr]
+                None if err is None else int(err), None, None, None, None, blob_sha, None, None)  # fmt: skip
+    if t is ToolCall:
+        name, inp = block.name, block.input  # type: ignore[union-attr]
+        text = "\n".join(x for x in (name, render_text(inp)) if x)
+        return (message_id, position, "tool_call", text, block.call_id, name, dumps(inp), None,  # type: ignore[union-attr]
+                None, None, None, None, None, blob_sha, None, None)  # fmt: skip
+    if t is Reasoning:
+        red = block.redacted  # type: ignore[union-attr]
+        return (message_id, position, "reasoning", block.text, None, None, None, None, None, None, None, None, None,  # type: ignore[union-attr]
+                blob_sha, None if red is None else int(red), None)  # fmt: skip
+    if t is FileChange:
+        path = block.path  # type: ignore[union-attr]
+        return (message_id, position, "file_change", path, block.call_id, None, None, None, None, path,  # type: ignore[union-attr]
+                block.patch, None, None, blob_sha, None, None)  # type: ignore[union-attr]  # fmt: skip
+    if t is WebSearch:
+        res = block.results  # type: ignore[union-attr]
+        return (message_id, position, "web_search", block.query, block.call_id, None, None, None, None, None, None,  # type: ignore[union-attr]
+                None, None, blob_sha, None, None if res is None else dumps({"results": res}))  # fmt: skip
+    if t is Attachment:
+        uri, data = block.uri, block.data  # type: ignore[union-attr]
+        extra = dumps({"data": data}) if data is not None and blob_sha is None else None
+        return (message_id, position, "attachment", uri, None, None, None, None, None, None, None,
+                block.media_type, uri, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
+    # Unknown: extra holds sourceType (when set) and raw (always)
+    st = block.source_type  # type: ignore[union-attr]
+    ex = {"raw": block.raw} if st is None else {"sourceType": st, "raw": block.raw}  # type: ignore[union-attr]
+    return (message_id, position, "unknown", st, None, None, None, None, None, None, None, None, None, blob_sha, None, dumps(ex))
+
+
+_FAST_TYPES = frozenset({Text, Reasoning, ToolCall, ToolResult, FileChange, WebSearch, Attachment, Unknown})
+
+
+def _block_row_general(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
+    """The row of any block, from its ``to_dict``: the reference ``block_tuple`` must equal."""
     d = block.to_dict()
     t = d["type"]
     own = _OWN_FIELDS[t]
@@ -398,29 +454,39 @@ def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
 LINE_REF = "$line"
 LINE_REF_MIN = 2048
 
+_MESSAGE_COL_NAMES = (
+    "id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model", "injected", "provenance", "usage",
+    "extra",
+)  # fmt: skip
+
+
 def message_columns(msg: Message, line_backed: tuple[str, ...] = ()) -> dict[str, Any]:
-    extra = dict(msg.extra or {})
-    if msg.raw is not None:
-        extra["raw"] = msg.raw
-    for k in line_backed:
-        v = extra.get(k)
-        if isinstance(v, (dict, list, str)) and len(v) and len(dumps(v)) >= LINE_REF_MIN:
-            extra[k] = {LINE_REF: k}
-    model = extra.get("model")
-    return {
-        "id": msg.id,
-        "thread_id": msg.thread_id,
-        "role": msg.role,
-        "ts": msg.ts,
-        "turn_id": msg.turn_id,
-        "parent_id": msg.parent_id,
-        "run_id": msg.run_id,
-        "model": model if isinstance(model, str) else None,
-        "injected": 1 if extra.get("injected") else 0,
-        "provenance": dumps(msg.provenance.to_dict()) if msg.provenance else None,
-        "usage": dumps(msg.usage.to_dict()) if msg.usage else None,
-        "extra": dumps(extra) if extra else None,
-    }
+    return dict(zip(_MESSAGE_COL_NAMES, message_values(msg, line_backed)))
+
+
+def message_values(msg: Message, line_backed: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """``message_columns``' values in ``_MESSAGE_COL_NAMES`` order (no dict per message)."""
+    extra = msg.extra
+    if msg.raw is not None or line_backed:  # a copy only when it changes
+        extra = dict(extra or {})
+        if msg.raw is not None:
+            extra["raw"] = msg.raw
+        for k in line_backed:
+            v = extra.get(k)
+            if isinstance(v, (dict, list, str)) and len(v) and len(dumps(v)) >= LINE_REF_MIN:
+                extra[k] = {LINE_REF: k}
+    if extra:
+        model = extra.get("model")
+        model = model if isinstance(model, str) else None
+        injected = 1 if extra.get("injected") else 0
+    else:
+        model, injected = None, 0
+    prov, usage = msg.provenance, msg.usage
+    return (
+        msg.id, msg.thread_id, msg.role, msg.ts, msg.turn_id, msg.parent_id, msg.run_id, model, injected,
+        dumps(prov.to_dict()) if prov else None, dumps(usage.to_dict()) if usage else None,
+        dumps(extra) if extra else None,
+    )  # fmt: skip
 
 
 def message_from_row(row: sqlite3.Row, blocks: list[Block], response: Usage | None = None) -> Message:
