@@ -302,14 +302,18 @@ def block_row(message_id: str, position: int, block: Block, blob_sha: str | None
 
 def block_tuple(message_id: str, position: int, block: Block, blob_sha: str | None) -> tuple[Any, ...]:
     """The ``blocks`` row of a block in ``_BLOCK_COL_NAMES`` order: ``_block_row_general``'s
-    values, built directly for a block of a known type without ``extra`` (nearly every
-    block: no ``to_dict`` and no row dict per block at ingest); the rest go the general way."""
+    values, built directly (no ``to_dict`` and no row dict per block at ingest) for a block
+    of a known type whose ``extra`` names none of its seed fields (nearly every block: such
+    an ``extra`` is the row's ``extra`` after the type's other fields); the rest go the
+    general way."""
     t = type(block)
-    if block.extra or t not in _FAST_TYPES:
+    ex_in = block.extra
+    if t not in _FAST_TYPES or (ex_in and (t is Unknown or not _SEED_NAMES[t].isdisjoint(ex_in))):
         r = _block_row_general(message_id, position, block, blob_sha)
         return tuple(r[c] for c in _BLOCK_COL_NAMES)
+    extra = dumps(ex_in) if ex_in else None
     if t is Text:
-        return (message_id, position, "text", block.text, None, None, None, None, None, None, None, None, None, blob_sha, None, None)  # type: ignore[union-attr]  # fmt: skip
+        return (message_id, position, "text", block.text, None, None, None, None, None, None, None, None, None, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
     if t is ToolResult:
         out = block.output  # type: ignore[union-attr]
         err = block.is_error  # type: ignore[union-attr]
@@ -318,36 +322,42 @@ def block_tuple(message_id: str, position: int, block: Block, blob_sha: str | No
         else:
             text, output = render_text(out), dumps(out)
         return (message_id, position, "tool_result", text, block.call_id, None, None, output,  # type: ignore[union-attr]
-                None if err is None else int(err), None, None, None, None, blob_sha, None, None)  # fmt: skip
+                None if err is None else int(err), None, None, None, None, blob_sha, None, extra)  # fmt: skip
     if t is ToolCall:
         name, inp = block.name, block.input  # type: ignore[union-attr]
         text = "\n".join(x for x in (name, render_text(inp)) if x)
         return (message_id, position, "tool_call", text, block.call_id, name, dumps(inp), None,  # type: ignore[union-attr]
-                None, None, None, None, None, blob_sha, None, None)  # fmt: skip
+                None, None, None, None, None, blob_sha, None, extra)  # fmt: skip
     if t is Reasoning:
         red = block.redacted  # type: ignore[union-attr]
         return (message_id, position, "reasoning", block.text, None, None, None, None, None, None, None, None, None,  # type: ignore[union-attr]
-                blob_sha, None if red is None else int(red), None)  # fmt: skip
+                blob_sha, None if red is None else int(red), extra)  # fmt: skip
     if t is FileChange:
         path = block.path  # type: ignore[union-attr]
         return (message_id, position, "file_change", path, block.call_id, None, None, None, None, path,  # type: ignore[union-attr]
-                block.patch, None, None, blob_sha, None, None)  # type: ignore[union-attr]  # fmt: skip
+                block.patch, None, None, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
     if t is WebSearch:
         res = block.results  # type: ignore[union-attr]
+        if res is not None:  # not a column: first in extra, as in to_dict
+            extra = dumps({"results": res, **ex_in} if ex_in else {"results": res})
         return (message_id, position, "web_search", block.query, block.call_id, None, None, None, None, None, None,  # type: ignore[union-attr]
-                None, None, blob_sha, None, None if res is None else dumps({"results": res}))  # fmt: skip
+                None, None, blob_sha, None, extra)  # fmt: skip
     if t is Attachment:
         uri, data = block.uri, block.data  # type: ignore[union-attr]
-        extra = dumps({"data": data}) if data is not None and blob_sha is None else None
+        if data is not None and blob_sha is None:  # not canonical base64: kept as written, after extra
+            extra = dumps({**ex_in, "data": data} if ex_in else {"data": data})
         return (message_id, position, "attachment", uri, None, None, None, None, None, None, None,
                 block.media_type, uri, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
-    # Unknown: extra holds sourceType (when set) and raw (always)
+    # Unknown (without extra): extra holds sourceType (when set) and raw (always)
     st = block.source_type  # type: ignore[union-attr]
     ex = {"raw": block.raw} if st is None else {"sourceType": st, "raw": block.raw}  # type: ignore[union-attr]
     return (message_id, position, "unknown", st, None, None, None, None, None, None, None, None, None, blob_sha, None, dumps(ex))
 
 
 _FAST_TYPES = frozenset({Text, Reasoning, ToolCall, ToolResult, FileChange, WebSearch, Attachment, Unknown})
+# the keys of a block's dict that are not ``extra``'s: an ``extra`` naming one of them
+# (never written by an adapter) takes the general way
+_SEED_NAMES = {t: frozenset({"type"} | {j for j, _a in t.FIELDS}) for t in _FAST_TYPES}
 
 
 def _block_row_general(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:

@@ -97,6 +97,20 @@ EDGE_BLOCKS = [
     Unknown("weird", None),
     Unknown(None, [1, 2]),  # type: ignore[arg-type]
     Unknown("weird", {"a": 1}, extra={"more": True}),
+    # an extra that names no seed field: the fast way, the extra after the type's other fields
+    Text(None, extra={"x": 1}),  # type: ignore[arg-type]
+    ToolCall(None, "Bash", None, extra={"caller": {"type": "direct"}}),  # type: ignore[arg-type]
+    ToolResult("c1", {"a": [1]}, True, extra={"exitCode": 0}),
+    FileChange(None, "a.py", None, extra={"op": "update"}),
+    WebSearch("c1", "q", [1], extra={"x": 1, "y": None}),
+    WebSearch("c1", "q", None, extra={"x": 1}),
+    Attachment("image/png", "u", "aGVsbG8=", extra={"name": "a.png"}),
+    Attachment("image/png", "u", None, extra={"name": "a.png"}),
+    Reasoning("r", None, extra={"signature": "s", "encryptedContent": "e"}),
+    # an extra naming a seed field: the general way
+    ToolCall(None, "Bash", None, extra={"callId": "from extra"}),  # type: ignore[arg-type]
+    Attachment("image/png", "u", None, extra={"data": "aGVsbG8="}),
+    Unknown("weird", None, extra={"raw": 1, "z": 2}),
 ]
 
 
