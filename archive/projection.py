@@ -132,6 +132,10 @@ _USAGE_UPSERT = """
 """.format(own_x=_OWNS.format(t="excluded"), own_u=_OWNS.format(t="usage"))
 
 
+# provider -> its adapter's ``line_backed_extra`` (a class attribute: looked up once, not per line)
+_LINE_BACKED: dict[str, tuple[str, ...]] = {}
+
+
 class Projector:
     """Applies parser rows to the projection tables inside the caller's transaction."""
 
@@ -157,13 +161,15 @@ class Projector:
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
         source_id, generation, offset = key3
         msg_sub = fact_sub = report_seq = 0
+        line_backed = _LINE_BACKED.get(provider)
+        if line_backed is None:
+            line_backed = _LINE_BACKED[provider] = get_adapter(provider).line_backed_extra
         # a line the adapter had to repair (NUL bytes, bad UTF-8, glued records) is not read
         # back by a plain JSON parse, so its fields stay in the projection
-        repaired = any(
-            isinstance(r, Report) and (r.kind in (PARSE_ERROR, WARNING) or (r.kind == INVALID and r.reason in TAMED_REASONS))
-            for r in rows
-        )
-        line_backed = () if repaired else get_adapter(provider).line_backed_extra
+        for r in rows:
+            if isinstance(r, Report) and (r.kind in (PARSE_ERROR, WARNING) or (r.kind == INVALID and r.reason in TAMED_REASONS)):
+                line_backed = ()
+                break
         for row in rows:
             if isinstance(row, MessageRow):
                 self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed, row.revises)
