@@ -397,7 +397,7 @@ def _automaton(words: Iterable[str]) -> tuple[tuple[str, ...], Any]:
 # ones: the automaton costs time per character): a case-sensitive literal's match is then
 # checked against the text itself. The automaton is Rust's aho-corasick DFA (ahocorasick-rs,
 # issue 37), run over the UTF-8 bytes: every match, overlapping ones included, in one list,
-# 0.25 s for the 100 MB corpus's 48 M characters against 1.04 s for pyahocorasick's
+# 0.16 s for the 100 MB corpus's 48 M characters against 1.04 s for pyahocorasick's
 # iterator. Bytes, not the str: given a str, ahocorasick-rs maps every byte offset to a
 # character offset (about 8 bytes of memory per character: +32 MB peak on a 3.4 M-character
 # batch); the few matches are mapped here instead.
@@ -414,7 +414,7 @@ _AC_MEANING = tuple((w if w in _LOW_WORDS else None, _CASE_BY_WORD.get(w, ())) f
 # The characters whose lower case (str.lower) the automaton would see differently from the
 # ASCII-only lowering of the UTF-8 bytes (bytes.lower): their lower case is ASCII or holds a
 # non-ASCII character of a word (the ñ of contraseña). A text without any is lowered as
-# bytes (C, no Unicode tables: 0.1 s instead of 0.6 s for the 100 MB corpus's text); the
+# bytes (C, no Unicode tables: 0.15 s instead of 0.42 s for the 100 MB corpus's text); the
 # same bytes match at the same places. tests/test_secrets_rules.py checks this list against
 # the running Python's Unicode tables.
 _LOWER_SPECIAL = ("\u00d1", "\u0130", "\u212a")  # Ñ, İ (lowers to two characters), the Kelvin sign
