@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from .model import (
+    Attachment,
     Block,
     JsonObject,
     Message,
@@ -62,6 +63,7 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     _BLOCK_COLS,
     block_from_row,
     block_row,
+    block_tuple,
     dumps,
     JSON_INT_MAX,
     json_text,
@@ -70,6 +72,7 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     loads,
     message_columns,
     message_from_row,
+    message_values,
     needs_taming,
     one_line,
     _OWN_FIELDS,
@@ -129,6 +132,10 @@ _USAGE_UPSERT = """
 """.format(own_x=_OWNS.format(t="excluded"), own_u=_OWNS.format(t="usage"))
 
 
+# provider -> its adapter's ``line_backed_extra`` (a class attribute: looked up once, not per line)
+_LINE_BACKED: dict[str, tuple[str, ...]] = {}
+
+
 class Projector:
     """Applies parser rows to the projection tables inside the caller's transaction."""
 
@@ -154,13 +161,15 @@ class Projector:
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
         source_id, generation, offset = key3
         msg_sub = fact_sub = report_seq = 0
+        line_backed = _LINE_BACKED.get(provider)
+        if line_backed is None:
+            line_backed = _LINE_BACKED[provider] = get_adapter(provider).line_backed_extra
         # a line the adapter had to repair (NUL bytes, bad UTF-8, glued records) is not read
         # back by a plain JSON parse, so its fields stay in the projection
-        repaired = any(
-            isinstance(r, Report) and (r.kind in (PARSE_ERROR, WARNING) or (r.kind == INVALID and r.reason in TAMED_REASONS))
-            for r in rows
-        )
-        line_backed = () if repaired else get_adapter(provider).line_backed_extra
+        for r in rows:
+            if isinstance(r, Report) and (r.kind in (PARSE_ERROR, WARNING) or (r.kind == INVALID and r.reason in TAMED_REASONS)):
+                line_backed = ()
+                break
         for row in rows:
             if isinstance(row, MessageRow):
                 self.put_message(row.message, (source_id, generation, offset, msg_sub), line_backed, row.revises)
@@ -292,18 +301,15 @@ class Projector:
                     if held[1] != msg.thread_id:
                         self.dirty_threads.add(held[1])
             owner[msg.id] = (key, msg.thread_id)
-            cols = message_columns(msg, line_backed)
-            rows[msg.id] = (
-                cols["id"], cols["thread_id"], cols["role"], cols["ts"], cols["turn_id"],
-                cols["parent_id"], cols["run_id"], cols["model"], cols["injected"], *key,
-                cols["provenance"], cols["usage"], cols["extra"],
-            )  # fmt: skip
+            v = message_values(msg, line_backed)
+            rows[msg.id] = (*v[:9], *key, *v[9:])
             out = blocks[msg.id] = []
             for position, block in enumerate(msg.content):
-                blob = _blob_of(block)
-                sha = self.put_blob(*blob) if blob else _blob_named(block)
-                r = block_row(msg.id, position, block, sha)
-                out.append(tuple(r[c] for c in _BLOCK_COL_NAMES))
+                sha = None
+                if type(block) is Attachment:  # the only blocks with a blob
+                    blob = _blob_of(block)
+                    sha = self.put_blob(*blob) if blob else _blob_named(block)
+                out.append(block_tuple(msg.id, position, block, sha))
         self._owned |= set(rows)
         replaced = [(i,) for i in rows if i in stored]
         if replaced:

@@ -296,6 +296,72 @@ _OWN_FIELDS: dict[str, frozenset[str]] = {
 
 
 def block_row(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
+    """The ``blocks`` row of a block, by column name (``block_tuple`` in column order)."""
+    return dict(zip(_BLOCK_COL_NAMES, block_tuple(message_id, position, block, blob_sha)))
+
+
+def block_tuple(message_id: str, position: int, block: Block, blob_sha: str | None) -> tuple[Any, ...]:
+    """The ``blocks`` row of a block in ``_BLOCK_COL_NAMES`` order: ``_block_row_general``'s
+    values, built directly (no ``to_dict`` and no row dict per block at ingest) for a block
+    of a known type whose ``extra`` names none of its seed fields (nearly every block: such
+    an ``extra`` is the row's ``extra`` after the type's other fields); the rest go the
+    general way."""
+    t = type(block)
+    ex_in = block.extra
+    if t not in _FAST_TYPES or (ex_in and (t is Unknown or not _SEED_NAMES[t].isdisjoint(ex_in))):
+        r = _block_row_general(message_id, position, block, blob_sha)
+        return tuple(r[c] for c in _BLOCK_COL_NAMES)
+    extra = dumps(ex_in) if ex_in else None
+    if t is Text:
+        return (message_id, position, "text", block.text, None, None, None, None, None, None, None, None, None, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
+    if t is ToolResult:
+        out = block.output  # type: ignore[union-attr]
+        err = block.is_error  # type: ignore[union-attr]
+        if isinstance(out, str):
+            text, output = out, None
+        else:
+            text, output = render_text(out), dumps(out)
+        return (message_id, position, "tool_result", text, block.call_id, None, None, output,  # type: ignore[union-attr]
+                None if err is None else int(err), None, None, None, None, blob_sha, None, extra)  # fmt: skip
+    if t is ToolCall:
+        name, inp = block.name, block.input  # type: ignore[union-attr]
+        text = "\n".join(x for x in (name, render_text(inp)) if x)
+        return (message_id, position, "tool_call", text, block.call_id, name, dumps(inp), None,  # type: ignore[union-attr]
+                None, None, None, None, None, blob_sha, None, extra)  # fmt: skip
+    if t is Reasoning:
+        red = block.redacted  # type: ignore[union-attr]
+        return (message_id, position, "reasoning", block.text, None, None, None, None, None, None, None, None, None,  # type: ignore[union-attr]
+                blob_sha, None if red is None else int(red), extra)  # fmt: skip
+    if t is FileChange:
+        path = block.path  # type: ignore[union-attr]
+        return (message_id, position, "file_change", path, block.call_id, None, None, None, None, path,  # type: ignore[union-attr]
+                block.patch, None, None, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
+    if t is WebSearch:
+        res = block.results  # type: ignore[union-attr]
+        if res is not None:  # not a column: first in extra, as in to_dict
+            extra = dumps({"results": res, **ex_in} if ex_in else {"results": res})
+        return (message_id, position, "web_search", block.query, block.call_id, None, None, None, None, None, None,  # type: ignore[union-attr]
+                None, None, blob_sha, None, extra)  # fmt: skip
+    if t is Attachment:
+        uri, data = block.uri, block.data  # type: ignore[union-attr]
+        if data is not None and blob_sha is None:  # not canonical base64: kept as written, after extra
+            extra = dumps({**ex_in, "data": data} if ex_in else {"data": data})
+        return (message_id, position, "attachment", uri, None, None, None, None, None, None, None,
+                block.media_type, uri, blob_sha, None, extra)  # type: ignore[union-attr]  # fmt: skip
+    # Unknown (without extra): extra holds sourceType (when set) and raw (always)
+    st = block.source_type  # type: ignore[union-attr]
+    ex = {"raw": block.raw} if st is None else {"sourceType": st, "raw": block.raw}  # type: ignore[union-attr]
+    return (message_id, position, "unknown", st, None, None, None, None, None, None, None, None, None, blob_sha, None, dumps(ex))
+
+
+_FAST_TYPES = frozenset({Text, Reasoning, ToolCall, ToolResult, FileChange, WebSearch, Attachment, Unknown})
+# the keys of a block's dict that are not ``extra``'s: an ``extra`` naming one of them
+# (never written by an adapter) takes the general way
+_SEED_NAMES = {t: frozenset({"type"} | {j for j, _a in t.FIELDS}) for t in _FAST_TYPES}
+
+
+def _block_row_general(message_id: str, position: int, block: Block, blob_sha: str | None) -> dict[str, Any]:
+    """The row of any block, from its ``to_dict``: the reference ``block_tuple`` must equal."""
     d = block.to_dict()
     t = d["type"]
     own = _OWN_FIELDS[t]
@@ -398,29 +464,39 @@ def _blob_of(block: Block) -> tuple[bytes, str | None] | None:
 LINE_REF = "$line"
 LINE_REF_MIN = 2048
 
+_MESSAGE_COL_NAMES = (
+    "id", "thread_id", "role", "ts", "turn_id", "parent_id", "run_id", "model", "injected", "provenance", "usage",
+    "extra",
+)  # fmt: skip
+
+
 def message_columns(msg: Message, line_backed: tuple[str, ...] = ()) -> dict[str, Any]:
-    extra = dict(msg.extra or {})
-    if msg.raw is not None:
-        extra["raw"] = msg.raw
-    for k in line_backed:
-        v = extra.get(k)
-        if isinstance(v, (dict, list, str)) and len(v) and len(dumps(v)) >= LINE_REF_MIN:
-            extra[k] = {LINE_REF: k}
-    model = extra.get("model")
-    return {
-        "id": msg.id,
-        "thread_id": msg.thread_id,
-        "role": msg.role,
-        "ts": msg.ts,
-        "turn_id": msg.turn_id,
-        "parent_id": msg.parent_id,
-        "run_id": msg.run_id,
-        "model": model if isinstance(model, str) else None,
-        "injected": 1 if extra.get("injected") else 0,
-        "provenance": dumps(msg.provenance.to_dict()) if msg.provenance else None,
-        "usage": dumps(msg.usage.to_dict()) if msg.usage else None,
-        "extra": dumps(extra) if extra else None,
-    }
+    return dict(zip(_MESSAGE_COL_NAMES, message_values(msg, line_backed)))
+
+
+def message_values(msg: Message, line_backed: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """``message_columns``' values in ``_MESSAGE_COL_NAMES`` order (no dict per message)."""
+    extra = msg.extra
+    if msg.raw is not None or line_backed:  # a copy only when it changes
+        extra = dict(extra or {})
+        if msg.raw is not None:
+            extra["raw"] = msg.raw
+        for k in line_backed:
+            v = extra.get(k)
+            if isinstance(v, (dict, list, str)) and len(v) and len(dumps(v)) >= LINE_REF_MIN:
+                extra[k] = {LINE_REF: k}
+    if extra:
+        model = extra.get("model")
+        model = model if isinstance(model, str) else None
+        injected = 1 if extra.get("injected") else 0
+    else:
+        model, injected = None, 0
+    prov, usage = msg.provenance, msg.usage
+    return (
+        msg.id, msg.thread_id, msg.role, msg.ts, msg.turn_id, msg.parent_id, msg.run_id, model, injected,
+        dumps(prov.to_dict()) if prov else None, dumps(usage.to_dict()) if usage else None,
+        dumps(extra) if extra else None,
+    )  # fmt: skip
 
 
 def message_from_row(row: sqlite3.Row, blocks: list[Block], response: Usage | None = None) -> Message:

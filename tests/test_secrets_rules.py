@@ -105,3 +105,44 @@ def test_shape_gated_plugins_equal_every_plugin_on_every_line(rule: str, value: 
         assert hits == secrets.find_reference(text), text
         # (Artifactory's span holds the quote or space its pattern opens and closes with)
         assert any(value in text[h.start:h.end] for h in hits if h.rule == rule) == found, (text, hits)
+
+
+# Issue 37: the literal pass runs over the UTF-8 bytes, lowered as bytes (ASCII only) unless
+# the text holds a character whose Unicode lower case differs where it matters; a match's
+# byte offset is mapped back to characters. Non-ASCII text before, between and after
+# secrets (two- three- and four-byte characters, a lone surrogate) keeps every span exact.
+NON_ASCII = ["é", "→", "😀", "\ud83d", "Ñ", "İ", "\u212a", "ß"]
+SECRETS_IN_TEXT = [
+    'Password="q8Zr2mLx9vBn4"',
+    "token " + SLACK_UPPER,
+    "CONTRASEÑA = 'q8Zr2mLx9vBn4x'",
+    "contraseña: \"q8Zr2mLx9vBn4\"",
+    "API_\u212aEY = 'q8Zr2mLx9vBn4'",  # the Kelvin sign lowers to k: a keyword to detect-secrets' (?i) too
+    "AKIAIOSFODNN7EXAMPLE and TELEGRAM 110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw",
+    "gh token 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",  # case-sensitive literals: checked at the mapped offset
+    "key sk-ant-api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2,
+]
+
+
+@pytest.mark.parametrize("char", NON_ASCII)
+def test_spans_exact_after_non_ascii_characters(char: str) -> None:
+    for secret in SECRETS_IN_TEXT:
+        for text in (f"{char * 3} {secret}", f"{secret} {char}\n{char}{secret}", f"x{char}\n{secret}{char}",
+                     f"{char * 40}\nab\n{secret}\n{char * 40}{secret}"):
+            hits = secrets.find(text)
+            assert hits == secrets.find_reference(text), (text, hits)
+        batch = [f"{char} a", f"{char}{secret}", secret, f"{char * 5}\n{secret}"]
+        assert secrets.find_many(batch) == [secrets.find_reference(t) for t in batch], batch
+
+
+def test_lower_special_characters_match_the_unicode_tables() -> None:
+    """``_LOWER_SPECIAL`` is every character whose lower case is not itself and holds an
+    ASCII character or a non-ASCII character of a literal (with this Python's Unicode)."""
+    from archive.secret_rules import _AC_WORDS, _LOWER_SPECIAL
+
+    word_chars = {c for w in _AC_WORDS for c in w if ord(c) > 127}
+    special = {
+        c for c in map(chr, range(128, 0x110000))
+        if (low := c.lower()) != c and (any(ord(x) < 128 for x in low) or set(low) & word_chars)
+    }  # fmt: skip
+    assert special == set(_LOWER_SPECIAL)

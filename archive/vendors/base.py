@@ -540,7 +540,7 @@ def nonempty_str(value: Any) -> str | None:
 
 def stable_id(*parts: object, length: int = 32) -> str:
     """A deterministic id from parts (source id, offset, content hash...)."""
-    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass"))
+    h = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:length]
 
 

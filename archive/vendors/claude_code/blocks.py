@@ -7,6 +7,7 @@ import base64
 import difflib
 import hashlib
 import re
+import struct
 import zlib
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,9 @@ def _hash(text: str | None) -> str | None:
     return stable_id(text, length=16) if text is not None else None
 
 
+_THREE_WORDS = struct.Struct(">III")
+
+
 class _Bloom:
     """A fixed-size Bloom filter of uuids: 'not seen' answers are exact, so a dangling-parent
     warning is never false, while the state stays a few KiB however long the file is."""
@@ -64,7 +68,7 @@ class _Bloom:
 
     def _positions(self, key: str) -> list[int]:
         h = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
-        return [int.from_bytes(h[i : i + 4], "big") % (BLOOM_BYTES * 8) for i in (0, 4, 8)]
+        return [x % (BLOOM_BYTES * 8) for x in _THREE_WORDS.unpack_from(h)]  # bytes 0-3, 4-7, 8-11, big-endian
 
     def add(self, key: str) -> None:
         for p in self._positions(key):
