@@ -649,20 +649,3 @@ def m135_33_saved_copies(db: Database) -> None:
         CREATE INDEX IF NOT EXISTS saved_copies_session ON saved_copies(session_thread_id);
         """
     )
-
-
-@migrations()
-def m136_37_usage_totals_per_flush(db: Database) -> None:
-    """``usage_totals`` kept per flush by the projection rather than per row by its triggers
-    (issue 37): the triggers run only while ``usage_totals_state.deferred`` is 0. The
-    projection sets it to 1 around its own writes of ``usage``, inside its transaction, and
-    adds the difference of the touched rows' groups (after minus before) itself; any other
-    writer (forget, rebuild, an older client) still has the triggers. The flag is 0 again
-    before the projection's statements return, so no other connection ever sees it set."""
-    db.executescript("CREATE TABLE usage_totals_state (deferred INTEGER NOT NULL); INSERT INTO usage_totals_state VALUES (0);")
-    for name, event in (("usage_totals_ai", "INSERT"), ("usage_totals_ad", "DELETE"), ("usage_totals_au", "UPDATE")):
-        sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [name]).fetchone()[0]
-        head = f"AFTER {event} ON usage BEGIN"
-        assert head in sql, name
-        db.execute(f"DROP TRIGGER {name}")
-        db.execute(sql.replace(head, f"AFTER {event} ON usage\nWHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN", 1))

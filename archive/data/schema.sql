@@ -324,7 +324,6 @@ CREATE TABLE usage_totals (
     reasoning_tokens INTEGER NOT NULL,
     PRIMARY KEY (day, provider, model, thread_id)
 ) WITHOUT ROWID;
-CREATE TABLE usage_totals_state (deferred INTEGER NOT NULL);
 CREATE INDEX blocks_call_type ON blocks(call_id, type) WHERE call_id IS NOT NULL;
 CREATE UNIQUE INDEX blocks_message_position ON blocks(message_id, position);
 CREATE INDEX blocks_tool_name ON blocks(tool_name) WHERE tool_name IS NOT NULL;
@@ -408,8 +407,7 @@ CREATE TRIGGER secret_findings_block_ad AFTER DELETE ON blocks BEGIN
     UPDATE secret_scan_progress SET blocks_upto = (SELECT coalesce(max(id), 0) FROM blocks)
     WHERE blocks_upto > (SELECT coalesce(max(id), 0) FROM blocks);
 END;
-CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage
-WHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN
+CREATE TRIGGER usage_totals_ad AFTER DELETE ON usage BEGIN
     INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
         coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
         coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
@@ -424,8 +422,7 @@ WHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN
         = (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''), coalesce(old.model, ''),
            coalesce(old.thread_id, ''));
 END;
-CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage
-WHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN
+CREATE TRIGGER usage_totals_ai AFTER INSERT ON usage BEGIN
     INSERT INTO usage_totals VALUES (coalesce(substr(new.ts, 1, 10), ''), coalesce(new.provider, ''),
         coalesce(new.model, ''), coalesce(new.thread_id, ''), 1, coalesce(new.input_tokens, 0),
         coalesce(new.output_tokens, 0), coalesce(new.cache_read_tokens, 0),
@@ -437,8 +434,7 @@ WHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN
         cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
         reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens;
 END;
-CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage
-WHEN (SELECT deferred FROM usage_totals_state) = 0 BEGIN
+CREATE TRIGGER usage_totals_au AFTER UPDATE ON usage BEGIN
     INSERT INTO usage_totals VALUES (coalesce(substr(old.ts, 1, 10), ''), coalesce(old.provider, ''),
         coalesce(old.model, ''), coalesce(old.thread_id, ''), -1, coalesce(old.input_tokens, 0),
         coalesce(old.output_tokens, 0), coalesce(old.cache_read_tokens, 0),
