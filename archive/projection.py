@@ -550,22 +550,25 @@ def resolve_lineage(conn: sqlite3.Connection, thread_id: str) -> bool:
             break
         inherited.append((message_id, owner, tuple(at)))
         parent = owner
+    stored = conn.execute(
+        "SELECT parent_thread_id, origin_message_id, kind FROM thread_lineage WHERE thread_id = ?", (thread_id,)
+    ).fetchone()
     if parent is None:
-        return conn.execute("DELETE FROM thread_lineage WHERE thread_id = ?", (thread_id,)).rowcount > 0
+        if stored is None:
+            return False
+        conn.execute("DELETE FROM thread_lineage WHERE thread_id = ?", (thread_id,))
+        return True
     origin = max((at, mid) for mid, owner, at in inherited if owner == parent)[1]
     emitted = conn.execute(
         "SELECT 1 FROM thread_facts WHERE thread_id = ? AND json_extract(fields, '$.metadata.emittedFrom') IS NOT NULL",
         (thread_id,),
     ).fetchone()
-    # written only when it differs (rowcount 0: the stored row is already this one)
-    return conn.execute(
-        "INSERT INTO thread_lineage (thread_id, parent_thread_id, origin_message_id, kind) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(thread_id) DO UPDATE SET parent_thread_id = excluded.parent_thread_id, "
-        "origin_message_id = excluded.origin_message_id, kind = excluded.kind "
-        "WHERE (parent_thread_id, origin_message_id, kind) IS NOT (excluded.parent_thread_id, "
-        "excluded.origin_message_id, excluded.kind)",
-        (thread_id, parent, origin, "handoff" if emitted else "fork"),
-    ).rowcount > 0
+    row = (parent, origin, "handoff" if emitted else "fork")
+    if stored == row:
+        return False
+    conn.execute("INSERT OR REPLACE INTO thread_lineage (thread_id, parent_thread_id, origin_message_id, kind) "
+                 "VALUES (?, ?, ?, ?)", (thread_id, *row))
+    return True
 
 
 def index_text(conn: sqlite3.Connection) -> None:
