@@ -1,0 +1,119 @@
+"""The projection's flush writes less for the same tables (issue 37): a response streamed
+over several lines of one flush is written once, and copies of a history (forks, resumes,
+replicated sessions) are not folded again when their lineage did not change."""
+
+from __future__ import annotations
+
+from archive.db import open_db
+from archive.model import Message, Text, Usage
+from archive.projection import Projector, fold_thread, resolve_lineage
+from archive.vendors.base import UsageRow
+
+RECOMPUTED = (
+    "SELECT coalesce(substr(ts, 1, 10), ''), coalesce(provider, ''), coalesce(model, ''), thread_id, count(*), "
+    "sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)), sum(coalesce(cache_read_tokens, 0)), "
+    "sum(coalesce(cache_write_tokens, 0)), sum(coalesce(reasoning_tokens, 0)) FROM usage GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
+)
+TOTALS = "SELECT * FROM usage_totals ORDER BY 1, 2, 3, 4"
+
+
+def _db(tmp_path):
+    db = open_db(tmp_path / "x.db")
+    conn = db.conn
+    for i in (1, 2, 3):
+        conn.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (?, ?, 'canonical', 'lines')", (i, f"u{i}"))
+    # counts the rows written to usage and threads (temp triggers: this connection only)
+    conn.executescript(
+        "CREATE TEMP TABLE writes (t); "
+        "CREATE TEMP TRIGGER count_u AFTER INSERT ON main.usage BEGIN INSERT INTO writes VALUES ('usage'); END; "
+        "CREATE TEMP TRIGGER count_uu AFTER UPDATE ON main.usage BEGIN INSERT INTO writes VALUES ('usage'); END; "
+        "CREATE TEMP TRIGGER count_t AFTER INSERT ON main.threads BEGIN INSERT INTO writes VALUES (new.id); END;"
+    )
+    return db, conn
+
+
+def _writes(conn, what: str | None = None) -> list[str]:
+    rows = [r[0] for r in conn.execute("SELECT t FROM writes ORDER BY rowid")]
+    conn.execute("DELETE FROM writes")
+    return [r for r in rows if what is None or r == what]
+
+
+def _usage(key: str, thread: str, message: str | None, out: int, model: str = "m1") -> UsageRow:
+    return UsageRow(key, thread, Usage(input_tokens=10, output_tokens=out, cache_read_tokens=3), message, model, "2026-12-01T10:00:00Z")
+
+
+def _msg(mid: str, thread: str) -> Message:
+    return Message(id=mid, thread_id=thread, role="assistant", ts=None, content=[Text(mid)])
+
+
+def test_a_response_streamed_over_lines_is_written_once_per_flush(tmp_path):
+    """Rows of one response key from one source, each line carrying its own message of the
+    same thread: the last wins the upsert anyway, so it is the one row written. A row of that
+    key whose message another thread owns is still ranked by the upsert."""
+    db, conn = _db(tmp_path)
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    for i in range(5):
+        p.put_message(_msg(f"s{i}", "t1"), (1, 1, 10 + i, 0))
+        p.apply("canonical", (1, 1, 10 + i), [_usage("r", "t1", f"s{i}", i)])
+    p.flush()
+    assert len(_writes(conn, "usage")) == 1  # five before
+    assert conn.execute("SELECT message_id, output_tokens, offset FROM usage").fetchall() == [("s4", 4, 14)]
+    assert conn.execute(TOTALS).fetchall() == conn.execute(RECOMPUTED).fetchall()
+    # the same key again from a line whose message t1 does not own (t0 does): ranked lower
+    # than the stored row whatever its offset, it changes nothing; the next line's row wins
+    p.put_message(_msg("x", "t0"), (1, 1, 30, 0))
+    p.apply("canonical", (1, 1, 31), [_usage("r", "t1", "x", 99)])
+    p.apply("canonical", (1, 1, 32), [_usage("r", "t1", "s4", 5)])
+    p.flush()
+    assert conn.execute("SELECT message_id, output_tokens, offset FROM usage").fetchall() == [("s4", 5, 32)]
+    assert conn.execute(TOTALS).fetchall() == conn.execute(RECOMPUTED).fetchall()
+    conn.execute("COMMIT")
+
+
+def test_totals_follow_updates_and_moves_between_threads(tmp_path):
+    """A response reported again (a later line wins: new model), and a message whose
+    ownership moves to another thread (its responses follow it)."""
+    db, conn = _db(tmp_path)
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    p.apply("canonical", (1, 1, 50), [_usage("a", "t1", None, 1), _usage("b", "t1", None, 2)])
+    p.put_message(_msg("m2", "t2"), (1, 1, 60, 0))
+    p.apply("canonical", (1, 1, 61), [_usage("c", "t2", "m2", 5)])
+    p.flush()
+    assert conn.execute(TOTALS).fetchall() == conn.execute(RECOMPUTED).fetchall()
+    p.apply("canonical", (1, 1, 70), [_usage("a", "t1", None, 7, model="m9"), _usage("b", "t1", None, 2)])
+    p.flush()
+    assert ("2026-12-01", "canonical", "m9", "t1", 1, 10, 7, 3, 0, 0) in conn.execute(TOTALS).fetchall()
+    # a copy of m2 in t1 (same creation time, smaller thread id: it ranks first) takes m2 over
+    p.put_message(_msg("m2", "t1"), (1, 1, 80, 0))
+    p.flush()
+    assert conn.execute("SELECT thread_id FROM usage WHERE key = 'c'").fetchone() == ("t1",)
+    assert conn.execute(TOTALS).fetchall() == conn.execute(RECOMPUTED).fetchall()
+    assert {r[3] for r in conn.execute(TOTALS)} == {"t1"}
+    conn.execute("COMMIT")
+
+
+def test_a_new_copy_of_a_history_folds_only_the_threads_it_changes(tmp_path):
+    """Three files holding the same two messages, each with one of its own: the first owns
+    the shared ones and the others are its forks. The third copy changes no other thread's
+    lineage, so only its own thread is folded (every holder of a copy was, before)."""
+    db, conn = _db(tmp_path)
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    for source, thread in ((1, "t1"), (2, "t2"), (3, "t3")):
+        for off, mid in enumerate(("a", "b", f"own-{thread}")):
+            p.put_message(_msg(mid, thread), (source, 1, off, 0))
+        p.refold()
+        folded = sorted(set(_writes(conn)) - {"usage"})
+        assert folded == [thread]
+    lineage = "SELECT thread_id, parent_thread_id, origin_message_id, kind FROM thread_lineage ORDER BY 1"
+    assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork"), ("t3", "t1", "b", "fork")]
+    # what a fold of every copy gives: the same rows (nothing was left stale)
+    stored = conn.execute("SELECT * FROM threads ORDER BY id").fetchall()
+    for t in ("t1", "t2", "t3"):
+        assert resolve_lineage(conn, t) is False
+        fold_thread(conn, t)
+    assert conn.execute("SELECT * FROM threads ORDER BY id").fetchall() == stored
+    assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork"), ("t3", "t1", "b", "fork")]
+    conn.execute("COMMIT")
