@@ -3,9 +3,13 @@ and ``thread_signals`` (``archive/signals.py``).
 
 Invariants:
 
-* Triggers (migration m110) queue a thread in ``_derived_dirty`` whenever one of its
-  messages is written, moved or deleted, or its ``threads`` row is written (a new cwd); the
-  queue commits with the rows that caused it. ``refresh`` recomputes exactly the queued
+* A thread is queued in ``_derived_dirty`` whenever one of its messages is written, moved
+  or deleted, or its ``threads`` row is written (a new cwd); the queue commits with the
+  rows that caused it. Triggers (migration m110) queue deletions and moves of messages and
+  writes of ``threads`` rows; written messages are queued by their writer, the projector
+  (``queue``, once per batch from ``Projector.refold``: migration m138 dropped the trigger
+  that ran once per message row). Anything else that inserts ``messages`` rows must call
+  ``queue`` for their threads. ``refresh`` recomputes exactly the queued
   threads, whole, and empties the queue, inside the caller's transaction: at the end of
   every ingest run, rebuild and forget, and in the message store's writes. A thread is
   scanned once per run however many commits the run made (a 600 MB session re-scanned at
@@ -39,6 +43,15 @@ TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
 BULK_THREADS = 200  # queued threads from which an empty index is filled without its indexes
 _SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
                 "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
+
+
+def queue(conn: sqlite3.Connection, thread_ids: "set[str] | list[str]") -> None:
+    """Queue these threads for ``refresh`` (caller's transaction)."""
+    if thread_ids:
+        try:
+            conn.executemany("INSERT OR IGNORE INTO _derived_dirty VALUES (?)", [(t,) for t in thread_ids])
+        except sqlite3.OperationalError:  # an archive migrated before m110 made the queue
+            pass
 
 
 def refresh(conn: sqlite3.Connection) -> int:

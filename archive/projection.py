@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from .derived import queue as queue_derived
 from .model import (
     Block,
     JsonObject,
@@ -310,6 +311,7 @@ class Projector:
             conn.executemany("DELETE FROM blocks WHERE message_id = ?", replaced)
             conn.executemany("DELETE FROM messages WHERE id = ?", replaced)
         conn.executemany(f"INSERT INTO messages ({_MSG_COLS}) VALUES ({_MSG_MARKS})", list(rows.values()))
+        queue_derived(conn, {r[1] for r in rows.values()})  # their file index and signals (no per-row trigger: m138)
         self.messages_added += len(rows) - len(replaced)
         for out in blocks.values():
             self._blocks.extend(out)

@@ -21,7 +21,7 @@ The first run of each query is a warm-up and is not counted.
 
 measures the index's share of a first ingest by difference, in one window: ``--ab N`` pairs
 of first ingests of the same corpus into fresh archives, with the file index and signals and
-without them (the ``derived`` triggers dropped and the run's refresh skipped), alternated
+without them (the ``derived`` triggers dropped, the projector's queue and the run's refresh skipped), alternated
 A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
 median without) / median with, in wall and in CPU seconds of the child (``wait4``), beside
 the ``derived`` phase's share of the wall and, per run, its CPU seconds against the run's
@@ -103,6 +103,10 @@ def child_ingest_bare(db: str, home: str) -> None:
         conn.execute(f"DROP TRIGGER {name}")
     conn.close()
     engine.refresh_derived = lambda conn: 0  # type: ignore[assignment]
+    from archive import projection
+
+    if hasattr(projection, "queue_derived"):  # a tree whose projector queues the threads it writes (m138)
+        projection.queue_derived = lambda conn, threads: None  # type: ignore[assignment]
     child_ingest(db, home)
 
 
