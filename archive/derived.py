@@ -3,9 +3,13 @@ and ``thread_signals`` (``archive/signals.py``).
 
 Invariants:
 
-* Triggers (migration m110) queue a thread in ``_derived_dirty`` whenever one of its
-  messages is written, moved or deleted, or its ``threads`` row is written (a new cwd); the
-  queue commits with the rows that caused it. ``refresh`` recomputes exactly the queued
+* A thread is queued in ``_derived_dirty`` whenever one of its messages is written, moved
+  or deleted, or its ``threads`` row is written (a new cwd); the queue commits with the
+  rows that caused it. Triggers (migration m110) queue deletions and moves of messages and
+  writes of ``threads`` rows; written messages are queued by their writer, the projector
+  (``queue``, once per batch from ``Projector.refold``: migration m138 dropped the trigger
+  that ran once per message row). Anything else that inserts ``messages`` rows must call
+  ``queue`` for their threads. ``refresh`` recomputes exactly the queued
   threads, whole, and empties the queue, inside the caller's transaction: at the end of
   every ingest run, rebuild and forget, and in the message store's writes. A thread is
   scanned once per run however many commits the run made (a 600 MB session re-scanned at
@@ -22,6 +26,10 @@ Invariants:
   call's input is held only while its paths are read (and as the previous call's, for
   retries).
   Cost, measured on the bench corpus: docs/file-history.md, docs/benchmarks.md.
+* An ingest run computes the same rows while its projector writes the messages (``Live``),
+  for the threads it writes whole and in order; ``refresh`` writes those without reading
+  them back, and reads back the others. The two give the same rows
+  (tests/test_derived_queue.py; ``scripts/derived_digest.py --as-ingested``).
 * An empty ``file_touches`` filled for ``BULK_THREADS`` threads or more (a first ingest, an
   upgrade) is written without its lookup indexes, which are created again from their own
   SQL before ``refresh`` returns or raises: the schema a run commits is always the same.
@@ -29,7 +37,10 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+
+import orjson
 
 from . import file_index, saved_copies, signals
 from .vendors import get as get_adapter
@@ -41,8 +52,18 @@ _SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_
                 "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
 
 
-def refresh(conn: sqlite3.Connection) -> int:
-    """Recompute the queued threads' derived rows (caller's transaction); how many."""
+def queue(conn: sqlite3.Connection, thread_ids: "set[str] | list[str]") -> None:
+    """Queue these threads for ``refresh`` (caller's transaction)."""
+    if thread_ids:
+        try:
+            conn.executemany("INSERT OR IGNORE INTO _derived_dirty VALUES (?)", [(t,) for t in thread_ids])
+        except sqlite3.OperationalError:  # an archive migrated before m110 made the queue
+            pass
+
+
+def refresh(conn: sqlite3.Connection, live: Live | None = None) -> int:
+    """Recompute the queued threads' derived rows (caller's transaction); how many.
+    ``live``: what the run's projector computed while it wrote them (``Live``)."""
     try:
         queued = [r[0] for r in conn.execute("SELECT thread_id FROM _derived_dirty")]
     except sqlite3.OperationalError:  # an earlier migration rebuilding before m110 made the tables
@@ -56,9 +77,12 @@ def refresh(conn: sqlite3.Connection) -> int:
     indexes = file_index.drop_indexes(conn) if bulk else []
     try:
         for tid in queued:
-            refresh_thread(conn, tid, fresh=bulk)
+            if live is None or not live.write(tid, fresh=bulk):
+                refresh_thread(conn, tid, fresh=bulk)
     finally:
         file_index.create_indexes(conn, indexes)
+        if live is not None:
+            live.close()
     conn.execute("DELETE FROM _derived_dirty")
     return len(queued)
 
@@ -122,8 +146,190 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
             add(mid, ts, pos, btype, name, inp, bpath)
     if current is not None:
         message(*current[1:], first_text, has_text)
-    s = tally.result(indexer.finish())
+    _write_signals(conn, thread_id, tally.result(indexer.finish()))
+
+
+def _write_signals(conn: sqlite3.Connection, thread_id: str, s: dict[str, object]) -> None:
     conn.execute(
         f"INSERT OR REPLACE INTO thread_signals ({', '.join(_SIGNAL_COLS)}) VALUES ({', '.join('?' * len(_SIGNAL_COLS))})",
         (thread_id, *(s[c] for c in _SIGNAL_COLS[1:])),
     )
+
+
+def _input_key(inp: str | None) -> object:
+    """What a call's input is compared by for retries: the text, a digest for a long one
+    (a thread's last call is held until the run's end)."""
+    if not inp:
+        return None
+    return inp if len(inp) <= 256 else hashlib.sha256(inp.encode("utf-8", "surrogatepass")).digest()
+
+
+class _Thread:
+    __slots__ = ("provider", "key", "tally")
+
+    def __init__(self, provider: str | None, tally: signals.StreamTally) -> None:
+        self.provider, self.key, self.tally = provider, (-1,), tally
+
+
+class Live:
+    """The derived rows of the threads an ingest run writes, computed while the projector
+    writes their messages (``Projector.live``): no read of the threads back at the run's end.
+
+    Invariants:
+
+    * Exact or nothing: a thread is computed here only when the run gives it every message
+      it has, each once, in conversation order (the key order of ``refresh_thread``'s read),
+      with the times in order, and its provider at the end is the one its lines were read
+      with; anything else (a thread holding messages before the run, a copy owned elsewhere
+      or taking a message over, a message replaced, a re-derived source, a rolled back
+      transaction) leaves it to ``refresh_thread``, which reads it from the archive.
+    * Bounded memory: per thread its signals' running figures (``signals.StreamTally``: the
+      last call's input as a digest when long); the paths each call names, as written, go
+      to a temp table per batch and are normalised against the thread's cwd, which is
+      known only at the end, by ``write``.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.threads: dict[str, _Thread] = {}
+        self.spoiled: set[str] = set()
+        self.broken = False
+        self._providers: dict[int, str | None] = {}
+        self._readers: dict[str | None, file_index._BlockReader] = {}
+        self._marks: dict[str | None, bool] = {}
+        self._pending: list[tuple[object, ...]] = []
+        try:  # an earlier run's on this connection, interrupted
+            conn.execute("DELETE FROM temp._live_touches")
+        except sqlite3.OperationalError:
+            pass
+
+    def spoil(self, *thread_ids: str) -> None:
+        for tid in thread_ids:
+            self.spoiled.add(tid)
+            self.threads.pop(tid, None)
+
+    def discard(self) -> None:
+        """The transaction was rolled back: nothing computed so far holds."""
+        self.broken = True
+        self.threads.clear()
+        self._pending = []
+
+    def _provider(self, source_id: int) -> str | None:
+        if source_id not in self._providers:
+            row = self.conn.execute("SELECT provider FROM sources WHERE id = ?", (source_id,)).fetchone()
+            self._providers[source_id] = row[0] if row else None
+        return self._providers[source_id]
+
+    def _start(self, thread_id: str, source_id: int) -> _Thread | None:
+        if thread_id in self.spoiled or self.broken:
+            return None
+        if self.conn.execute("SELECT 1 FROM messages WHERE thread_id = ? LIMIT 1", (thread_id,)).fetchone():
+            self.spoiled.add(thread_id)  # messages from earlier runs: read back at the end
+            return None
+        provider = self._provider(source_id)
+        if provider not in self._readers:
+            adapter = file_index._adapter(provider)
+            self._readers[provider] = file_index._BlockReader(adapter, None)
+            self._marks[provider] = adapter is not None and type(adapter).message_signal is not Adapter.message_signal
+        signal_of = file_index._adapter(provider).message_signal if self._marks[provider] else None  # type: ignore[union-attr]
+        t = self.threads[thread_id] = _Thread(provider, signals.StreamTally(signal_of))
+        return t
+
+    def message(self, key: tuple[int, int, int, int], cols: dict[str, object], blocks: list[dict[str, object]]) -> None:
+        """One message row as written (``message_columns``) and its block rows (``block_row``)."""
+        tid = cols["thread_id"]
+        assert isinstance(tid, str)
+        t = self.threads.get(tid) or self._start(tid, key[0])
+        if t is None:
+            return
+        if key <= t.key:
+            self.spoil(tid)  # not in conversation order
+            return
+        t.key = key
+        tally = t.tally
+        block = tally.block
+        mid, ts = cols["id"], cols["ts"]
+        found_of = self._readers[t.provider].found
+        first_text: str | None = None
+        has_text = False
+        pos = -1
+        for b in blocks:
+            pos += 1
+            btype = b["type"]
+            if btype == "text":
+                text = b["text"]
+                if text:
+                    assert isinstance(text, str)
+                    text = text[:TEXT_PREFIX]
+                    if first_text is None:
+                        first_text = text
+                    if not has_text and text.strip():
+                        has_text = True
+                block(btype, None, None, None, None, bool(text and text.strip()))
+            elif btype == "tool_call" or btype == "file_change":
+                name, inp = b["tool_name"], b["input"]
+                block(btype, name, _input_key(inp), b["call_id"] if btype == "tool_call" else None, None, False)  # type: ignore[arg-type]
+                found = found_of(btype, name, inp, b["path"] if btype == "file_change" else None)  # type: ignore[arg-type]
+                if found:
+                    try:
+                        self._pending.append((tid, mid, pos, ts, name, orjson.dumps(found)))
+                    except TypeError:  # a path orjson cannot write (a lone surrogate): read back
+                        self.spoil(tid)
+                        return
+            elif btype == "tool_result":
+                block(btype, None, None, b["call_id"], b["is_error"], False)
+        extra = cols["extra"] if self._marks[t.provider] else None
+        tally.message(cols["role"], ts, cols["injected"], extra, first_text, has_text)
+        if tally.unordered:
+            self.spoil(tid)
+
+    def flush(self) -> None:
+        """The batch's paths into the temp table (the caller's transaction)."""
+        if not self._pending or self.broken:
+            return
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS _live_touches "
+            "(thread_id TEXT, message_id TEXT, position INTEGER, ts TEXT, tool_name TEXT, found TEXT)"
+        )
+        self.conn.execute("CREATE INDEX IF NOT EXISTS temp._live_touches_thread ON _live_touches(thread_id)")
+        self.conn.executemany("INSERT INTO temp._live_touches VALUES (?, ?, ?, ?, ?, ?)", self._pending)
+        self._pending = []
+
+    def write(self, thread_id: str, *, fresh: bool) -> bool:
+        """Write the thread's rows if computed here (``refresh``'s transaction); False: not."""
+        t = self.threads.pop(thread_id, None)
+        if t is None or thread_id in self.spoiled or self.broken:
+            return False
+        provider, cwd = file_index.thread_cwd(self.conn, thread_id)
+        if provider != t.provider:
+            return False
+        self.flush()
+        if not fresh:
+            self.conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
+        reader = file_index._BlockReader(None, cwd)
+        rows: list[tuple[object, ...]] = []
+        try:
+            found = self.conn.execute(
+                "SELECT message_id, position, ts, tool_name, found FROM temp._live_touches WHERE thread_id = ? ORDER BY rowid",
+                (thread_id,),
+            ).fetchall()
+        except sqlite3.OperationalError:  # no call of the run named a path
+            found = []
+        for mid, pos, ts, name, pairs in found:
+            reader.emit(rows, mid, ts, pos, name, [tuple(p) for p in orjson.loads(pairs)])
+        if rows:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(thread_id, *r) for r in rows],
+            )
+        _write_signals(self.conn, thread_id, t.tally.result(rows))
+        return True
+
+    def close(self) -> None:
+        self.threads.clear()
+        self._pending = []
+        try:
+            self.conn.execute("DELETE FROM temp._live_touches")
+        except sqlite3.OperationalError:
+            pass

@@ -116,16 +116,25 @@ class _BlockReader:
 
     def read(self, rows: list[tuple[Any, ...]], mid: str, ts: str | None, pos: int, btype: str, name: str | None,
              inp: str | None, bpath: str | None) -> None:  # fmt: skip
+        found = self.found(btype, name, inp, bpath)
+        if found is not None:
+            self.emit(rows, mid, ts, pos, name, found)
+
+    def found(self, btype: str, name: str | None, inp: str | None, bpath: str | None) -> list[tuple[str, str]] | None:
+        """The ``(path as written, action)`` pairs of one block; None: it names none."""
         if btype == "file_change":
-            found: list[tuple[str, str]] = [(bpath, "changed")] if bpath else []
-        elif btype == "tool_call" and inp:
+            return [(bpath, "changed")] if bpath else []
+        if btype == "tool_call" and inp:
             key = name or ""
             kind = self.kinds[key] if key in self.kinds else _any_kind(name)
             if isinstance(inp, str) and not may_name_paths(kind, inp):
-                return  # a JSON object with none of the keys a path is read from
-            found = list(call_touches(self.adapter, name, inp))
-        else:
-            return
+                return None  # a JSON object with none of the keys a path is read from
+            return list(call_touches(self.adapter, name, inp))
+        return None
+
+    def emit(self, rows: list[tuple[Any, ...]], mid: str, ts: str | None, pos: int, name: str | None,
+             found: list[tuple[str, str]]) -> None:  # fmt: skip
+        """The block's rows: each path normalised against the cwd, a (path, action) once."""
         seen: set[tuple[str, str]] = set()
         for written, action in found:
             path = self.normalised.get(written)

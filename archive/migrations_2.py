@@ -649,3 +649,14 @@ def m135_33_saved_copies(db: Database) -> None:
         CREATE INDEX IF NOT EXISTS saved_copies_session ON saved_copies(session_thread_id);
         """
     )
+
+
+@migrations()
+def m138_42_derived_queue_without_insert_trigger(db: Database) -> None:
+    """The file index's queue without a trigger per written message (issue 42): the
+    projector queues the threads it writes, once per batch (``derived.queue``, from
+    ``Projector.refold``), instead of ``derived_messages_ai`` running an ``INSERT OR IGNORE``
+    into ``_derived_dirty`` for each message row a first ingest writes. Deletions and moves
+    of messages and writes of ``threads`` rows keep their triggers (other writers: rederive,
+    forget, rebuild; a thread's row is written when its messages are)."""
+    db.executescript("DROP TRIGGER IF EXISTS derived_messages_ai;")

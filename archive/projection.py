@@ -31,6 +31,8 @@ from typing import Any
 
 import orjson
 
+from .derived import Live
+from .derived import queue as queue_derived
 from .model import (
     Attachment,
     Block,
@@ -60,6 +62,7 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     _blob_named,
     _blob_of,
     _BLOCK_COL_NAMES,
+    _MESSAGE_COL_NAMES,
     _BLOCK_COLS,
     block_from_row,
     block_row,
@@ -156,6 +159,7 @@ class Projector:
         self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
         self._uids: dict[int, str] = {}
         self._created: dict[str, tuple[str | None, str | None]] = {}
+        self.live: Live | None = None  # an ingest run's file index and signals, computed as messages are written
 
     # -- rows of one line
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
@@ -286,6 +290,7 @@ class Projector:
         rows: dict[str, tuple[Any, ...]] = {}
         blocks: dict[str, list[tuple[Any, ...]]] = {}
         self._created = {}
+        live = self.live
         for msg, key, line_backed, revises in queued:
             held = owner.get(msg.id)
             if held is not None:
@@ -300,22 +305,33 @@ class Projector:
                         continue  # an occurrence ranking first owns it
                     if held[1] != msg.thread_id:
                         self.dirty_threads.add(held[1])
+                if live is not None:  # a message replaced: both threads read back (derived.Live)
+                    live.spoil(held[1], msg.thread_id)
             owner[msg.id] = (key, msg.thread_id)
             v = message_values(msg, line_backed)
             rows[msg.id] = (*v[:9], *key, *v[9:])
             out = blocks[msg.id] = []
+            live_blocks: list[dict[str, Any]] = []
             for position, block in enumerate(msg.content):
                 sha = None
                 if type(block) is Attachment:  # the only blocks with a blob
                     blob = _blob_of(block)
                     sha = self.put_blob(*blob) if blob else _blob_named(block)
-                out.append(block_tuple(msg.id, position, block, sha))
+                t = block_tuple(msg.id, position, block, sha)
+                out.append(t)
+                if live is not None:
+                    live_blocks.append(dict(zip(_BLOCK_COL_NAMES, t)))
+            if live is not None:
+                live.message(key, dict(zip(_MESSAGE_COL_NAMES, v)), live_blocks)
         self._owned |= set(rows)
         replaced = [(i,) for i in rows if i in stored]
         if replaced:
             conn.executemany("DELETE FROM blocks WHERE message_id = ?", replaced)
             conn.executemany("DELETE FROM messages WHERE id = ?", replaced)
         conn.executemany(f"INSERT INTO messages ({_MSG_COLS}) VALUES ({_MSG_MARKS})", list(rows.values()))
+        queue_derived(conn, {r[1] for r in rows.values()})  # their file index and signals (no per-row trigger: m138)
+        if live is not None:
+            live.flush()
         self.messages_added += len(rows) - len(replaced)
         for out in blocks.values():
             self._blocks.extend(out)
@@ -391,6 +407,8 @@ class Projector:
     def discard(self) -> None:
         """Forget pending rows and dirty threads (the caller rolled its transaction back)."""
         self.dirty_threads.clear()
+        if self.live is not None:
+            self.live.discard()
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
         self._owned, self._linked = set(), set()
         self._messages = []

@@ -146,9 +146,25 @@ class Tally:
                 self.last_ts = ts
             t = _time(ts)
             if t is not None:
-                self.times.append(t)
+                self._at(t)
         if not injected and role in ("user", "assistant") and kind is None:
             self.last_conv = (role, has_text)
+
+    def _at(self, t: dt.datetime) -> None:
+        self.times.append(t)
+
+    def _span(self) -> tuple[float, float] | None:
+        """Duration and active seconds (unrounded), None without a message time."""
+        times = self.times
+        if not times:
+            return None
+        times.sort()
+        active = 0.0
+        for a, b in zip(times, times[1:]):
+            gap = (b - a).total_seconds()
+            if 0 < gap <= IDLE_SECONDS:
+                active += gap
+        return (times[-1] - times[0]).total_seconds(), active
 
     def result(self, touches: list[tuple[Any, ...]]) -> dict[str, Any]:
         changed = Counter(t[4] for t in touches if t[6] == "changed")
@@ -159,13 +175,7 @@ class Tally:
             ending = "completed"
         else:
             ending = "open"
-        times = self.times
-        times.sort()
-        active = 0.0
-        for a, b in zip(times, times[1:]):
-            gap = (b - a).total_seconds()
-            if 0 < gap <= IDLE_SECONDS:
-                active += gap
+        span = self._span()
         return {
             "tool_calls": self.calls,
             "tool_errors": self.errors,
@@ -176,6 +186,40 @@ class Tally:
             "ending": ending,
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
-            "duration_seconds": round((times[-1] - times[0]).total_seconds(), 3) if times else None,
-            "active_seconds": round(active, 3) if times else None,
+            "duration_seconds": round(span[0], 3) if span else None,
+            "active_seconds": round(span[1], 3) if span else None,
         }
+
+
+class StreamTally(Tally):
+    """A ``Tally`` whose message times come in order (``archive/derived.py``'s ``Live``):
+    no list of them is kept, the gaps are summed as they come, in the order ``Tally`` sums
+    them after its sort. A time before the one before it sets ``unordered`` (the figures
+    are then not this thread's: its caller computes them again from the archive)."""
+
+    __slots__ = ("t0", "t1", "active", "unordered")
+
+    def __init__(self, signal_of: Any) -> None:
+        super().__init__(signal_of)
+        self.t0: dt.datetime | None = None
+        self.t1: dt.datetime | None = None
+        self.active = 0.0
+        self.unordered = False
+
+    def _at(self, t: dt.datetime) -> None:
+        last = self.t1
+        if last is None:
+            self.t0 = self.t1 = t
+            return
+        gap = (t - last).total_seconds()
+        if gap < 0:
+            self.unordered = True
+            return
+        if 0 < gap <= IDLE_SECONDS:
+            self.active += gap
+        self.t1 = t
+
+    def _span(self) -> tuple[float, float] | None:
+        if self.t0 is None or self.t1 is None:
+            return None
+        return (self.t1 - self.t0).total_seconds(), self.active

@@ -21,7 +21,8 @@ The first run of each query is a warm-up and is not counted.
 
 measures the index's share of a first ingest by difference, in one window: ``--ab N`` pairs
 of first ingests of the same corpus into fresh archives, with the file index and signals and
-without them (the ``derived`` triggers dropped and the run's refresh skipped), alternated
+without them (the ``derived`` triggers dropped, the projector's queue, what it computes as it
+writes (``derived.Live``) and the run's refresh skipped), alternated
 A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
 median without) / median with, in wall and in CPU seconds of the child (``wait4``), beside
 the ``derived`` phase's share of the wall and, per run, its CPU seconds against the run's
@@ -102,7 +103,13 @@ def child_ingest_bare(db: str, home: str) -> None:
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'derived_%'").fetchall():
         conn.execute(f"DROP TRIGGER {name}")
     conn.close()
-    engine.refresh_derived = lambda conn: 0  # type: ignore[assignment]
+    engine.refresh_derived = lambda conn, *args: 0  # type: ignore[assignment]
+    from archive import projection
+
+    if hasattr(projection, "queue_derived"):  # a tree whose projector queues the threads it writes (m138)
+        projection.queue_derived = lambda conn, threads: None  # type: ignore[assignment]
+    if hasattr(engine, "Live"):  # and computes their rows as it writes them (derived.Live)
+        engine.Live = lambda conn: None  # type: ignore[assignment]
     child_ingest(db, home)
 
 
@@ -116,10 +123,10 @@ def child_ingest_timed(db: str, home: str, bare: bool) -> None:
 
     refresh, cpu = engine.refresh_derived, {"derived": 0.0}
 
-    def timed(conn: Any) -> int:
+    def timed(conn: Any, *args: Any) -> int:  # (a tree whose engine hands it the run's ``derived.Live``)
         t = time.process_time()
         try:
-            return refresh(conn)
+            return refresh(conn, *args)
         finally:
             cpu["derived"] += time.process_time() - t
 

@@ -3,7 +3,7 @@
 lines to compare between two versions of the code (issue 42: a faster index must give the
 same answers).
 
-    python scripts/derived_digest.py ARCHIVE [--src TREE] [--out FILE]
+    python scripts/derived_digest.py ARCHIVE [--src TREE] [--out FILE] [--as-ingested]
 
 Empties ``file_touches``, queues every thread, recomputes ``file_touches`` and
 ``thread_signals`` with the code of ``TREE`` (default: this checkout; e.g. a ``git archive``
@@ -12,7 +12,8 @@ row and every ``thread_signals`` row, sorted, and the JSON of ``files`` (``file_
 limit 50, with diffs) for the most touched names, their first paths, two-component suffixes
 and an extension glob. The archive is not changed (the recomputation is rolled back).
 Prints the sha256 of the output and the recomputation's CPU seconds. Compare two runs with
-``diff`` or by their digests.
+``diff`` or by their digests. ``--as-ingested``: the rows as they are, not recomputed (what
+an ingest computed while it wrote the threads, ``derived.Live``, against a recomputation).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, default=REPO, help="the tree whose archive/ package recomputes")
     ap.add_argument("--out", type=Path, help="write the lines here")
     ap.add_argument("--queries", type=int, default=20, help="how many of the most touched names to query")
+    ap.add_argument("--as-ingested", action="store_true", help="digest the rows as they are, without recomputing")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(args.src.resolve()))
     from archive import derived
@@ -42,10 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     db = open_db(args.archive)
     conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute("DELETE FROM file_touches")  # from scratch, as a first ingest fills it
-    conn.execute("INSERT OR IGNORE INTO _derived_dirty SELECT id FROM threads")
     cpu = time.process_time()
-    n = derived.refresh(conn)
+    if args.as_ingested:
+        n = conn.execute("SELECT count(*) FROM thread_signals").fetchone()[0]
+    else:
+        conn.execute("DELETE FROM file_touches")  # from scratch, as a first ingest fills it
+        conn.execute("INSERT OR IGNORE INTO _derived_dirty SELECT id FROM threads")
+        n = derived.refresh(conn)
     cpu = time.process_time() - cpu
     h = hashlib.sha256()
     out = args.out.open("w") if args.out else None

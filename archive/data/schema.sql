@@ -384,9 +384,6 @@ END;
 CREATE TRIGGER derived_messages_ad AFTER DELETE ON messages BEGIN
     INSERT OR IGNORE INTO _derived_dirty VALUES (old.thread_id);
 END;
-CREATE TRIGGER derived_messages_ai AFTER INSERT ON messages BEGIN
-    INSERT OR IGNORE INTO _derived_dirty VALUES (new.thread_id);
-END;
 CREATE TRIGGER derived_messages_au AFTER UPDATE OF thread_id ON messages BEGIN
     INSERT OR IGNORE INTO _derived_dirty VALUES (old.thread_id);
     INSERT OR IGNORE INTO _derived_dirty VALUES (new.thread_id);

@@ -17,6 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from .. import project_roots, records, secrets
+from ..derived import Live
 from ..derived import refresh as refresh_derived
 from ..identity import ThreadNames
 from ..lines import Codec
@@ -148,6 +149,7 @@ class Engine(Generations, LineWriter):
     def _ingest(self, paths: Iterable[str | os.PathLike[str]] | None, started: float) -> Summary:
         env = self.options.env if self.options.env is not None else os.environ
         adapters = chosen_adapters(self.options.providers)
+        self.projector.live = Live(self.conn)  # the index and signals computed as the run writes (derived.py)
         self.max_line = max_line_bytes(self.options, env)
         self._start_run()
         self.path_stats = {
@@ -212,7 +214,8 @@ class Engine(Generations, LineWriter):
         if self.options.scan_secrets:
             secrets.scan_new(self.conn)  # blocks a run without scanning left behind
         t = time.perf_counter()
-        refresh_derived(self.conn)  # once a run: the file index and signals of the threads it wrote (derived.py)
+        live, self.projector.live = self.projector.live, None
+        refresh_derived(self.conn, live)  # once a run: the file index and signals of the threads it wrote (derived.py)
         if self.options.timings is not None:
             _lap(self.options.timings, "derived", t)
         self.conn.execute("COMMIT")

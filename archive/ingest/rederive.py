@@ -47,6 +47,8 @@ def rederive(engine: Engine, sources: list[tuple[int, str, str, str]]) -> None:
     marks = ", ".join("?" * len(ids))
     threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM thread_facts WHERE source_id IN ({marks})", ids)}
     threads |= {r[0] for r in conn.execute(f"SELECT thread_id FROM messages WHERE source_id IN ({marks})", ids)}
+    if engine.projector.live is not None:  # their messages go: read back at the run's end
+        engine.projector.live.spoil(*threads)
     conn.execute(f"DELETE FROM blocks WHERE message_id IN (SELECT id FROM messages WHERE source_id IN ({marks}))", ids)
     for table in ("messages", "message_occurrences", "thread_facts", "usage", "reports"):
         conn.execute(f"DELETE FROM {table} WHERE source_id IN ({marks})", ids)
