@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import re
 import shutil
 import struct
@@ -75,10 +76,30 @@ def canonical_file(path: Path) -> Path:
     return path
 
 
+OLD_MTIME = 1_767_225_600  # 2026-01-01: long before any run of the suite
+
+
+def aged_copies(files: list[Path], into: Path) -> list[Path]:
+    """Copies of ``files`` under ``into`` (``<vendor dir>/<name>``) whose mtime is long past.
+
+    A fresh checkout gives the fixtures the checkout's time, and a source changed in the last
+    minutes marks its session "being written" on the web pages: the copies keep every page the
+    same whenever the suite runs."""
+    out = []
+    for f in files:
+        dest = into / f.parent.name / f.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest)
+        os.utime(dest, (OLD_MTIME, OLD_MTIME))
+        out.append(dest)
+    return out
+
+
 def build_archive(path: Path, extra: Path) -> Path:
     db = open_db(path)
     files = sorted((FIXTURES / "claude-code").glob("*.jsonl")) + sorted((FIXTURES / "codex").glob("*.jsonl"))
-    files += [FIXTURES / "clm" / "20260824-060842-544d4eb3.jsonl", canonical_file(extra)]
+    files = aged_copies(files + [FIXTURES / "clm" / "20260824-060842-544d4eb3.jsonl"], path.parent / "sources")
+    files += [canonical_file(extra)]
     for f in files:
         ingest_paths(db, [f], NEVER_IDLE)
     db.conn.close()
