@@ -23,7 +23,8 @@ measures the index's share of a first ingest by difference, in one window: ``--a
 of first ingests of the same corpus into fresh archives, with the file index and signals and
 without them (the ``derived`` triggers dropped, the projector's queue, what it computes as it
 writes (``derived.Live``) and the run's refresh skipped), alternated
-A B A B (``--before TREE``: a third arm, the code of TREE). The share is (median with -
+A B B A A B ... so that a drift in the machine's speed weighs on both arms alike
+(``--before TREE``: a third arm, the code of TREE). The share is (median with -
 median without) / median with, in wall and in CPU seconds of the child (``wait4``), beside
 the ``derived`` phase's share of the wall and, per run, its CPU seconds against the run's
 (``process_time`` in the child: on a loaded machine the difference between two runs is
@@ -163,7 +164,8 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
         arms = {"before": [sys.executable, here, "--_ingest-timed", str(before.resolve()), "with"], **arms}
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in arms}
     for i in range(pairs):
-        for mode, cmd in arms.items():
+        order = list(arms.items())
+        for mode, cmd in order if i % 2 == 0 else order[::-1]:  # A B, B A, A B ...
             db = work / f"ab-{mode}-{i}.db"
             load = os.getloadavg()[0]
             ing = _child([*cmd, str(db), str(corpus)])
@@ -184,6 +186,9 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
         med = {m: statistics.median(r[k] for r in rs) for m, rs in runs.items()}
         res[k] = {m: round(v, 2) for m, v in med.items()}
         res[k]["share"] = {m: round((med[m] - med["without"]) / med[m], 4) for m in med if m != "without"}
+    # per round, with against without in the same round: a slow drift of the machine cancels
+    res["cpu_round_differences"] = {m: [round(a["cpu_seconds"] - b["cpu_seconds"], 2) for a, b in zip(rs, runs["without"])]
+                                     for m, rs in runs.items() if m != "without"}  # fmt: skip
     res["derived_share"] = {m: round(statistics.median(r["derived_seconds"] / r["wall_seconds"] for r in rs), 4)
                             for m, rs in runs.items() if m != "without"}  # fmt: skip
     # the phase's CPU against its own run's: both measured in one process, so the machine's
@@ -220,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for m in res["derived_share"]:
                 print(f"{m}: the index's share of a first ingest, by difference with the runs without it: wall "
-                      f"{res['wall_seconds']['share'][m]:.1%}, CPU {res['cpu_seconds']['share'][m]:.1%}; "
+                      f"{res['wall_seconds']['share'][m]:.1%}, CPU {res['cpu_seconds']['share'][m]:.1%} (per round "
+                      + ", ".join(f"{d:+.2f} s" for d in res["cpu_round_differences"][m]) + "); "
                       f"its derived phase {res['derived_share'][m]:.1%} of the wall, of the CPU "
                       + ", ".join(f"{x:.1%}" for x in res["derived_cpu_share"][m]))
         return 0
