@@ -43,11 +43,17 @@ import sqlite3
 import orjson
 
 from . import file_index, saved_copies, signals
+from .rows import _BLOCK_COL_NAMES, _MESSAGE_COL_NAMES
 from .vendors import get as get_adapter
 from .vendors.base import Adapter
 
 TEXT_PREFIX = 200  # what Adapter.message_signal sees of a message's first text
 BULK_THREADS = 200  # queued threads from which an empty index is filled without its indexes
+# where ``Live.message`` reads its columns in the rows the projector writes (no dict per row)
+_M_ID, _M_THREAD, _M_ROLE, _M_TS, _M_INJECTED, _M_EXTRA = map(
+    _MESSAGE_COL_NAMES.index, ("id", "thread_id", "role", "ts", "injected", "extra"))
+_B_TYPE, _B_TEXT, _B_CALL, _B_TOOL, _B_INPUT, _B_ERROR, _B_PATH = map(
+    _BLOCK_COL_NAMES.index, ("type", "text", "call_id", "tool_name", "input", "is_error", "path"))
 _SIGNAL_COLS = ("thread_id", "tool_calls", "tool_errors", "retries", "same_file_edits", "compactions",
                 "interrupted_turns", "ending", "first_ts", "last_ts", "duration_seconds", "active_seconds")  # fmt: skip
 
@@ -235,9 +241,10 @@ class Live:
         t = self.threads[thread_id] = _Thread(provider, signals.StreamTally(signal_of))
         return t
 
-    def message(self, key: tuple[int, int, int, int], cols: dict[str, object], blocks: list[dict[str, object]]) -> None:
-        """One message row as written (``message_columns``) and its block rows (``block_row``)."""
-        tid = cols["thread_id"]
+    def message(self, key: tuple[int, int, int, int], values: tuple[object, ...], blocks: list[tuple[object, ...]]) -> None:
+        """One message row as written (``rows.message_values``) and its block rows
+        (``rows.block_tuple``), by position."""
+        tid = values[_M_THREAD]
         assert isinstance(tid, str)
         t = self.threads.get(tid) or self._start(tid, key[0])
         if t is None:
@@ -248,16 +255,16 @@ class Live:
         t.key = key
         tally = t.tally
         block = tally.block
-        mid, ts = cols["id"], cols["ts"]
+        mid, ts = values[_M_ID], values[_M_TS]
         found_of = self._readers[t.provider].found
         first_text: str | None = None
         has_text = False
         pos = -1
         for b in blocks:
             pos += 1
-            btype = b["type"]
+            btype = b[_B_TYPE]
             if btype == "text":
-                text = b["text"]
+                text = b[_B_TEXT]
                 if text:
                     assert isinstance(text, str)
                     text = text[:TEXT_PREFIX]
@@ -267,9 +274,9 @@ class Live:
                         has_text = True
                 block(btype, None, None, None, None, bool(text and text.strip()))
             elif btype == "tool_call" or btype == "file_change":
-                name, inp = b["tool_name"], b["input"]
-                block(btype, name, _input_key(inp), b["call_id"] if btype == "tool_call" else None, None, False)  # type: ignore[arg-type]
-                found = found_of(btype, name, inp, b["path"] if btype == "file_change" else None)  # type: ignore[arg-type]
+                name, inp = b[_B_TOOL], b[_B_INPUT]
+                block(btype, name, _input_key(inp), b[_B_CALL] if btype == "tool_call" else None, None, False)  # type: ignore[arg-type]
+                found = found_of(btype, name, inp, b[_B_PATH] if btype == "file_change" else None)  # type: ignore[arg-type]
                 if found:
                     try:
                         self._pending.append((tid, mid, pos, ts, name, orjson.dumps(found)))
@@ -277,9 +284,9 @@ class Live:
                         self.spoil(tid)
                         return
             elif btype == "tool_result":
-                block(btype, None, None, b["call_id"], b["is_error"], False)
-        extra = cols["extra"] if self._marks[t.provider] else None
-        tally.message(cols["role"], ts, cols["injected"], extra, first_text, has_text)
+                block(btype, None, None, b[_B_CALL], b[_B_ERROR], False)
+        extra = values[_M_EXTRA] if self._marks[t.provider] else None
+        tally.message(values[_M_ROLE], ts, values[_M_INJECTED], extra, first_text, has_text)  # type: ignore[arg-type]
         if tally.unordered:
             self.spoil(tid)
 

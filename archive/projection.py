@@ -311,18 +311,14 @@ class Projector:
             v = message_values(msg, line_backed)
             rows[msg.id] = (*v[:9], *key, *v[9:])
             out = blocks[msg.id] = []
-            live_blocks: list[dict[str, Any]] = []
             for position, block in enumerate(msg.content):
                 sha = None
                 if type(block) is Attachment:  # the only blocks with a blob
                     blob = _blob_of(block)
                     sha = self.put_blob(*blob) if blob else _blob_named(block)
-                t = block_tuple(msg.id, position, block, sha)
-                out.append(t)
-                if live is not None:
-                    live_blocks.append(dict(zip(_BLOCK_COL_NAMES, t)))
+                out.append(block_tuple(msg.id, position, block, sha))
             if live is not None:
-                live.message(key, dict(zip(_MESSAGE_COL_NAMES, v)), live_blocks)
+                live.message(key, v, out)
         self._owned |= set(rows)
         replaced = [(i,) for i in rows if i in stored]
         if replaced:
