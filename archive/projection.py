@@ -62,7 +62,6 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     _blob_named,
     _blob_of,
     _BLOCK_COL_NAMES,
-    _MESSAGE_COL_NAMES,
     _BLOCK_COLS,
     block_from_row,
     block_row,

@@ -99,7 +99,9 @@ def build_archive(path: Path, extra: Path) -> Path:
     db = open_db(path)
     files = sorted((FIXTURES / "claude-code").glob("*.jsonl")) + sorted((FIXTURES / "codex").glob("*.jsonl"))
     files = aged_copies(files + [FIXTURES / "clm" / "20260824-060842-544d4eb3.jsonl"], path.parent / "sources")
-    files += [canonical_file(extra)]
+    canonical = canonical_file(extra)
+    os.utime(canonical, (OLD_MTIME, OLD_MTIME))  # written just now: as old as the copies
+    files += [canonical]
     for f in files:
         ingest_paths(db, [f], NEVER_IDLE)
     db.conn.close()
