@@ -29,12 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,33 @@ def run_ingest(db: Path, home: Path, scan: bool = True, providers: tuple[str, ..
 
 
 # ---------------------------------------------------------------- measurements
+
+
+def counted(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd``, a child printing its JSON report, under callgrind: the report with
+    ``instructions``, the instructions the process executed. Unlike seconds, the count is the
+    same whatever else the machine does (two runs of the same ingest differ by about 0.3 %),
+    so a share measured in instructions needs no rounds; it counts the work, not the cache
+    misses and I/O waits a bigger archive adds (the seconds of the same runs tell those).
+    ``PYTHONHASHSEED`` is fixed so that set and dict orders, and the work, repeat. About 60x
+    slower than the run itself: a 100 MB first ingest takes 10-15 minutes."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                          capture_output=True, env=env, cwd=REPO)  # fmt: skip
+    found = re.search(rb"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"counted run failed (exit {proc.returncode}): {cmd}\n{proc.stderr[-2000:].decode(errors='replace')}")
+    out = json.loads(proc.stdout)
+    out["instructions"] = int(found.group(1))
+    return out
+
+
+def counted_all(cmds: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    """``counted`` for each command, as many at once as there are cores (the counts do not
+    depend on it)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {name: pool.submit(counted, cmd) for name, cmd in cmds.items()}
+        return {name: f.result() for name, f in futures.items()}
 
 
 def corpus_files(home: Path) -> list[Path]:
@@ -595,6 +624,56 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
     }  # fmt: skip
 
 
+def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say: Any) -> dict[str, Any]:
+    """The six newest vendors' share of a first ingest in instructions (``counted``): one
+    first ingest of every vendor, one of every vendor but the six, one of an empty home (the
+    fixed cost: interpreter, imports, migrations), each into a fresh database. Their share
+    is ``(with - without) / (with - empty)``, beside their share of the bytes and of the
+    messages; and per MB and per message, what they add against what the other vendors cost
+    on average (``without - empty`` over their bytes and messages)."""
+    names = {v: v.replace("_", "-") for v in manifest["vendors"]}
+    everyone = tuple(names.values())
+    rest = tuple(n for n in everyone if n not in NEW_VENDORS)
+    empty = work / "empty-home"
+    empty.mkdir(exist_ok=True)
+    me = [sys.executable, str(Path(__file__).resolve()), "--_ingest"]
+    arms = {"with": (home, everyone), "without": (home, rest), "empty": (empty, everyone)}
+    cmds = {k: [*me, str(_fresh(work / f"count-{k}.db")), str(h), f"--providers={','.join(p)}"] for k, (h, p) in arms.items()}
+    say("shares in instructions: every vendor, all but the new six, an empty home (under callgrind)")
+    runs = counted_all(cmds)
+    for k in arms:
+        _fresh(work / f"count-{k}.db")
+    ins = {k: r["instructions"] for k, r in runs.items()}
+    msgs = {k: r["messages_added"] for k, r in runs.items()}
+    total = sum(d["bytes"] for d in manifest["vendors"].values())
+    new_bytes = sum(d["bytes"] for v, d in manifest["vendors"].items() if names[v] in NEW_VENDORS)
+    net_with, net_without = ins["with"] - ins["empty"], ins["without"] - ins["empty"]
+    added = ins["with"] - ins["without"]
+    new_msgs = msgs["with"] - msgs["without"]
+    return {
+        "bytes": total, "new_bytes": new_bytes, "messages": msgs["with"], "new_messages": new_msgs,
+        "instructions": ins, "new_byte_share": new_bytes / total, "new_message_share": new_msgs / max(msgs["with"], 1),
+        "new_instruction_share": added / net_with, "new_instruction_share_gross": added / ins["with"],
+        "per_mb": {"new": added / (new_bytes / MB), "rest": net_without / ((total - new_bytes) / MB)},
+        "per_message": {"new": added / max(new_msgs, 1), "rest": net_without / max(msgs["without"], 1)},
+        "wall_seconds_under_callgrind": {k: round(r["wall_seconds"], 1) for k, r in runs.items()},
+    }  # fmt: skip
+
+
+def fmt_shares_counted(s: dict[str, Any]) -> str:
+    pm, pmsg = s["per_mb"], s["per_message"]
+    return "\n".join([
+        f"vendor shares in instructions (callgrind; first ingests less an empty home's {s['instructions']['empty'] / 1e9:.2f} G): "
+        f"every vendor {(s['instructions']['with'] - s['instructions']['empty']) / 1e9:.2f} G, all but the new six "
+        f"{(s['instructions']['without'] - s['instructions']['empty']) / 1e9:.2f} G",
+        f"  the six hold {100 * s['new_byte_share']:.1f}% of the bytes and {100 * s['new_message_share']:.1f}% of the messages "
+        f"({s['new_messages']:,} of {s['messages']:,}) and add {100 * s['new_instruction_share']:.1f}% of the instructions "
+        f"({100 * s['new_instruction_share_gross']:.1f}% of the whole run's)",
+        f"  they add {pm['new'] / 1e6:.0f} M instructions a MB ({pm['new'] / pm['rest']:.2f}x what the other vendors cost a MB) and "
+        f"{pmsg['new'] / 1e3:.0f} k a message ({pmsg['new'] / pmsg['rest']:.2f}x the others' per message)",
+    ])  # fmt: skip
+
+
 def _spread(xs: list[float]) -> str:
     return f"{min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f}"
 
@@ -660,6 +739,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also each vendor's MB/s alone and a first ingest without the six newest vendors (issue 35)")
     ap.add_argument("--shares-only", action="store_true", help="only the --shares measurement")
     ap.add_argument("--shares-runs", type=int, default=1, help="with/without pairs for --shares (default 1)")
+    ap.add_argument("--shares-instructions", action="store_true",
+                    help="only the six newest vendors' share, counted in instructions under callgrind (deterministic, ~60x slower)")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -691,6 +772,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report: dict[str, Any] = {"date": datetime.now().isoformat(timespec="seconds"), "python": sys.version.split()[0],
                                   "cpus": os.cpu_count()}  # fmt: skip
+        if args.shares_instructions:
+            report["shares_instructions"] = vendor_shares_counted(work, home, manifest, say)
+            print(json.dumps(report, indent=2) if args.json else fmt_shares_counted(report["shares_instructions"]))
+            return 0
         if args.shares_only:
             report["shares"] = vendor_shares(work, home, manifest, args.shares_runs, say)
             print(json.dumps(report, indent=2) if args.json else fmt_shares(report["shares"]))

@@ -30,6 +30,12 @@ the ``derived`` phase's share of the wall and, per run, its CPU seconds against 
 (``process_time`` in the child: on a loaded machine the difference between two runs is
 noise, the ratio inside one run much less). Each child ingests with its own tree's code.
 The machine's load (``os.getloadavg``) is recorded before and after each run.
+
+    python scripts/bench_files.py --instructions --corpus DIR [--json]
+
+counts the same two arms (and an empty home's run, the fixed cost) in instructions under
+callgrind (``bench.counted``): one run each, the same count whatever the machine does; it
+counts the work the index adds, not the cache misses or I/O of its rows (the seconds do).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ SRC = Path(sys.argv[2]).resolve() if sys.argv[1:2] == ["--_ingest-timed"] else R
 sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(SRC / "scripts"))
 
-from bench import child_ingest, percentile, run_ingest  # noqa: E402
+from bench import child_ingest, counted_all, percentile, run_ingest  # noqa: E402
 
 from archive.db import open_db  # noqa: E402
 from archive.file_touches import file_history  # noqa: E402
@@ -197,6 +203,24 @@ def ab(corpus: Path, pairs: int, work: Path, say: Any, before: Path | None = Non
     return res
 
 
+def ab_counted(corpus: Path, work: Path, say: Any) -> dict[str, Any]:
+    """The index's share of a first ingest in instructions (``bench.counted``: callgrind,
+    the same count whatever the machine's load), with it and without it as ``ab`` runs them,
+    and an ingest of an empty home (the fixed cost of a run) to give the share net of it."""
+    here = str(Path(__file__).resolve())
+    empty = work / "empty-home"
+    empty.mkdir(exist_ok=True)
+    arms = {"with": ("with", corpus), "without": ("without", corpus), "empty": ("with", empty)}
+    say("the index's share in instructions: with it, without it, an empty home (under callgrind)")
+    runs = counted_all({k: [sys.executable, here, "--_ingest-timed", str(REPO), mode, str(work / f"count-{k}.db"), str(home)]
+                        for k, (mode, home) in arms.items()})  # fmt: skip
+    ins = {k: r["instructions"] for k, r in runs.items()}
+    index = ins["with"] - ins["without"]
+    return {"corpus": str(corpus), "instructions": ins, "share": round(index / ins["with"], 4),
+            "share_net": round(index / (ins["with"] - ins["empty"]), 4),
+            "derived_cpu_share": round(runs["with"]["derived_cpu_seconds"] / runs["with"]["process_cpu_seconds"], 4)}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_ingest-bare"]:
@@ -213,8 +237,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--before", type=Path, metavar="TREE", help="with --ab: also ingest with the code of TREE (a git archive)")
     ap.add_argument("--ab", type=int, metavar="N", help="only the index's share: N pairs of ingests of --corpus, with and without it")
+    ap.add_argument("--instructions", action="store_true",
+                    help="only the index's share, counted in instructions under callgrind (one run of each arm: deterministic)")
     args = ap.parse_args(argv)
     say = (lambda m: print(m, file=sys.stderr)) if args.json else print  # noqa: E731
+    if args.instructions:
+        if not args.corpus:
+            ap.error("--instructions needs --corpus")
+        with tempfile.TemporaryDirectory(dir=args.db.parent if args.db else None) as tmp:
+            res = ab_counted(args.corpus, Path(tmp), say)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            i = res["instructions"]
+            print(f"the index's share of a first ingest in instructions: {res['share']:.2%} of the run "
+                  f"({(i['with'] - i['without']) / 1e9:.3f} G of {i['with'] / 1e9:.3f} G), {res['share_net']:.2%} net of an "
+                  f"empty home's {i['empty'] / 1e9:.3f} G; its derived phase {res['derived_cpu_share']:.2%} of the run's CPU")
+        return 0
     if args.ab:
         if not args.corpus:
             ap.error("--ab needs --corpus")

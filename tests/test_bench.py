@@ -89,3 +89,43 @@ def test_bench_vendor_shares(tmp_path):
     spec.loader.exec_module(bench)
     text = bench.fmt_shares(s)
     assert "difference, pair by pair" in text and "ms each" in text and "ms a message" in text
+
+
+@pytest.mark.slow
+def test_bench_vendor_shares_in_instructions(tmp_path):
+    """--shares-instructions (issue 35): the same with/without comparison counted in
+    instructions under callgrind, which the machine's load does not move."""
+    corpus = tmp_path / "corpus"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
+         "--workdir", str(tmp_path / "work"), "--shares-instructions"],
+        capture_output=True, check=True, timeout=900,
+    )  # fmt: skip
+    s = json.loads(out.stdout)["shares_instructions"]
+    ins = s["instructions"]
+    # each run does more work than the one with less to read: every vendor, all but six, none
+    assert ins["with"] > ins["without"] > ins["empty"] > 10**8
+    assert 0 < s["new_messages"] < s["messages"] and 0.05 < s["new_byte_share"] < 0.2
+    assert 0 < s["new_instruction_share"] < 1 and s["new_instruction_share_gross"] < s["new_instruction_share"]
+    assert s["per_mb"]["new"] > 0 and s["per_message"]["rest"] > 0
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert "of the instructions" in bench.fmt_shares_counted(s)
+
+
+@pytest.mark.slow
+def test_bench_files_index_share_in_instructions(tmp_path):
+    """scripts/bench_files.py --instructions (issue 42): the file index's and signals' share of
+    a first ingest, counted under callgrind with them and without them."""
+    corpus = tmp_path / "corpus"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_corpus.py"), str(corpus), "--size", "2MB"],
+                   check=True, capture_output=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_files.py"), "--instructions", "--corpus", str(corpus), "--json"],
+        capture_output=True, check=True, timeout=900,
+    )  # fmt: skip
+    r = json.loads(out.stdout)
+    ins = r["instructions"]
+    assert ins["with"] > ins["without"] > ins["empty"] > 10**8
+    assert 0 < r["share"] < r["share_net"] < 1 and r["derived_cpu_share"] > 0
