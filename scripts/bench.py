@@ -551,6 +551,16 @@ def _fresh(db: Path) -> Path:
     return db
 
 
+def _share_arms(work: Path, manifest: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], Path]:
+    """The corpus's vendor names (manifest key -> provider), every vendor, every vendor but
+    ``NEW_VENDORS``, and an empty home (the fixed cost of a run)."""
+    names = {v: v.replace("_", "-") for v in manifest["vendors"]}
+    everyone = tuple(names.values())
+    empty = work / "empty-home"
+    empty.mkdir(exist_ok=True)
+    return names, everyone, tuple(n for n in everyone if n not in NEW_VENDORS), empty
+
+
 def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, say: Any) -> dict[str, Any]:
     """Each vendor's cost in a first ingest (issue 35: a vendor should cost no more than its
     share of the bytes). Definitions, all first ingests into a fresh database:
@@ -573,11 +583,7 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
     Every run is kept (``with_seconds``, ``differences`` pair by pair, each vendor's
     ``runs_seconds``) so the report gives the spread (min / median / max) of ``runs`` rounds,
     each round holding one run of every kind."""
-    names = {v: v.replace("_", "-") for v in manifest["vendors"]}
-    everyone = tuple(names.values())
-    rest = tuple(n for n in everyone if n not in NEW_VENDORS)
-    empty = work / "empty-home"
-    empty.mkdir(exist_ok=True)
+    names, everyone, rest, empty = _share_arms(work, manifest)
     fixed: list[float] = []
     with_: list[float] = []
     without: list[float] = []
@@ -631,11 +637,7 @@ def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say:
     is ``(with - without) / (with - empty)``, beside their share of the bytes and of the
     messages; and per MB and per message, what they add against what the other vendors cost
     on average (``without - empty`` over their bytes and messages)."""
-    names = {v: v.replace("_", "-") for v in manifest["vendors"]}
-    everyone = tuple(names.values())
-    rest = tuple(n for n in everyone if n not in NEW_VENDORS)
-    empty = work / "empty-home"
-    empty.mkdir(exist_ok=True)
+    names, everyone, rest, empty = _share_arms(work, manifest)
     me = [sys.executable, str(Path(__file__).resolve()), "--_ingest"]
     arms = {"with": (home, everyone), "without": (home, rest), "empty": (empty, everyone)}
     cmds = {k: [*me, str(_fresh(work / f"count-{k}.db")), str(h), f"--providers={','.join(p)}"] for k, (h, p) in arms.items()}

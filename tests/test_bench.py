@@ -129,3 +129,23 @@ def test_bench_files_index_share_in_instructions(tmp_path):
     ins = r["instructions"]
     assert ins["with"] > ins["without"] > ins["empty"] > 10**8
     assert 0 < r["share"] < r["share_net"] < 1 and r["derived_cpu_share"] > 0
+
+
+@pytest.mark.slow
+def test_bench_files_index_share_in_run(tmp_path):
+    """scripts/bench_files.py --in-run (issue 42): the index timed inside a first ingest at its
+    entry points, less the wrapper's own cost, against the run's wall and CPU time."""
+    corpus = tmp_path / "corpus"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_corpus.py"), str(corpus), "--size", "2MB"],
+                   check=True, capture_output=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_files.py"), "--in-run", "2", "--corpus", str(corpus), "--json"],
+        capture_output=True, check=True, timeout=600,
+    )  # fmt: skip
+    r = json.loads(out.stdout)
+    assert len(r["runs"]) == 2
+    for run in r["runs"]:
+        # every entry point was reached, the index's time is inside the run's
+        assert set(run["calls"]) == {"message", "flush", "write", "queue_derived", "refresh_derived"}
+        assert run["calls"]["message"] > 0 and run["seconds"]["message"] > 0
+        assert 0 < run["index_seconds"] < run["wall_seconds"] and 0 < run["share_wall"] < 1 and run["wrapper_ns"] > 0
