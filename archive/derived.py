@@ -38,7 +38,12 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -152,7 +157,7 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
             add(mid, ts, pos, btype, name, inp, bpath)
     if current is not None:
         message(*current[1:], first_text, has_text)
-    _write_signals(conn, thread_id, tally.result(indexer.finish()))
+    _write_signals(conn, thread_id, tally.result(signals.changed_paths(indexer.finish())))
 
 
 def _write_signals(conn: sqlite3.Connection, thread_id: str, s: dict[str, object]) -> None:
@@ -168,6 +173,41 @@ def _input_key(inp: str | None) -> object:
     if not inp:
         return None
     return inp if len(inp) <= 256 else hashlib.sha256(inp.encode("utf-8", "surrogatepass")).digest()
+
+
+# The paths a run's calls name wait for their thread's cwd (known at the run's end) in a scratch
+# database of their own: a file, so that a big first import keeps them on disk, not in memory.
+# Not TEMP: the ingest loop keeps its statement journals in memory (``temp_store``, engine.py),
+# and a temp table would then live in memory too.
+SCRATCH = "ingest_scratch"
+
+
+def attach_scratch(conn: sqlite3.Connection) -> None:
+    """Attach the scratch database (outside a transaction), unless it is; its file is
+    unlinked at once, so nothing is left behind when the process ends, however it ends."""
+    if any(r[1] == SCRATCH for r in conn.execute("PRAGMA database_list")):
+        return
+    fd, path = tempfile.mkstemp(prefix="sesh-archive-scratch-", suffix=".db")
+    os.close(fd)
+    try:
+        conn.execute("ATTACH DATABASE ? AS " + SCRATCH, (path,))
+        # rolled back with the run's transaction (Live.discard trusts nothing after one anyway)
+        conn.execute(f"PRAGMA {SCRATCH}.journal_mode = MEMORY")
+        conn.execute(f"PRAGMA {SCRATCH}.synchronous = OFF")
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:  # a system that cannot unlink an open file: gone at detach_scratch
+            pass
+
+
+def detach_scratch(conn: sqlite3.Connection) -> None:
+    """Detach the scratch database (outside a transaction), if attached."""
+    for _seq, name, path in conn.execute("PRAGMA database_list").fetchall():
+        if name == SCRATCH:
+            conn.execute("DETACH DATABASE " + SCRATCH)
+            if path and os.path.exists(path):
+                os.unlink(path)
 
 
 class _Thread:
@@ -191,7 +231,7 @@ class Live:
       transaction) leaves it to ``refresh_thread``, which reads it from the archive.
     * Bounded memory: per thread its signals' running figures (``signals.StreamTally``: the
       last call's input as a digest when long); the paths each call names, as written, go
-      to a temp table per batch and are normalised against the thread's cwd, which is
+      to the scratch database per batch and are normalised against the thread's cwd, which is
       known only at the end, by ``write``.
     """
 
@@ -204,8 +244,9 @@ class Live:
         self._readers: dict[str | None, file_index._BlockReader] = {}
         self._marks: dict[str | None, bool] = {}
         self._pending: list[tuple[object, ...]] = []
+        attach_scratch(conn)
         try:  # an earlier run's on this connection, interrupted
-            conn.execute("DELETE FROM temp._live_touches")
+            conn.execute(f"DELETE FROM {SCRATCH}._live_touches")
         except sqlite3.OperationalError:
             pass
 
@@ -291,15 +332,15 @@ class Live:
             self.spoil(tid)
 
     def flush(self) -> None:
-        """The batch's paths into the temp table (the caller's transaction)."""
+        """The batch's paths into the scratch database (the caller's transaction)."""
         if not self._pending or self.broken:
             return
         self.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS _live_touches "
+            f"CREATE TABLE IF NOT EXISTS {SCRATCH}._live_touches "
             "(thread_id TEXT, message_id TEXT, position INTEGER, ts TEXT, tool_name TEXT, found TEXT)"
         )
-        self.conn.execute("CREATE INDEX IF NOT EXISTS temp._live_touches_thread ON _live_touches(thread_id)")
-        self.conn.executemany("INSERT INTO temp._live_touches VALUES (?, ?, ?, ?, ?, ?)", self._pending)
+        self.conn.execute(f"CREATE INDEX IF NOT EXISTS {SCRATCH}._live_touches_thread ON _live_touches(thread_id)")
+        self.conn.executemany(f"INSERT INTO {SCRATCH}._live_touches VALUES (?, ?, ?, ?, ?, ?)", self._pending)
         self._pending = []
 
     def write(self, thread_id: str, *, fresh: bool) -> bool:
@@ -315,28 +356,37 @@ class Live:
             self.conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
         reader = file_index._BlockReader(None, cwd)
         rows: list[tuple[object, ...]] = []
-        try:
-            found = self.conn.execute(
-                "SELECT message_id, position, ts, tool_name, found FROM temp._live_touches WHERE thread_id = ? ORDER BY rowid",
+        changed: Counter[str] = Counter()
+        try:  # read as written, in batches: a long thread's paths are never all in memory
+            found: Iterable[tuple[Any, ...]] = self.conn.execute(
+                f"SELECT message_id, position, ts, tool_name, found FROM {SCRATCH}._live_touches WHERE thread_id = ? "
+                "ORDER BY rowid",
                 (thread_id,),
-            ).fetchall()
+            )
         except sqlite3.OperationalError:  # no call of the run named a path
-            found = []
+            found = ()
         for mid, pos, ts, name, pairs in found:
             reader.emit(rows, mid, ts, pos, name, [tuple(p) for p in orjson.loads(pairs)])
+            if len(rows) >= file_index.ThreadIndexer.BATCH:
+                self._write_touches(thread_id, rows, changed)
+                rows = []
+        self._write_touches(thread_id, rows, changed)
+        _write_signals(self.conn, thread_id, t.tally.result(changed))
+        return True
+
+    def _write_touches(self, thread_id: str, rows: list[tuple[object, ...]], changed: Counter[str]) -> None:
         if rows:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(thread_id, *r) for r in rows],
             )
-        _write_signals(self.conn, thread_id, t.tally.result(rows))
-        return True
+            signals.changed_paths(rows, changed)
 
     def close(self) -> None:
         self.threads.clear()
         self._pending = []
         try:
-            self.conn.execute("DELETE FROM temp._live_touches")
+            self.conn.execute(f"DELETE FROM {SCRATCH}._live_touches")
         except sqlite3.OperationalError:
             pass

@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import orjson
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .sql_dialect import SQLITE, Dialect
@@ -78,7 +78,15 @@ def compute(messages: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]], touc
             with_text.add(mid)
     for mid, role, ts, injected, extra, text in messages:
         tally.message(role, ts, injected, extra, text, mid in with_text)
-    return tally.result(touches)
+    return tally.result(changed_paths(touches))
+
+
+def changed_paths(touches: Iterable[tuple[Any, ...]], into: Counter[str] | None = None) -> Counter[str]:
+    """How many times each path was changed, from ``file_touches`` rows without the thread id
+    (``file_index.touches``), added to ``into`` when given."""
+    changed: Counter[str] = Counter() if into is None else into
+    changed.update(t[4] for t in touches if t[6] == "changed")
+    return changed
 
 
 class Tally:
@@ -166,8 +174,9 @@ class Tally:
                 active += gap
         return (times[-1] - times[0]).total_seconds(), active
 
-    def result(self, touches: list[tuple[Any, ...]]) -> dict[str, Any]:
-        changed = Counter(t[4] for t in touches if t[6] == "changed")
+    def result(self, changed: Counter[str]) -> dict[str, Any]:
+        """The thread's signals; ``changed``: how many times each path was changed
+        (``changed_paths`` of its ``file_touches`` rows)."""
         last_conv = self.last_conv
         if self.last_error_pos > self.last_text_pos:
             ending = "errored"

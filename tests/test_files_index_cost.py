@@ -306,4 +306,4 @@ def test_the_tally_gives_compute_s_signals_in_any_interleaving_of_messages_and_b
                         tally.block(*b[1:])
                 if not early:
                     tally.message(*m[1:], m[0] in with_text)
-            assert tally.result(touches) == expected
+            assert tally.result(signals.changed_paths(touches)) == expected

@@ -17,7 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from .. import project_roots, records, secrets
-from ..derived import Live
+from ..derived import Live, detach_scratch
 from ..derived import refresh as refresh_derived
 from ..identity import ThreadNames
 from ..lines import Codec
@@ -71,6 +71,7 @@ class Engine(Generations, LineWriter):
         self._masking: _Gen | None = None  # the generation whose lines are masked (archive/forget.py)
         for pragma in _INGEST_PRAGMAS:
             self.conn.execute(f"PRAGMA {pragma}")
+        self._temp = "FILE"
 
     # -- run bookkeeping
     def _start_run(self) -> None:
@@ -207,6 +208,7 @@ class Engine(Generations, LineWriter):
             self._mark_missing(seen_paths | self.document_paths, {a.name for a in adapters})
             if unclaimed is not None:
                 self.summary.unread = find_unread(env, unclaimed, seen_paths)
+        self._temp_store("FILE")  # the run's end may delete whole sources (rederive_outranked)
         self.conn.execute("BEGIN IMMEDIATE")
         if self.names.outranked:  # a vendor ranked first took a thread id: re-derive the other's rows
             rederive_outranked(self)
@@ -219,6 +221,7 @@ class Engine(Generations, LineWriter):
         if self.options.timings is not None:
             _lap(self.options.timings, "derived", t)
         self.conn.execute("COMMIT")
+        detach_scratch(self.conn)
         self._warn_empty(touched)
         self.summary.messages_added = self.projector.messages_added
         self._finish_run(started)
@@ -235,8 +238,18 @@ class Engine(Generations, LineWriter):
     # -- transactions: several files' batches share one
     def _begin(self) -> None:
         if not self.conn.in_transaction:
+            self._temp_store("MEMORY")
             self.conn.execute("BEGIN IMMEDIATE")
             self._tx_started, self._tx_bytes = time.monotonic(), 0
+
+    def _temp_store(self, where: str) -> None:
+        """Where the statement journals of the next transaction go (``_INGEST_PRAGMAS``):
+        SQLite reads ``temp_store`` when a transaction begins. Changing it drops the temp
+        tables: the projector's (``_write_blocks``) is empty between flushes, and ``Live``
+        keeps its rows in a scratch database of its own."""
+        if self._temp != where:
+            self.conn.execute(f"PRAGMA temp_store = {where}")
+            self._temp = where
 
     def _maybe_commit(self) -> None:
         o = self.options
