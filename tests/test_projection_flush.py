@@ -117,3 +117,32 @@ def test_a_new_copy_of_a_history_folds_only_the_threads_it_changes(tmp_path):
     assert conn.execute("SELECT * FROM threads ORDER BY id").fetchall() == stored
     assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork"), ("t3", "t1", "b", "fork")]
     conn.execute("COMMIT")
+
+
+def test_a_new_copy_resolves_the_lineage_only_of_the_threads_it_can_change(tmp_path, monkeypatch):
+    """A copy that takes no message over can change no other holder's lineage: only its own
+    thread is resolved. A copy that takes the shared messages over (it ranks first) changes
+    every holder's: all are resolved, and what is stored is what resolving all of them gives."""
+    from archive import projection
+
+    db, conn = _db(tmp_path)
+    conn.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (4, 'u4', 'canonical', 'lines')")
+    resolved: list[str] = []
+    real = projection.resolve_lineage
+    monkeypatch.setattr(projection, "resolve_lineage", lambda c, t: resolved.append(t) or real(c, t))
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    seen = {}
+    for source, thread in ((1, "t1"), (2, "t2"), (3, "t3"), (4, "t0")):  # t0 ranks first: it takes a and b
+        resolved.clear()
+        for off, mid in enumerate(("a", "b", f"own-{thread}")):
+            p.put_message(_msg(mid, thread), (source, 1, off, 0))
+        p.refold()
+        seen[thread] = sorted(resolved)
+    assert seen == {"t1": [], "t2": ["t2"], "t3": ["t3"], "t0": ["t0", "t1", "t2", "t3"]}
+    lineage = "SELECT thread_id, parent_thread_id, origin_message_id, kind FROM thread_lineage ORDER BY 1"
+    expected = [("t1", "t0", "b", "fork"), ("t2", "t0", "b", "fork"), ("t3", "t0", "b", "fork")]
+    assert conn.execute(lineage).fetchall() == expected
+    for t in ("t0", "t1", "t2", "t3"):
+        assert real(conn, t) is False  # nothing left stale
+    conn.execute("COMMIT")
