@@ -157,7 +157,7 @@ class Projector:
         self._linked: set[str] = set()  # threads with a RESPONSE_LINK row in this flush (``_link_usage``)
         self._reports: list[tuple[Any, ...]] = []
         self._shared: set[str] = set()  # messages seen in more than one thread: lineage to recompute
-        self._moved: set[str] = set()  # messages whose owning occurrence changed in this flush
+        self._moved: set[str] = set()  # shared messages that changed owner thread in this flush
         self._sharers: set[str] = set()  # threads that took an occurrence of a shared message
         self._fact_threads: set[str] = set()  # threads with thread_facts rows in this flush
         self._uids: dict[int, str] = {}
@@ -307,8 +307,8 @@ class Projector:
                         self._sharers.add(msg.thread_id)
                     if not self._before((key, msg.thread_id), held):
                         continue  # an occurrence ranking first owns it
-                    self._moved.add(msg.id)
                     if held[1] != msg.thread_id:
+                        self._moved.add(msg.id)
                         self.dirty_threads.add(held[1])
                 if live is not None:  # a message replaced: both threads read back (derived.Live)
                     live.spoil(held[1], msg.thread_id)
@@ -380,7 +380,7 @@ class Projector:
                 self._occurrences,
             )
             self._occurrences = []
-        if self._shared or self._moved:
+        if self._shared:
             self._resolve_lineage()
         self._moved, self._sharers, self._fact_threads = set(), set(), set()
         if self._usage or self._owned:
@@ -428,12 +428,14 @@ class Projector:
     def _resolve_lineage(self) -> None:
         """Recompute ``thread_lineage`` of the threads whose lineage this flush may change, and
         queue those threads for folding. A thread's lineage reads its occurrences in its own
-        order, the owner and owning key of each, and its facts (``resolve_lineage``); of the
-        threads holding a copy of a message seen in more than one thread, those are: a thread
-        that took such a copy now, every holder of a message whose owning occurrence changed,
-        and a holder whose facts were written. Any other holder's inputs are as they were when
-        it was last resolved (300 MB replicated real corpus: 94k resolutions, 3.3 s, where
-        every holder was resolved again)."""
+        order, the owner thread and owning key of each, and its facts (``resolve_lineage``).
+        Lineage is resolved for the threads holding a copy of a message seen in more than one
+        thread (a message moving between keys of one thread resolves nothing, as before:
+        resolved then, an emitted session its client rewrote would lose its parent); of those
+        holders, a flush can change the lineage of a thread that took such a copy now, of every
+        holder of one that changed owner thread, and of a holder whose facts were written. Any
+        other holder's inputs are as they were when it was last resolved (300 MB replicated
+        real corpus: 94k resolutions, 3.3 s, where every holder was resolved again)."""
         shared, self._shared = self._shared, set()
         wanted = set(self._sharers)
         for ids, only in ((self._moved, None), (shared, self._fact_threads)):
