@@ -146,3 +146,25 @@ def test_a_new_copy_resolves_the_lineage_only_of_the_threads_it_can_change(tmp_p
     for t in ("t0", "t1", "t2", "t3"):
         assert real(conn, t) is False  # nothing left stale
     conn.execute("COMMIT")
+
+
+def test_a_message_moving_between_keys_of_its_own_thread_keeps_the_threads_lineage(tmp_path):
+    """As before the lineage was resolved only where a flush can change it: a thread's own
+    message taken over by a key of the same thread that ranks first (a session its client
+    rewrote, read again: Gemini CLI resuming an emitted hand-off) resolves no lineage, so the
+    fork found when the copies came is kept."""
+    db, conn = _db(tmp_path)
+    conn.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (4, 'u0', 'canonical', 'lines')")
+    p = Projector(conn)
+    conn.execute("BEGIN")
+    for source, thread in ((1, "t1"), (2, "t2")):
+        for off, mid in enumerate(("a", "b", f"own-{thread}")):
+            p.put_message(_msg(mid, thread), (source, 1, off, 0))
+        p.refold()
+    lineage = "SELECT thread_id, parent_thread_id, origin_message_id, kind FROM thread_lineage ORDER BY 1"
+    assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork")]
+    p.put_message(_msg("own-t2", "t2"), (4, 1, 0, 0))  # u0 ranks before u2: the same thread's key moves
+    p.refold()
+    assert conn.execute("SELECT source_id FROM messages WHERE id = 'own-t2'").fetchone() == (4,)
+    assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork")]
+    conn.execute("COMMIT")
