@@ -41,7 +41,6 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -157,7 +156,7 @@ def refresh_thread(conn: sqlite3.Connection, thread_id: str, *, fresh: bool = Fa
             add(mid, ts, pos, btype, name, inp, bpath)
     if current is not None:
         message(*current[1:], first_text, has_text)
-    _write_signals(conn, thread_id, tally.result(signals.changed_paths(indexer.finish())))
+    _write_signals(conn, thread_id, tally.result(indexer.finish()))
 
 
 def _write_signals(conn: sqlite3.Connection, thread_id: str, s: dict[str, object]) -> None:
@@ -354,10 +353,8 @@ class Live:
         self.flush()
         if not fresh:
             self.conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
-        reader = file_index._BlockReader(None, cwd)
-        rows: list[tuple[object, ...]] = []
-        changed: Counter[str] = Counter()
-        try:  # read as written, in batches: a long thread's paths are never all in memory
+        indexer = file_index.ThreadIndexer(self.conn, thread_id, None, cwd)  # the paths are found already
+        try:
             found: Iterable[tuple[Any, ...]] = self.conn.execute(
                 f"SELECT message_id, position, ts, tool_name, found FROM {SCRATCH}._live_touches WHERE thread_id = ? "
                 "ORDER BY rowid",
@@ -366,22 +363,9 @@ class Live:
         except sqlite3.OperationalError:  # no call of the run named a path
             found = ()
         for mid, pos, ts, name, pairs in found:
-            reader.emit(rows, mid, ts, pos, name, [tuple(p) for p in orjson.loads(pairs)])
-            if len(rows) >= file_index.ThreadIndexer.BATCH:
-                self._write_touches(thread_id, rows, changed)
-                rows = []
-        self._write_touches(thread_id, rows, changed)
-        _write_signals(self.conn, thread_id, t.tally.result(changed))
+            indexer.emit(mid, ts, pos, name, [tuple(p) for p in orjson.loads(pairs)])
+        _write_signals(self.conn, thread_id, t.tally.result(indexer.finish()))
         return True
-
-    def _write_touches(self, thread_id: str, rows: list[tuple[object, ...]], changed: Counter[str]) -> None:
-        if rows:
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(thread_id, *r) for r in rows],
-            )
-            signals.changed_paths(rows, changed)
 
     def close(self) -> None:
         self.threads.clear()

@@ -21,9 +21,11 @@ from __future__ import annotations
 import orjson
 import posixpath
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from .signals import changed_paths
 from .vendors import VENDORS
 from .vendors import get as get_adapter
 from .vendors.base import Adapter
@@ -148,32 +150,41 @@ class _BlockReader:
 
 class ThreadIndexer:
     """Writes a thread's ``file_touches`` rows block by block (the caller deleted the old
-    ones), in batches; ``finish`` returns the rows without the thread id, as ``touches``."""
+    ones), in batches: only the batch not yet written is held, so a long thread's rows are
+    never all in memory. ``finish`` returns how many times each path was changed (what the
+    signals read of them, ``signals.changed_paths``)."""
 
     BATCH = 1000
 
     def __init__(self, conn: sqlite3.Connection, thread_id: str, provider: str | None, cwd: str | None) -> None:
-        self.conn, self.thread_id, self.provider, self.cwd = conn, thread_id, provider, cwd
-        self.rows: list[tuple[Any, ...]] = []
-        self._pending = 0
+        self.conn, self.thread_id = conn, thread_id
+        self.rows: list[tuple[Any, ...]] = []  # the batch not yet written
+        self.changed: Counter[str] = Counter()
         self._reader = _BlockReader(_adapter(provider), cwd)
 
     def add(self, mid: str, ts: str | None, pos: int, btype: str, name: str | None, inp: str | None,
             bpath: str | None) -> None:  # fmt: skip
         self._reader.read(self.rows, mid, ts, pos, btype, name, inp, bpath)
-        if len(self.rows) - self._pending >= self.BATCH:
+        if len(self.rows) >= self.BATCH:
+            self._write()
+
+    def emit(self, mid: str, ts: str | None, pos: int, name: str | None, found: list[tuple[str, str]]) -> None:
+        """A block whose paths were found already, as written (``derived.Live``)."""
+        self._reader.emit(self.rows, mid, ts, pos, name, found)
+        if len(self.rows) >= self.BATCH:
             self._write()
 
     def _write(self) -> None:
-        if len(self.rows) == self._pending:
+        if not self.rows:
             return
         self.conn.executemany(
             "INSERT OR REPLACE INTO file_touches (thread_id, message_id, position, seq, ts, path, name, action, tool_name) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(self.thread_id, *r) for r in self.rows[self._pending :]],
+            [(self.thread_id, *r) for r in self.rows],
         )
-        self._pending = len(self.rows)
+        changed_paths(self.rows, self.changed)
+        self.rows = []
 
-    def finish(self) -> list[tuple[Any, ...]]:
+    def finish(self) -> Counter[str]:
         self._write()
-        return self.rows
+        return self.changed

@@ -438,15 +438,10 @@ class Projector:
         real corpus: 94k resolutions, 3.3 s, where every holder was resolved again)."""
         shared, self._shared = self._shared, set()
         wanted = set(self._sharers)
-        for ids, only in ((self._moved, None), (shared, self._fact_threads)):
-            if not ids or only is not None and not only:
-                continue
-            holders = {r[0] for r in self.conn.execute(
-                "SELECT DISTINCT thread_id FROM message_occurrences WHERE message_id IN (SELECT value FROM json_each(?)) "
-                "AND thread_id IS NOT NULL",
-                (dumps(sorted(ids)),),
-            )}  # fmt: skip
-            wanted |= holders if only is None else holders & only
+        if self._moved:
+            wanted |= self._holders(self._moved)
+        if self._fact_threads:
+            wanted |= self._holders(shared) & self._fact_threads
         for tid in sorted(wanted):
             # a thread whose lineage is what it was needs no new fold for it: its other
             # inputs changed only if it has rows of its own in the flush or lost a message
@@ -454,6 +449,14 @@ class Projector:
             # copy re-folded each other copy: 300 MB real corpus, 102k folds for 8k files
             if resolve_lineage(self.conn, tid):
                 self.dirty_threads.add(tid)
+
+    def _holders(self, message_ids: set[str]) -> set[str]:
+        """The threads holding an occurrence of these messages."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT thread_id FROM message_occurrences WHERE message_id IN (SELECT value FROM json_each(?)) "
+            "AND thread_id IS NOT NULL",
+            (dumps(sorted(message_ids)),),
+        )}  # fmt: skip
 
     # -- threads
     def refold(self) -> None:

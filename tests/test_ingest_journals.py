@@ -96,6 +96,8 @@ def test_a_scratch_left_attached_by_an_interrupted_run_is_emptied_not_trusted(tm
 
 
 def test_a_long_threads_paths_are_written_in_batches_as_a_full_recompute_gives(tmp_path: Path, monkeypatch: Any) -> None:
+    """Whether computed as the run writes (``Live``) or read back (``refresh_thread``), a
+    thread's rows go in batches (``file_index.ThreadIndexer``): never all of them in memory."""
     from archive import file_index
 
     monkeypatch.setattr(file_index.ThreadIndexer, "BATCH", 7)  # many batches from a short thread
@@ -113,7 +115,11 @@ def test_a_long_threads_paths_are_written_in_batches_as_a_full_recompute_gives(t
     assert len(writes) >= 40 // 7  # in several statements, not one list of the thread's rows
     signals = db.execute("SELECT same_file_edits FROM thread_signals WHERE thread_id LIKE '%long%'").fetchall()
     assert signals == [(40 - 3,)]  # three paths, each changed again after its first edit
-    assert got == _recomputed(db)
+    writes.clear()
+    db.conn.set_trace_callback(lambda s: writes.append(s) if s.startswith("INSERT OR REPLACE INTO file_touches") else None)
+    assert got == _recomputed(db)  # refresh_thread's path: the same indexer, the same batches
+    db.conn.set_trace_callback(None)
+    assert len(writes) >= 40 // 7
 
 
 def test_blocks_under_the_index_watermark_go_in_one_statement_a_batch(tmp_path: Path) -> None:
@@ -132,3 +138,18 @@ def test_blocks_under_the_index_watermark_go_in_one_statement_a_batch(tmp_path: 
     db.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('integrity-check')")
     after = db.execute("SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH 'edit' ORDER BY rowid").fetchall()
     assert before and after == before
+
+
+def test_the_thread_indexer_holds_one_batch_and_counts_the_changed_paths(tmp_path: Path) -> None:
+    from archive import file_index
+
+    db = open_db(tmp_path / "a.db")
+    ix = file_index.ThreadIndexer(db.conn, "t", None, "/repo")
+    held = 0
+    for i in range(2 * ix.BATCH + 5):
+        ix.emit(f"m{i}", None, 0, "Edit", [(f"src/f{i % 4}.py", "changed"), ("README.md", "read")])
+        held = max(held, len(ix.rows))
+    assert held < ix.BATCH + 2  # a block's rows at most past the batch, never the thread's
+    changed = ix.finish()
+    assert changed == {f"/repo/src/f{k}.py": (2 * ix.BATCH + 5 - k + 3) // 4 for k in range(4)}
+    assert db.execute("SELECT count(*) FROM file_touches WHERE thread_id = 't'").fetchone()[0] == 2 * (2 * ix.BATCH + 5)
