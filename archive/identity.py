@@ -30,7 +30,7 @@ Invariants:
   extends its parent's bytes, a copy beside its original): both are restored whole. One
   file at two paths (a rollout being archived, a log beside its ``.bak``) has one key, and
   a file whose other paths are gone (moved, copied from another machine) continues its
-  source (``Engine._same_file``).
+  source (``Generations._live_paths``).
 """
 
 from __future__ import annotations

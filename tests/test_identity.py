@@ -109,6 +109,47 @@ def test_two_live_files_sharing_a_first_line_are_two_sources(tmp_path, pair, how
     assert dump_tables(db) == before
 
 
+def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypatch):
+    """Many sessions can open with one line (a summary, a common system prompt). A new file
+    whose key differs from every live file of a source that opened with its line is a
+    session of its own without reading that file's bytes: reading them for every earlier
+    session made a first ingest quadratic in the sessions sharing the line."""
+    from archive.ingest import generations
+
+    home = tmp_path / "home"
+    body = CLAUDE[0].read_bytes()
+    sid = orjson.loads(body.splitlines()[0])["sessionId"]
+    files = []
+    for n in range(6):
+        other = f"{sid[:-2]}{n:02d}"
+        path = home / ".claude" / "projects" / "-path-to-Demo" / f"{other}.jsonl"
+        files.append((path, SUMMARY + b"\n" + body.replace(sid.encode(), other.encode())))
+    for path, data in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    read: list[Path] = []
+    real = generations._sha_range
+    monkeypatch.setattr(generations, "_sha_range", lambda path, *a: read.append(path) or real(path, *a))
+    db = _ingest(tmp_path / "x.db", home)
+    assert read == []
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == len(files)
+    assert db.execute("SELECT count(*) FROM generations").fetchone()[0] == len(files)
+    out = tmp_path / "restored"
+    restored = {f.path: f for f in restore(db, out)}
+    for path, data in files:
+        assert restored[out / str(path).lstrip("/")].path.read_bytes() == data
+    # a file moved away from its place (its project folder renamed) still continues its
+    # source, read once to know it
+    moved = home / ".claude" / "projects" / "-path-to-Renamed" / files[0][0].name
+    moved.parent.mkdir()
+    files[0][0].rename(moved)
+    read.clear()
+    before = db.execute("SELECT count(*) FROM sources").fetchone()[0]
+    db = _ingest(tmp_path / "x.db", home)
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == before
+    assert moved in read
+
+
 def test_rollout_at_its_live_and_archived_path_at_once_is_one_source(tmp_path):
     """Codex archives a rollout by moving it; a run can find it in both places (the same
     file name) or only in the new one: either way one source, nothing read twice."""

@@ -101,8 +101,15 @@ class Generations:
                 at_path[0], at_path[1], provider, fingerprint, register=False
             )
         for source_id, uid in candidates:
+            # another session's file still in its place is not read: many sessions can open
+            # with one line (a common system prompt), and reading each one's bytes for every
+            # new file made a first ingest quadratic in them
+            live = self._live_paths(source_id, path)
+            same = same_session(adapter, path, live) if live else True
+            if same is False:
+                continue
             gen = self._continued(source_id, uid, provider, fingerprint, path, st)
-            if gen is not None and self._same_file(gen, adapter, path):
+            if gen is not None and (same or self._is_copy(gen, path)):
                 return gen
         if at_path is not None:  # a known path with a new first line: rewritten in place
             return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
@@ -130,19 +137,18 @@ class Generations:
         top = self.conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0]
         return _Gen(source_id, uid, provider, LINES, (top or 0) + 1, 0, 0, None, fingerprint, register)
 
-    def _same_file(self, gen: _Gen, adapter: Adapter, path: Path) -> bool:
-        """Is the file at ``path``, whose bytes continue ``gen``, the file ``gen`` was read
-        from (moved, archived, copied), rather than another that shares its beginning?"""
+    def _live_paths(self, source_id: int, path: Path) -> list[str]:
+        """The source's other paths that exist now. A file whose bytes continue the source
+        is the file it was read from (moved, renamed, archived) when none does, or when one
+        has its session key (``same_session``): rather than another that shares its beginning."""
         others = [r[0] for r in self.conn.execute(
-            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (gen.source_id, str(path))
+            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (source_id, str(path))
         )]  # fmt: skip
-        live = [p for p in others if os.path.exists(p)]
-        if not live:
-            return True  # moved, renamed, archived: the old path is gone
-        same = same_session(adapter, path, live)
-        if same is not None:
-            return same
-        # no session keys: the same only as a copy of more than the shared first line
+        return [p for p in others if os.path.exists(p)]
+
+    def _is_copy(self, gen: _Gen, path: Path) -> bool:
+        """Where session keys are unknown: a file is the same as the one ``gen`` was read
+        from only as a copy of more than the shared first line."""
         return gen.line_count > 1 and self._repeats_generation(gen, path)
 
     def _repeats_generation(self, gen: _Gen, path: Path) -> bool:
