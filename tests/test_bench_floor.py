@@ -1,6 +1,7 @@
 """Smoke test of scripts/bench_floor.py on a 2 MB corpus: the floor copy holds every row the
 ingest wrote (checked here from the files, not only by the script), the producer reads the
-corpus's line files, and the report has its rows."""
+corpus's line files, the least-work child reads every file and indexes every block, and the
+report has its rows."""
 
 from __future__ import annotations
 
@@ -58,8 +59,17 @@ def test_floor_copy_and_report(tmp_path):
     assert r["producer"]["pickled_bytes"] > 0
     assert set(r["producer"]["phases"]) == {"adapters", "rows", "zstd", "secret scan", "pickle"}
     assert r["ingest"]["process_seconds"] > 0 and r["floor"]["seconds"] > 0
+    # the least work of any store: the files discovery finds (databases too), one row for each
+    # message and block the ingest made, each block indexed (the child checks it too)
+    least = r["least"]
+    all_bytes = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file() and p.name != "corpus-manifest.json")
+    assert line_bytes < least["bytes"] <= all_bytes  # the line files and the vendors' databases
+    assert (least["messages"], least["blocks"]) == (ingested["messages"], ingested["blocks"])
+    assert least["chunks"] >= 1 and least["text_bytes"] > 100_000
+    assert set(least["phases"]) == {"read and decode", "zstd", "secret scan", "rows", "fts"}
+    assert abs(least["python_seconds"] + least["sqlite_seconds"] - least["seconds"]) < 1e-6
     assert not r["agentsview"]["ok"]
-    for row in ("first ingest", "SQLite floor", "producer"):
+    for row in ("first ingest", "SQLite floor", "producer", "least work, any store", "  of which Python", "  of which SQLite"):
         assert f"| {row}" in report
     assert "agentsview sync" not in report  # no peer, no ratio to it
 
