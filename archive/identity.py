@@ -30,7 +30,7 @@ Invariants:
   extends its parent's bytes, a copy beside its original): both are restored whole. One
   file at two paths (a rollout being archived, a log beside its ``.bak``) has one key, and
   a file whose other paths are gone (moved, copied from another machine) continues its
-  source (``Generations._live_paths``).
+  source (``Generations._choose_generation``).
 """
 
 from __future__ import annotations
@@ -38,21 +38,19 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 
 from .vendors import VENDORS
-from .vendors.base import Adapter, MessageRow, Row, ThreadFact, UsageRow
+from .vendors.base import MessageRow, Row, ThreadFact, UsageRow
 
 _RANK = {a.name: n for n, a in enumerate(VENDORS)}
 
 
-def same_session(adapter: Adapter, path: Path, live: list[str]) -> bool | None:
-    """Whether the file at ``path`` is the session of one of ``live`` (other paths of the
-    source whose bytes it continues, existing now); None when a key is unknown. Before
-    issue 33 a file that repeated every committed byte was taken for a copy of the live
-    one, and its own lines were appended to the other's source: restore lost a file."""
-    key = adapter.session_key(path)
-    keys = [adapter.session_key(Path(p)) for p in live]
+def same_keys(key: str | None, keys: list[str | None]) -> bool | None:
+    """Whether a file whose session key is ``key`` is the session of one of the live paths
+    (other paths of the source whose bytes it continues, existing now) whose keys are
+    ``keys``; None when a key is unknown. Before issue 33 a file that repeated every
+    committed byte was taken for a copy of the live one, and its own lines were appended to
+    the other's source: restore lost a file."""
     if key is not None and key in keys:
         return True  # one session in two places
     if key is not None and None not in keys:

@@ -441,7 +441,13 @@ class Projector:
         if self._moved:
             wanted |= self._holders(self._moved)
         if self._fact_threads:
-            wanted |= self._holders(shared) & self._fact_threads
+            # looked up by thread: a message copied into many threads (a resumed session's
+            # history, each copy of it) would otherwise return every holder to keep a few
+            wanted |= {r[0] for r in self.conn.execute(
+                "SELECT DISTINCT thread_id FROM message_occurrences INDEXED BY message_occurrences_thread "
+                "WHERE thread_id IN (SELECT value FROM json_each(?)) AND message_id IN (SELECT value FROM json_each(?))",
+                (dumps(sorted(self._fact_threads)), dumps(sorted(shared))),
+            )}  # fmt: skip
         for tid in sorted(wanted):
             # a thread whose lineage is what it was needs no new fold for it: its other
             # inputs changed only if it has rows of its own in the flush or lost a message

@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from archive.db import dump_tables, open_db
-from archive.ingest import open_archive, IngestOptions, ingest_paths, rebuild, restore
+from archive.ingest import IngestOptions, ingest_paths, open_archive, rebuild, restore
+from archive.vendors import get as get_adapter
 from tests.vendor_home import vendor_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -120,7 +121,7 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     body = CLAUDE[0].read_bytes()
     sid = orjson.loads(body.splitlines()[0])["sessionId"]
     files = []
-    for n in range(6):
+    for n in range(10):
         other = f"{sid[:-2]}{n:02d}"
         path = home / ".claude" / "projects" / "-path-to-Demo" / f"{other}.jsonl"
         files.append((path, SUMMARY + b"\n" + body.replace(sid.encode(), other.encode())))
@@ -130,8 +131,15 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     read: list[Path] = []
     real = generations._sha_range
     monkeypatch.setattr(generations, "_sha_range", lambda path, *a: read.append(path) or real(path, *a))
+    keyed: list[Path] = []
+    adapter = type(get_adapter("claude-code"))
+    key = adapter.session_key
+    monkeypatch.setattr(adapter, "session_key", lambda self, path: keyed.append(path) or key(self, path))
     db = _ingest(tmp_path / "x.db", home)
     assert read == []
+    # each file's key once for itself and once as another session's path: not once for every
+    # earlier session (45 for ten files)
+    assert len(keyed) <= 3 * len(files)
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == len(files)
     assert db.execute("SELECT count(*) FROM generations").fetchone()[0] == len(files)
     out = tmp_path / "restored"

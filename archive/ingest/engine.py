@@ -64,6 +64,8 @@ class Engine(Generations, LineWriter):
         self.names = ThreadNames(self.conn)  # vendor thread ids -> archive thread ids
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
         self.document_paths: set[str] = set()  # virtual paths of the documents read this run
+        self.seen_paths: set[str] = set()  # the paths this run read or found unchanged
+        self._keys: dict[str, dict[str, str | None]] = {}  # session keys of stored paths (generations.py)
         self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
@@ -160,6 +162,7 @@ class Engine(Generations, LineWriter):
         }  # fmt: skip
         touched: set[int] = set()
         seen_paths: set[str] = set()
+        self.seen_paths, self._keys = seen_paths, {}
 
         def unchanged(path: str) -> bool:
             """Known, complete and with the same size, mtime and inode: nothing to read."""

@@ -4,6 +4,7 @@ package docstring for the rules (``archive/identity.py`` holds the session-key s
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import orjson
 from sqlite_utils import Database
 
 from ..errors import ArchiveError
-from ..identity import same_session
+from ..identity import same_keys
 from ..lines import iter_stored_lines
 from ..vendors.base import (
     LINES,
@@ -76,6 +77,8 @@ class Generations:
     """Which source and generation a line file continues (mixed into ``Engine``)."""
 
     conn: sqlite3.Connection
+    seen_paths: set[str]  # the paths this run has read or found unchanged
+    _keys: dict[str, dict[str, str | None]]  # session keys of stored paths, by provider
 
     def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
         """The source and generation a line file's bytes continue, or a new generation (a
@@ -89,23 +92,33 @@ class Generations:
         rollout being archived, a log beside its ``.bak``). Where keys are unknown, a file that
         repeats every committed byte of more than the first line is a copy."""
         provider = adapter.name
-        candidates = self.conn.execute(
-            "SELECT s.id, s.uid FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+        here = str(path)
+        # every source that opened with this line, with its other paths (one statement: many
+        # sessions can open with one line, and a statement for each made a first ingest
+        # quadratic in them)
+        candidates: dict[int, tuple[str, list[str]]] = {}
+        for source_id, uid, other in self.conn.execute(
+            "SELECT s.id, s.uid, p.path FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
+            "LEFT JOIN source_paths p ON p.source_id = s.id AND p.path != ? "
             "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id",
-            (provider, fingerprint),
-        ).fetchall()
+            (here, provider, fingerprint),
+        ):
+            entry = candidates.setdefault(source_id, (uid, []))
+            if other is not None:
+                entry[1].append(other)
         at_path = self._source_for_path(path)
-        if at_path is not None and any(c[0] == at_path[0] for c in candidates):
+        if at_path is not None and at_path[0] in candidates:
             # the source last read here: its bytes continue, or it was rewritten in place
             return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
                 at_path[0], at_path[1], provider, fingerprint, register=False
             )
-        for source_id, uid in candidates:
-            # another session's file still in its place is not read: many sessions can open
-            # with one line (a common system prompt), and reading each one's bytes for every
-            # new file made a first ingest quadratic in them
-            live = self._live_paths(source_id, path)
-            same = same_session(adapter, path, live) if live else True
+        key = adapter.session_key(path)
+        for source_id, (uid, others) in candidates.items():
+            # another session's file still in its place is not read (its bytes, its
+            # generations): only a source whose other paths are gone (moved, renamed,
+            # archived), or one of them has this file's session key, or keys are unknown
+            live = [p for p in others if self._exists(p)]
+            same = same_keys(key, [self._session_key(adapter, p) for p in live]) if live else True
             if same is False:
                 continue
             gen = self._continued(source_id, uid, provider, fingerprint, path, st)
@@ -137,14 +150,19 @@ class Generations:
         top = self.conn.execute("SELECT max(generation) FROM generations WHERE source_id = ?", (source_id,)).fetchone()[0]
         return _Gen(source_id, uid, provider, LINES, (top or 0) + 1, 0, 0, None, fingerprint, register)
 
-    def _live_paths(self, source_id: int, path: Path) -> list[str]:
-        """The source's other paths that exist now. A file whose bytes continue the source
-        is the file it was read from (moved, renamed, archived) when none does, or when one
-        has its session key (``same_session``): rather than another that shares its beginning."""
-        others = [r[0] for r in self.conn.execute(
-            "SELECT path FROM source_paths WHERE source_id = ? AND path != ?", (source_id, str(path))
-        )]  # fmt: skip
-        return [p for p in others if os.path.exists(p)]
+    def _exists(self, path: str) -> bool:
+        """Whether a file is in its place: read or found unchanged in this run (its walk saw
+        it), or there now."""
+        return path in self.seen_paths or os.path.exists(path)
+
+    def _session_key(self, adapter: Adapter, path: str) -> str | None:
+        """``adapter.session_key`` of a stored path, computed once a run."""
+        keys = self._keys.setdefault(adapter.name, {})
+        if path not in keys:
+            if len(keys) >= 100_000:
+                keys.clear()
+            keys[path] = adapter.session_key(Path(path))
+        return keys[path]
 
     def _is_copy(self, gen: _Gen, path: Path) -> bool:
         """Where session keys are unknown: a file is the same as the one ``gen`` was read
@@ -163,11 +181,12 @@ class Generations:
     def _new_uid(self, provider: str, fingerprint: str, key: str | None, path: Path) -> str:
         """``provider + fingerprint`` as always; a second source opening with the same line
         adds its session key (or path) so that the uid stays unique."""
-        tries = [(provider, fingerprint)]
-        if key is not None:
-            tries.append((provider, fingerprint, key))
-        tries.append((provider, fingerprint, str(path)))
-        tries += [(provider, fingerprint, str(path), n) for n in range(2, 100)]
+        tries = itertools.chain(
+            [(provider, fingerprint)],
+            [(provider, fingerprint, key)] if key is not None else [],
+            [(provider, fingerprint, str(path))],
+            ((provider, fingerprint, str(path), n) for n in range(2, 100)),
+        )
         for parts in tries:
             uid = stable_id(*parts)
             if self.conn.execute("SELECT 1 FROM sources WHERE uid = ?", (uid,)).fetchone() is None:
