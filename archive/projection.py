@@ -444,7 +444,7 @@ class Projector:
             # looked up by thread: a message copied into many threads (a resumed session's
             # history, each copy of it) would otherwise return every holder to keep a few
             wanted |= {r[0] for r in self.conn.execute(
-                "SELECT DISTINCT thread_id FROM message_occurrences INDEXED BY message_occurrences_thread "
+                "SELECT DISTINCT thread_id FROM message_occurrences "
                 "WHERE thread_id IN (SELECT value FROM json_each(?)) AND message_id IN (SELECT value FROM json_each(?))",
                 (dumps(sorted(self._fact_threads)), dumps(sorted(shared))),
             )}  # fmt: skip

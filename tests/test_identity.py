@@ -146,6 +146,11 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     restored = {f.path: f for f in restore(db, out)}
     for path, data in files:
         assert restored[out / str(path).lstrip("/")].path.read_bytes() == data
+    before = dump_tables(db)
+    db = _ingest(tmp_path / "x.db", home)  # a rerun changes nothing
+    assert dump_tables(db) == before
+    rebuild(db)
+    assert dump_tables(db) == before
     # a file moved away from its place (its project folder renamed) still continues its
     # source, read once to know it
     moved = home / ".claude" / "projects" / "-path-to-Renamed" / files[0][0].name

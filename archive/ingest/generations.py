@@ -126,7 +126,7 @@ class Generations:
                 return gen
         if at_path is not None:  # a known path with a new first line: rewritten in place
             return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
-        uid = self._new_uid(provider, fingerprint, adapter.session_key(path), path)
+        uid = self._new_uid(provider, fingerprint, key, path)
         return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint)
 
     def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
