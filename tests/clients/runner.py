@@ -434,8 +434,22 @@ def pi_project_dir(home: Path, cwd: Path) -> Path:
 COPILOT_MODEL = "gpt-4.1"
 
 
+def copilot_pkg_cache() -> Path | None:
+    """Where Copilot CLI unpacks its package (240 MB for 1.0.102), shared by every run: beside
+    the installed client, not in each test's temp home (145 homes filled CI's disk). The
+    native binary unpacks atomically (``.extracting-<pid>`` then a rename), so runs in
+    parallel do not trip over each other."""
+    for d in client_dirs():  # <clients>/node_modules/.bin
+        if (d / "copilot").exists():
+            return d.parents[1] / ".cache" / "copilot"
+    return None  # a client on PATH unpacks into the temp home, as before
+
+
 def copilot_env(home: Path, base_url: str) -> dict[str, str]:
     env = base_env(home)
+    cache = copilot_pkg_cache()
+    if cache:
+        env["COPILOT_PKG_CACHE_HOME"] = str(cache)
     env.update({
         "COPILOT_OFFLINE": "true",
         "COPILOT_AUTO_UPDATE": "false",
