@@ -135,8 +135,14 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     adapter = type(get_adapter("claude-code"))
     key = adapter.session_key
     monkeypatch.setattr(adapter, "session_key", lambda self, path: keyed.append(path) or key(self, path))
+    looked: list[str] = []  # another source's path looked at (its place, its key) for a new file
+    exists = generations.Generations._exists
+    monkeypatch.setattr(generations.Generations, "_exists", lambda self, p: looked.append(p) or exists(self, p))
     db = _ingest(tmp_path / "x.db", home)
     assert read == []
+    # the sessions this run stored are known by key: a new file is not compared with each
+    # earlier one (45 paths looked at for ten files, 4,950 for a hundred)
+    assert len(looked) <= len(files)
     # each file's key once for itself and once as another session's path: not once for every
     # earlier session (45 for ten files)
     assert len(keyed) <= 3 * len(files)
@@ -161,6 +167,34 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     db = _ingest(tmp_path / "x.db", home)
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == before
     assert moved in read
+
+
+def test_run_sources_name_every_source_a_file_may_continue():
+    """``RunSources`` leaves out only a run source whose paths all have known keys other
+    than the file's: one read at a path of unknown key, one that lost a path, one that
+    changed vendor or opened with a second line is compared with every file again."""
+    from archive.ingest.generations import RunSources
+
+    run = RunSources(before=10)
+    run.add(5, "claude-code", "fp", "a")  # stored before the run: fetched by its id, not named
+    assert run.wanted("claude-code", "fp", "a") == []
+    run.add(11, "claude-code", "fp", "a")
+    run.add(12, "claude-code", "fp", "b")
+    assert run.wanted("claude-code", "fp", "a") == [11]
+    assert run.wanted("claude-code", "fp", "c") == []
+    assert run.wanted("claude-code", "fp", None) is None  # a file of unknown key: every source
+    assert run.wanted("codex", "fp", "a") == []
+    run.key(12, "a")  # read at one more path, of key a (a rollout being archived)
+    assert run.wanted("claude-code", "fp", "a") == [11, 12]
+    run.add(13, "claude-code", "fp", None)  # stored from a path of unknown key
+    assert run.wanted("claude-code", "fp", "z") == [13]
+    run.open(11)  # its path now continues another source
+    assert run.wanted("claude-code", "fp", "z") == [11, 13]
+    run.open(12, "openclaw")  # read again as another vendor's (Engine._reidentify)
+    assert run.wanted("openclaw", "fp", "z") == [12]
+    run.add(12, "openclaw", "fp2", None)  # rewritten in place with a new first line
+    assert run.wanted("openclaw", "fp2", "q") == [12]
+    assert run.wanted("claude-code", "fp", "b") == [11, 12, 13]
 
 
 def test_rollout_at_its_live_and_archived_path_at_once_is_one_source(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from orjson import dumps
 from sqlite_utils import Database
 
 from ..errors import ArchiveError
@@ -23,6 +24,20 @@ from ..vendors.base import (
     stable_id,
 )
 from .reader import _open_stream, _read_exactly, _sha_range
+
+
+_ALL = 2**63 - 1  # every source's id: a file whose session key is unknown is compared with all
+# the sources that opened with a line, with their other paths: those stored before the run (a
+# range of the key), and the run's that RunSources names (one lookup each; the two in one
+# WHERE made SQLite read every entry of the line)
+_CANDIDATES = """
+SELECT s.id, s.uid, p.path FROM (
+    SELECT source_id FROM source_fingerprints WHERE provider = ?2 AND fingerprint = ?3 AND source_id <= ?4
+    UNION ALL
+    SELECT source_id FROM source_fingerprints WHERE provider = ?2 AND fingerprint = ?3
+    AND source_id IN (SELECT value FROM json_each(?5))
+) f JOIN sources s ON s.id = f.source_id LEFT JOIN source_paths p ON p.source_id = s.id AND p.path != ?1
+ORDER BY s.id"""
 
 
 @dataclass
@@ -38,6 +53,58 @@ class _Gen:
     fingerprint: str
     register_fingerprint: bool = False  # a known source seen with a new first line
     content_sha: str | None = None  # snapshots: sha256 of the document
+    key: str | None = None  # a new line source: the session key of the file it is read from
+
+
+class RunSources:
+    """The sources this run stored, by first line and by the session keys of their paths, so
+    that a new file is compared only with the ones it may continue.
+
+    A source stored in this run was read only at paths this run saw (all in their place, for
+    ``Generations._exists``), so a file whose session key none of those paths has continues it
+    only where a key is unknown. Without this index each new file fetched every source of the
+    run that opened with its line, and a first ingest was quadratic in the sessions sharing one
+    (every Kimi CLI ``wire.jsonl`` opens with the same line). Sources stored before the run are
+    fetched as before. Every change only adds (a rolled-back source's entry stays and costs a
+    fetch the statement then drops), so a source is never passed over that the full
+    comparison would have taken."""
+
+    def __init__(self, before: int) -> None:
+        self.before = before  # sources.id at or under it: stored before the run
+        self._by_line: dict[tuple[str, str], dict[str | None, set[int]]] = {}
+        self._lines: dict[int, set[tuple[str, str]]] = {}  # a run source's (provider, fingerprint)s
+        self._keys: dict[int, set[str | None]] = {}  # the session keys of its paths (None: unknown)
+
+    def add(self, source_id: int, provider: str, fingerprint: str, key: str | None) -> None:
+        """A source stored (or registered under one more first line) with a path of ``key``."""
+        if source_id <= self.before:
+            return
+        line = (provider, fingerprint)
+        self._lines.setdefault(source_id, set()).add(line)
+        keys = self._keys.setdefault(source_id, set())
+        keys.add(key)
+        buckets = self._by_line.setdefault(line, {})
+        for k in keys:
+            buckets.setdefault(k, set()).add(source_id)
+
+    def key(self, source_id: int, key: str | None) -> None:
+        """A run source read at one more path, of this key."""
+        for provider, fingerprint in list(self._lines.get(source_id, ())):
+            self.add(source_id, provider, fingerprint, key)
+
+    def open(self, source_id: int, provider: str | None = None) -> None:
+        """A run source that may have lost a path (or changed vendor, under ``provider``):
+        compared with every file that opens with one of its lines."""
+        for old, fingerprint in list(self._lines.get(source_id, ())):
+            self.add(source_id, provider or old, fingerprint, None)
+
+    def wanted(self, provider: str, fingerprint: str, key: str | None) -> list[int] | None:
+        """The run sources a file opening with this line and of this key may continue; None
+        for all of them (its key is unknown)."""
+        if key is None:
+            return None
+        buckets = self._by_line.get((provider, fingerprint), {})
+        return sorted(buckets.get(key, set()) | buckets.get(None, set()))
 
 
 
@@ -78,6 +145,7 @@ class Generations:
 
     conn: sqlite3.Connection
     seen_paths: set[str]  # the paths this run has read or found unchanged
+    run_sources: RunSources  # the sources this run stored, by first line and key
     _keys: dict[str, dict[str, str | None]]  # session keys of stored paths, by provider
 
     def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
@@ -93,26 +161,28 @@ class Generations:
         repeats every committed byte of more than the first line is a copy."""
         provider = adapter.name
         here = str(path)
-        # every source that opened with this line, with its other paths (one statement: many
-        # sessions can open with one line, and a statement for each made a first ingest
-        # quadratic in them)
+        # the sources that opened with this line, with their other paths, in one statement:
+        # every one stored before the run, and of the run's only those the file may continue
+        # (RunSources; many sessions can open with one line, and fetching each made a first
+        # ingest quadratic in them)
+        at_path = self._source_for_path(path)
+        key = self._session_key(adapter, here)
+        run = self.run_sources
+        wanted = run.wanted(provider, fingerprint, key)
+        if wanted is not None and at_path is not None and at_path[0] > run.before:
+            wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
-        for source_id, uid, other in self.conn.execute(
-            "SELECT s.id, s.uid, p.path FROM source_fingerprints f JOIN sources s ON s.id = f.source_id "
-            "LEFT JOIN source_paths p ON p.source_id = s.id AND p.path != ? "
-            "WHERE f.provider = ? AND f.fingerprint = ? ORDER BY s.id",
-            (here, provider, fingerprint),
-        ):
+        for source_id, uid, other in self.conn.execute(_CANDIDATES, (
+            here, provider, fingerprint, run.before if wanted is not None else _ALL, dumps(wanted or []),
+        )):  # fmt: skip
             entry = candidates.setdefault(source_id, (uid, []))
             if other is not None:
                 entry[1].append(other)
-        at_path = self._source_for_path(path)
         if at_path is not None and at_path[0] in candidates:
             # the source last read here: its bytes continue, or it was rewritten in place
             return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
                 at_path[0], at_path[1], provider, fingerprint, register=False
             )
-        key = adapter.session_key(path)
         for source_id, (uid, others) in candidates.items():
             # another session's file still in its place is not read (its bytes, its
             # generations): only a source whose other paths are gone (moved, renamed,
@@ -123,11 +193,14 @@ class Generations:
                 continue
             gen = self._continued(source_id, uid, provider, fingerprint, path, st)
             if gen is not None and (same or self._is_copy(gen, path)):
+                run.key(source_id, key)
+                if at_path is not None:
+                    run.open(at_path[0])  # its path now continues another source
                 return gen
         if at_path is not None:  # a known path with a new first line: rewritten in place
             return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
         uid = self._new_uid(provider, fingerprint, key, path)
-        return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint)
+        return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint, key=key)
 
     def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
                    st: os.stat_result) -> _Gen | None:  # fmt: skip
