@@ -157,6 +157,16 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     assert dump_tables(db) == before
     rebuild(db)
     assert dump_tables(db) == before
+    # a night's new sessions: the line's sources are looked at once, not for each new file
+    # (10 + 11 + ... + 14 paths before)
+    for n in range(10, 15):
+        other = f"{sid[:-2]}{n:02d}"
+        path = home / ".claude" / "projects" / "-path-to-Demo" / f"{other}.jsonl"
+        path.write_bytes(SUMMARY + b"\n" + body.replace(sid.encode(), other.encode()))
+    looked.clear()
+    db = _ingest(tmp_path / "x.db", home)
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 15
+    assert read == [] and len(looked) <= 15
     # a file moved away from its place (its project folder renamed) still continues its
     # source, read once to know it
     moved = home / ".claude" / "projects" / "-path-to-Renamed" / files[0][0].name
@@ -169,32 +179,34 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     assert moved in read
 
 
-def test_run_sources_name_every_source_a_file_may_continue():
-    """``RunSources`` leaves out only a run source whose paths all have known keys other
-    than the file's: one read at a path of unknown key, one that lost a path, one that
-    changed vendor or opened with a second line is compared with every file again."""
-    from archive.ingest.generations import RunSources
+def test_sources_by_line_name_every_source_a_file_may_continue():
+    """``SourcesByLine`` leaves out only a source whose paths in place all have known keys
+    other than the file's: one with no path in place, one read at a path of unknown key, one
+    that lost a path, one that changed vendor or opened with a second line is compared with
+    every file again."""
+    from archive.ingest.generations import SourcesByLine
 
-    run = RunSources(before=10)
-    run.add(5, "claude-code", "fp", "a")  # stored before the run: fetched by its id, not named
-    assert run.wanted("claude-code", "fp", "a") == []
-    run.add(11, "claude-code", "fp", "a")
-    run.add(12, "claude-code", "fp", "b")
-    assert run.wanted("claude-code", "fp", "a") == [11]
-    assert run.wanted("claude-code", "fp", "c") == []
-    assert run.wanted("claude-code", "fp", None) is None  # a file of unknown key: every source
-    assert run.wanted("codex", "fp", "a") == []
-    run.key(12, "a")  # read at one more path, of key a (a rollout being archived)
-    assert run.wanted("claude-code", "fp", "a") == [11, 12]
-    run.add(13, "claude-code", "fp", None)  # stored from a path of unknown key
-    assert run.wanted("claude-code", "fp", "z") == [13]
-    run.open(11)  # its path now continues another source
-    assert run.wanted("claude-code", "fp", "z") == [11, 13]
-    run.open(12, "openclaw")  # read again as another vendor's (Engine._reidentify)
-    assert run.wanted("openclaw", "fp", "z") == [12]
-    run.add(12, "openclaw", "fp2", None)  # rewritten in place with a new first line
-    assert run.wanted("openclaw", "fp2", "q") == [12]
-    assert run.wanted("claude-code", "fp", "b") == [11, 12, 13]
+    by = SourcesByLine()
+    assert not by.loaded("claude-code", "fp")
+    by.load("claude-code", "fp", {5: ["a"], 6: [], 7: ["b", None]})  # 6: no path in place
+    assert by.loaded("claude-code", "fp") and not by.loaded("codex", "fp")
+    assert by.wanted("claude-code", "fp", "a") == [5, 6, 7]
+    assert by.wanted("claude-code", "fp", "c") == [6, 7]
+    by.add(11, "claude-code", "fp", "a")  # stored in this run
+    by.add(12, "claude-code", "fp", "b")
+    assert by.wanted("claude-code", "fp", "a") == [5, 6, 7, 11]
+    assert by.wanted("claude-code", "fp", "z") == [6, 7]
+    assert by.wanted("claude-code", "fp", None) is None  # a file of unknown key: every source
+    assert by.wanted("codex", "fp", "a") == []
+    by.key(12, "a")  # read at one more path, of key a (a rollout being archived)
+    assert by.wanted("claude-code", "fp", "a") == [5, 6, 7, 11, 12]
+    by.open(5)  # its path now continues another source
+    assert by.wanted("claude-code", "fp", "z") == [5, 6, 7]
+    by.add(12, "openclaw", "fp", None)  # read again as another vendor's (Engine._reidentify)
+    assert by.wanted("openclaw", "fp", "z") == [12]
+    by.add(11, "claude-code", "fp2", None)  # rewritten in place with a new first line
+    assert by.wanted("claude-code", "fp2", "q") == [11]
+    assert by.wanted("claude-code", "fp", "q") == [5, 6, 7, 11, 12]  # a source's keys hold under each of its lines
 
 
 def test_rollout_at_its_live_and_archived_path_at_once_is_one_source(tmp_path):

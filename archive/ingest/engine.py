@@ -33,7 +33,7 @@ from ..vendors.base import (
     stable_id,
 )
 from .discovery import Candidate, chosen_adapters, discover
-from .generations import Generations, RunSources, _Gen
+from .generations import Generations, SourcesByLine, _Gen
 from .options import (
     _INGEST_PRAGMAS,
     _WRITE_FAILURES,
@@ -66,7 +66,7 @@ class Engine(Generations, LineWriter):
         self.document_paths: set[str] = set()  # virtual paths of the documents read this run
         self.seen_paths: set[str] = set()  # the paths this run read or found unchanged
         self._keys: dict[str, dict[str, str | None]] = {}  # session keys of stored paths (generations.py)
-        self.run_sources = RunSources(self._last_source_id())
+        self.by_line = SourcesByLine()
         self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
         self.max_line = DEFAULT_MAX_LINE
         self._tx_started = 0.0
@@ -164,7 +164,7 @@ class Engine(Generations, LineWriter):
         touched: set[int] = set()
         seen_paths: set[str] = set()
         self.seen_paths, self._keys = seen_paths, {}
-        self.run_sources = RunSources(self._last_source_id())
+        self.by_line = SourcesByLine()
 
         def unchanged(path: str) -> bool:
             """Known, complete and with the same size, mtime and inode: nothing to read."""
@@ -237,6 +237,7 @@ class Engine(Generations, LineWriter):
     def _rollback(self) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+        self.by_line = SourcesByLine()  # the lines are read again from what the database holds
         self.projector.discard()
         self.names.discard()
 
@@ -352,9 +353,6 @@ class Engine(Generations, LineWriter):
             (provider, fingerprint),
         ).fetchone()
 
-    def _last_source_id(self) -> int:
-        return self.conn.execute("SELECT coalesce(max(id), 0) FROM sources").fetchone()[0]
-
     def _source_for_path(self, path: Path) -> tuple[int, str, str] | None:
         return self.conn.execute(
             "SELECT s.id, s.uid, s.kind FROM source_paths p JOIN sources s ON s.id = p.source_id WHERE p.path = ?",
@@ -398,7 +396,8 @@ class Engine(Generations, LineWriter):
         uid = self._new_uid(adapter.name, fingerprint, adapter.session_key(path), path)
         self.conn.execute("UPDATE sources SET provider = ?, uid = ? WHERE id = ?", (adapter.name, uid, sid))
         self.conn.execute("UPDATE source_fingerprints SET provider = ? WHERE source_id = ?", (adapter.name, sid))
-        self.run_sources.open(sid, adapter.name)
+        for (fp,) in self.conn.execute("SELECT fingerprint FROM source_fingerprints WHERE source_id = ?", (sid,)).fetchall():
+            self.by_line.add(sid, adapter.name, fp, None)  # now among this vendor's sources of the line
         for tid in threads:  # the old vendor's claim on the ids, unless another of its sources holds them
             vendor_id = tid.removeprefix(f"{old}-")
             if self.conn.execute(

@@ -26,18 +26,15 @@ from ..vendors.base import (
 from .reader import _open_stream, _read_exactly, _sha_range
 
 
-_ALL = 2**63 - 1  # every source's id: a file whose session key is unknown is compared with all
-# the sources that opened with a line, with their other paths: those stored before the run (a
-# range of the key), and the run's that RunSources names (one lookup each; the two in one
-# WHERE made SQLite read every entry of the line)
+# the sources that opened with a line, with their other paths: every one (a file whose
+# session key is unknown), or those SourcesByLine names (one lookup each)
 _CANDIDATES = """
-SELECT s.id, s.uid, p.path FROM (
-    SELECT source_id FROM source_fingerprints WHERE provider = ?2 AND fingerprint = ?3 AND source_id <= ?4
-    UNION ALL
-    SELECT source_id FROM source_fingerprints WHERE provider = ?2 AND fingerprint = ?3
-    AND source_id IN (SELECT value FROM json_each(?5))
-) f JOIN sources s ON s.id = f.source_id LEFT JOIN source_paths p ON p.source_id = s.id AND p.path != ?1
+SELECT s.id, s.uid, p.path FROM source_fingerprints f JOIN sources s ON s.id = f.source_id
+LEFT JOIN source_paths p ON p.source_id = s.id AND p.path != ?1
+WHERE f.provider = ?2 AND f.fingerprint = ?3 {}
 ORDER BY s.id"""
+_ALL = _CANDIDATES.format("")
+_NAMED = _CANDIDATES.format("AND f.source_id IN (SELECT value FROM json_each(?4))")
 
 
 @dataclass
@@ -56,51 +53,64 @@ class _Gen:
     key: str | None = None  # a new line source: the session key of the file it is read from
 
 
-class RunSources:
-    """The sources this run stored, by first line and by the session keys of their paths, so
-    that a new file is compared only with the ones it may continue.
+class SourcesByLine:
+    """The sources that open with each first line a run has met, by the session keys of their
+    paths, so that a new file is compared only with the ones it may continue.
 
-    A source stored in this run was read only at paths this run saw (all in their place, for
-    ``Generations._exists``), so a file whose session key none of those paths has continues it
-    only where a key is unknown. Without this index each new file fetched every source of the
-    run that opened with its line, and a first ingest was quadratic in the sessions sharing one
-    (every Kimi CLI ``wire.jsonl`` opens with the same line). Sources stored before the run are
-    fetched as before. Every change only adds (a rolled-back source's entry stays and costs a
-    fetch the statement then drops), so a source is never passed over that the full
-    comparison would have taken."""
+    A source is passed over for a file when every path of it in its place has a known session
+    key other than the file's (``same_keys``): it is another session's file. Before this index
+    each new file fetched every source that opened with its line and looked at each one's paths,
+    so a first ingest was quadratic in the sessions sharing a line (every Kimi CLI
+    ``wire.jsonl`` opens with the same one), and each night's new files paid for all the
+    sessions before them. A line's sources are read from the database once a run, the first
+    time a file opens with it (``Generations._load_line``); what the run changes after that is
+    added here. Every change only adds, so the index can name a source the comparison then
+    passes over, never leave out one that it would take; a rollback empties it (the lines are
+    read again)."""
 
-    def __init__(self, before: int) -> None:
-        self.before = before  # sources.id at or under it: stored before the run
+    def __init__(self) -> None:
+        self._loaded: set[tuple[str, str]] = set()
         self._by_line: dict[tuple[str, str], dict[str | None, set[int]]] = {}
-        self._lines: dict[int, set[tuple[str, str]]] = {}  # a run source's (provider, fingerprint)s
-        self._keys: dict[int, set[str | None]] = {}  # the session keys of its paths (None: unknown)
+        self._lines: dict[int, set[tuple[str, str]]] = {}  # a source's (provider, fingerprint)s
+        self._keys: dict[int, set[str | None]] = {}  # the keys of its paths in place (None: unknown or none)
+
+    def loaded(self, provider: str, fingerprint: str) -> bool:
+        return (provider, fingerprint) in self._loaded
+
+    def load(self, provider: str, fingerprint: str, sources: dict[int, list[str | None]]) -> None:
+        """A line's sources as the database holds them, each with the keys of its paths in
+        place (an empty list: none in place)."""
+        self._loaded.add((provider, fingerprint))
+        for source_id, keys in sources.items():
+            for key in keys or [None]:
+                self.add(source_id, provider, fingerprint, key)
 
     def add(self, source_id: int, provider: str, fingerprint: str, key: str | None) -> None:
-        """A source stored (or registered under one more first line) with a path of ``key``."""
-        if source_id <= self.before:
-            return
-        line = (provider, fingerprint)
-        self._lines.setdefault(source_id, set()).add(line)
+        """A source that opens with this line (stored, registered under one more first line,
+        or read from the database) with a path of ``key`` in its place (None: a key unknown, or
+        a source that may have no path in its place)."""
+        lines = self._lines.setdefault(source_id, set())
+        lines.add((provider, fingerprint))
         keys = self._keys.setdefault(source_id, set())
         keys.add(key)
-        buckets = self._by_line.setdefault(line, {})
-        for k in keys:
-            buckets.setdefault(k, set()).add(source_id)
+        for line in lines:  # a source's keys are its paths', whichever line it is found by
+            buckets = self._by_line.setdefault(line, {})
+            for k in keys:
+                buckets.setdefault(k, set()).add(source_id)
 
     def key(self, source_id: int, key: str | None) -> None:
-        """A run source read at one more path, of this key."""
-        for provider, fingerprint in list(self._lines.get(source_id, ())):
+        """A source read at one more path, of this key."""
+        for provider, fingerprint in list(self._lines.get(source_id, ()))[:1]:
             self.add(source_id, provider, fingerprint, key)
 
-    def open(self, source_id: int, provider: str | None = None) -> None:
-        """A run source that may have lost a path (or changed vendor, under ``provider``):
-        compared with every file that opens with one of its lines."""
-        for old, fingerprint in list(self._lines.get(source_id, ())):
-            self.add(source_id, provider or old, fingerprint, None)
+    def open(self, source_id: int) -> None:
+        """A source that lost a path to another: compared with every file that opens with one
+        of its lines."""
+        self.key(source_id, None)
 
     def wanted(self, provider: str, fingerprint: str, key: str | None) -> list[int] | None:
-        """The run sources a file opening with this line and of this key may continue; None
-        for all of them (its key is unknown)."""
+        """The sources a file opening with this line and of this key may continue; None for
+        all of them (its key is unknown)."""
         if key is None:
             return None
         buckets = self._by_line.get((provider, fingerprint), {})
@@ -145,7 +155,7 @@ class Generations:
 
     conn: sqlite3.Connection
     seen_paths: set[str]  # the paths this run has read or found unchanged
-    run_sources: RunSources  # the sources this run stored, by first line and key
+    by_line: SourcesByLine  # the sources of each first line met, by their paths' keys
     _keys: dict[str, dict[str, str | None]]  # session keys of stored paths, by provider
 
     def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
@@ -161,20 +171,21 @@ class Generations:
         repeats every committed byte of more than the first line is a copy."""
         provider = adapter.name
         here = str(path)
-        # the sources that opened with this line, with their other paths, in one statement:
-        # every one stored before the run, and of the run's only those the file may continue
-        # (RunSources; many sessions can open with one line, and fetching each made a first
-        # ingest quadratic in them)
+        # the sources that opened with this line and that the file may continue, with their
+        # other paths, in one statement (many sessions can open with one line: fetching each,
+        # or all of them for each file, made ingest quadratic in them)
         at_path = self._source_for_path(path)
         key = self._session_key(adapter, here)
-        run = self.run_sources
+        run = self.by_line
+        if not run.loaded(provider, fingerprint):
+            self._load_line(adapter, fingerprint)
         wanted = run.wanted(provider, fingerprint, key)
-        if wanted is not None and at_path is not None and at_path[0] > run.before:
+        if wanted is not None and at_path is not None:
             wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
-        for source_id, uid, other in self.conn.execute(_CANDIDATES, (
-            here, provider, fingerprint, run.before if wanted is not None else _ALL, dumps(wanted or []),
-        )):  # fmt: skip
+        rows = (self.conn.execute(_ALL, (here, provider, fingerprint)) if wanted is None
+                else self.conn.execute(_NAMED, (here, provider, fingerprint, dumps(wanted))))  # fmt: skip
+        for source_id, uid, other in rows:
             entry = candidates.setdefault(source_id, (uid, []))
             if other is not None:
                 entry[1].append(other)
@@ -201,6 +212,20 @@ class Generations:
             return self._next_generation(at_path[0], at_path[1], provider, fingerprint, register=True)
         uid = self._new_uid(provider, fingerprint, key, path)
         return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint, key=key)
+
+    def _load_line(self, adapter: Adapter, fingerprint: str) -> None:
+        """The sources that open with this line, with the session keys of their paths in their
+        place, into ``by_line`` (once a run)."""
+        sources: dict[int, list[str | None]] = {}
+        for source_id, other in self.conn.execute(
+            "SELECT f.source_id, p.path FROM source_fingerprints f LEFT JOIN source_paths p ON p.source_id = f.source_id "
+            "WHERE f.provider = ? AND f.fingerprint = ?",
+            (adapter.name, fingerprint),
+        ):
+            keys = sources.setdefault(source_id, [])
+            if other is not None and self._exists(other):
+                keys.append(self._session_key(adapter, other))
+        self.by_line.load(adapter.name, fingerprint, sources)
 
     def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
                    st: os.stat_result) -> _Gen | None:  # fmt: skip

@@ -23,7 +23,7 @@ from ..vendors.base import (
     SourceInfo,
 )
 from .discovery import Candidate
-from .generations import RunSources, _Gen
+from .generations import SourcesByLine, _Gen
 from .options import PIECE, _lap, _timed_lines
 from .reader import (
     LongLine,
@@ -41,7 +41,7 @@ class LineWriter:
     """Reading a line file from its offset and writing its lines and rows in batches
     (mixed into ``Engine``)."""
 
-    run_sources: RunSources
+    by_line: SourcesByLine
 
     def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
         path, adapter = cand.path, cand.adapter
@@ -182,13 +182,13 @@ class LineWriter:
             self.conn.execute(
                 "INSERT INTO source_fingerprints VALUES (?, ?, ?)", (gen.provider, gen.fingerprint, gen.source_id)
             )
-            self.run_sources.add(gen.source_id, gen.provider, gen.fingerprint, gen.key if gen.kind == LINES else None)
+            self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, gen.key if gen.kind == LINES else None)
         elif gen.register_fingerprint:
             self.conn.execute(
                 "INSERT OR IGNORE INTO source_fingerprints VALUES (?, ?, ?)",
                 (gen.provider, gen.fingerprint, gen.source_id),
             )
-            self.run_sources.add(gen.source_id, gen.provider, gen.fingerprint, None)
+            self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, None)
             gen.register_fingerprint = False
 
     def _write(
