@@ -136,6 +136,7 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     key = adapter.session_key
     monkeypatch.setattr(adapter, "session_key", lambda self, path: keyed.append(path) or key(self, path))
     looked: list[str] = []  # another source's path looked at (its place, its key) for a new file
+    monkeypatch.setattr(generations.SourcesByLine, "SHARED", 2)  # a line of 3 sessions is indexed
     exists = generations.Generations._exists
     monkeypatch.setattr(generations.Generations, "_exists", lambda self, p: looked.append(p) or exists(self, p))
     db = _ingest(tmp_path / "x.db", home)
@@ -179,17 +180,41 @@ def test_sessions_sharing_a_first_line_do_not_read_each_other(tmp_path, monkeypa
     assert moved in read
 
 
+def test_an_index_emptied_mid_run_decides_as_a_full_one(tmp_path, monkeypatch):
+    """Past ``SourcesByLine.LIMIT`` the index is emptied between files and the lines are read
+    again: the archive is the one an index kept whole makes, and the one no index makes."""
+    from archive.ingest import generations
+
+    home = tmp_path / "home"
+    body = CLAUDE[0].read_bytes()
+    sid = orjson.loads(body.splitlines()[0])["sessionId"]
+    for n in range(12):
+        other = f"{sid[:-2]}{n:02d}"
+        path = home / ".claude" / "projects" / f"-path-to-P{n % 3}" / f"{other}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(SUMMARY + b"\n" + body.replace(sid.encode(), other.encode()))
+    dumps = []
+    for shared, limit in ((2, 10**9), (2, 3), (10**9, 10**9)):
+        monkeypatch.setattr(generations.SourcesByLine, "SHARED", shared)
+        monkeypatch.setattr(generations.SourcesByLine, "LIMIT", limit)
+        db = _ingest(tmp_path / f"{shared}-{limit}.db", home)
+        assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 12
+        dumps.append(dump_tables(db))
+    assert dumps[0] == dumps[1] == dumps[2]
+
+
 def test_sources_by_line_name_every_source_a_file_may_continue():
     """``SourcesByLine`` leaves out only a source whose paths in place all have known keys
     other than the file's: one with no path in place, one read at a path of unknown key, one
     that lost a path, one that changed vendor or opened with a second line is compared with
-    every file again."""
+    every file again. A line not indexed holds nothing (the database is read for it)."""
     from archive.ingest.generations import SourcesByLine
 
     by = SourcesByLine()
-    assert not by.loaded("claude-code", "fp")
-    by.load("claude-code", "fp", {5: ["a"], 6: [], 7: ["b", None]})  # 6: no path in place
-    assert by.loaded("claude-code", "fp") and not by.loaded("codex", "fp")
+    by.add(1, "claude-code", "fp", "a")
+    assert not by.indexed("claude-code", "fp") and len(by) == 0
+    by.index("claude-code", "fp", {5: ["a"], 6: [], 7: ["b", None]})  # 6: no path in place
+    assert by.indexed("claude-code", "fp") and not by.indexed("codex", "fp")
     assert by.wanted("claude-code", "fp", "a") == [5, 6, 7]
     assert by.wanted("claude-code", "fp", "c") == [6, 7]
     by.add(11, "claude-code", "fp", "a")  # stored in this run
@@ -197,16 +222,19 @@ def test_sources_by_line_name_every_source_a_file_may_continue():
     assert by.wanted("claude-code", "fp", "a") == [5, 6, 7, 11]
     assert by.wanted("claude-code", "fp", "z") == [6, 7]
     assert by.wanted("claude-code", "fp", None) is None  # a file of unknown key: every source
-    assert by.wanted("codex", "fp", "a") == []
     by.key(12, "a")  # read at one more path, of key a (a rollout being archived)
     assert by.wanted("claude-code", "fp", "a") == [5, 6, 7, 11, 12]
     by.open(5)  # its path now continues another source
     assert by.wanted("claude-code", "fp", "z") == [5, 6, 7]
+    by.index("openclaw", "fp", {})
     by.add(12, "openclaw", "fp", None)  # read again as another vendor's (Engine._reidentify)
     assert by.wanted("openclaw", "fp", "z") == [12]
+    by.index("claude-code", "fp2", {})
     by.add(11, "claude-code", "fp2", None)  # rewritten in place with a new first line
     assert by.wanted("claude-code", "fp2", "q") == [11]
-    assert by.wanted("claude-code", "fp", "q") == [5, 6, 7, 11, 12]  # a source's keys hold under each of its lines
+    # a source's keys hold under each of its lines
+    assert by.wanted("claude-code", "fp", "q") == [5, 6, 7, 11, 12]
+    assert len(by) == 5
 
 
 def test_rollout_at_its_live_and_archived_path_at_once_is_one_source(tmp_path):

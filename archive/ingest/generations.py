@@ -54,54 +54,69 @@ class _Gen:
 
 
 class SourcesByLine:
-    """The sources that open with each first line a run has met, by the session keys of their
-    paths, so that a new file is compared only with the ones it may continue.
+    """The sources of each first line that many sessions open with, by the session keys of
+    their paths in place, so that a new file is compared only with the ones it may continue.
 
-    A source is passed over for a file when every path of it in its place has a known session
-    key other than the file's (``same_keys``): it is another session's file. Before this index
-    each new file fetched every source that opened with its line and looked at each one's paths,
-    so a first ingest was quadratic in the sessions sharing a line (every Kimi CLI
-    ``wire.jsonl`` opens with the same one), and each night's new files paid for all the
-    sessions before them. A line's sources are read from the database once a run, the first
-    time a file opens with it (``Generations._load_line``); what the run changes after that is
-    added here. Every change only adds, so the index can name a source the comparison then
-    passes over, never leave out one that it would take; a rollback empties it (the lines are
-    read again)."""
+    A source is passed over for a file when every path of it in place has a known session
+    key other than the file's (``same_keys``): it is another session's file. Without this
+    index each new file fetched every source that opened with its line and looked at each
+    one's paths, so a first ingest was quadratic in the sessions sharing a line (every Kimi
+    CLI ``wire.jsonl`` opens with the same one), and each night's new files paid for all the
+    sessions before them.
+
+    A line is indexed the first time a file of the run opens with it and finds more than
+    ``SHARED`` sources (``Generations._index_line``): a line fewer sessions share is fetched
+    whole, as before, and costs no memory. After that the run adds what it changes. Every
+    change only adds, so the index can name a source the comparison then passes over, never
+    leave out one it would take. A rollback empties it, and so does ``Generations`` past
+    ``LIMIT`` sources (between files): the lines are then read again from the database."""
+
+    SHARED = 8
+    LIMIT = 20_000  # about 10 MB (485 bytes a source)
 
     def __init__(self) -> None:
-        self._loaded: set[tuple[str, str]] = set()
-        self._by_line: dict[tuple[str, str], dict[str | None, set[int]]] = {}
-        self._lines: dict[int, set[tuple[str, str]]] = {}  # a source's (provider, fingerprint)s
-        self._keys: dict[int, set[str | None]] = {}  # the keys of its paths in place (None: unknown or none)
+        self._by_line: dict[tuple[str, str], dict[str | None, list[int]]] = {}
+        self._lines: dict[int, list[tuple[str, str]]] = {}  # a source's indexed (provider, fingerprint)s
+        self._keys: dict[int, list[str | None]] = {}  # the keys of its paths in place (None: unknown or none)
 
-    def loaded(self, provider: str, fingerprint: str) -> bool:
-        return (provider, fingerprint) in self._loaded
+    def __len__(self) -> int:
+        return len(self._keys)
 
-    def load(self, provider: str, fingerprint: str, sources: dict[int, list[str | None]]) -> None:
+    def indexed(self, provider: str, fingerprint: str) -> bool:
+        return (provider, fingerprint) in self._by_line
+
+    def index(self, provider: str, fingerprint: str, sources: dict[int, list[str | None]]) -> None:
         """A line's sources as the database holds them, each with the keys of its paths in
         place (an empty list: none in place)."""
-        self._loaded.add((provider, fingerprint))
+        self._by_line[(provider, fingerprint)] = {}
         for source_id, keys in sources.items():
             for key in keys or [None]:
                 self.add(source_id, provider, fingerprint, key)
 
     def add(self, source_id: int, provider: str, fingerprint: str, key: str | None) -> None:
         """A source that opens with this line (stored, registered under one more first line,
-        or read from the database) with a path of ``key`` in its place (None: a key unknown, or
-        a source that may have no path in its place)."""
-        lines = self._lines.setdefault(source_id, set())
-        lines.add((provider, fingerprint))
-        keys = self._keys.setdefault(source_id, set())
-        keys.add(key)
-        for line in lines:  # a source's keys are its paths', whichever line it is found by
-            buckets = self._by_line.setdefault(line, {})
+        or read from the database) with a path of ``key`` in its place (None: a key unknown,
+        or a source that may have no path in its place). Nothing for a line not indexed: the
+        database is read for it."""
+        line = (provider, fingerprint)
+        if line not in self._by_line:
+            return
+        lines = self._lines.setdefault(source_id, [])
+        keys = self._keys.setdefault(source_id, [])
+        if line not in lines:
+            lines.append(line)
             for k in keys:
-                buckets.setdefault(k, set()).add(source_id)
+                self._by_line[line].setdefault(k, []).append(source_id)
+        if key not in keys:  # a source's keys are its paths', whichever line it is found by
+            keys.append(key)
+            for other in lines:
+                self._by_line[other].setdefault(key, []).append(source_id)
 
     def key(self, source_id: int, key: str | None) -> None:
         """A source read at one more path, of this key."""
-        for provider, fingerprint in list(self._lines.get(source_id, ()))[:1]:
-            self.add(source_id, provider, fingerprint, key)
+        lines = self._lines.get(source_id)
+        if lines:
+            self.add(source_id, *lines[0], key)
 
     def open(self, source_id: int) -> None:
         """A source that lost a path to another: compared with every file that opens with one
@@ -109,12 +124,12 @@ class SourcesByLine:
         self.key(source_id, None)
 
     def wanted(self, provider: str, fingerprint: str, key: str | None) -> list[int] | None:
-        """The sources a file opening with this line and of this key may continue; None for
-        all of them (its key is unknown)."""
+        """The sources of an indexed line a file of this key may continue; None for all of
+        them (its key is unknown)."""
         if key is None:
             return None
-        buckets = self._by_line.get((provider, fingerprint), {})
-        return sorted(buckets.get(key, set()) | buckets.get(None, set()))
+        buckets = self._by_line[(provider, fingerprint)]
+        return sorted({*buckets.get(key, ()), *buckets.get(None, ())})
 
 
 
@@ -155,7 +170,7 @@ class Generations:
 
     conn: sqlite3.Connection
     seen_paths: set[str]  # the paths this run has read or found unchanged
-    by_line: SourcesByLine  # the sources of each first line met, by their paths' keys
+    by_line: SourcesByLine  # the sources of the lines many sessions share, by their paths' keys
     _keys: dict[str, dict[str, str | None]]  # session keys of stored paths, by provider
 
     def _choose_generation(self, adapter: Adapter, fingerprint: str, path: Path, st: os.stat_result) -> _Gen:
@@ -171,15 +186,15 @@ class Generations:
         repeats every committed byte of more than the first line is a copy."""
         provider = adapter.name
         here = str(path)
-        # the sources that opened with this line and that the file may continue, with their
-        # other paths, in one statement (many sessions can open with one line: fetching each,
-        # or all of them for each file, made ingest quadratic in them)
+        # the sources that opened with this line, with their other paths, in one statement: of
+        # a line many sessions share, only those the file may continue (SourcesByLine;
+        # fetching all of them for each file made ingest quadratic in those sessions)
         at_path = self._source_for_path(path)
         key = self._session_key(adapter, here)
+        if len(self.by_line) > self.by_line.LIMIT:
+            self.by_line = SourcesByLine()
         run = self.by_line
-        if not run.loaded(provider, fingerprint):
-            self._load_line(adapter, fingerprint)
-        wanted = run.wanted(provider, fingerprint, key)
+        wanted = run.wanted(provider, fingerprint, key) if run.indexed(provider, fingerprint) else None
         if wanted is not None and at_path is not None:
             wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
@@ -189,6 +204,12 @@ class Generations:
             entry = candidates.setdefault(source_id, (uid, []))
             if other is not None:
                 entry[1].append(other)
+        if len(candidates) > run.SHARED and not run.indexed(provider, fingerprint):
+            self._index_line(adapter, fingerprint, candidates, at_path, here)
+            keep = run.wanted(provider, fingerprint, key)
+            if keep is not None:  # the rest are other sessions' files in their place
+                named = {*keep, *(at_path[:1] if at_path else ())}
+                candidates = {s: c for s, c in candidates.items() if s in named}
         if at_path is not None and at_path[0] in candidates:
             # the source last read here: its bytes continue, or it was rewritten in place
             return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
@@ -213,19 +234,16 @@ class Generations:
         uid = self._new_uid(provider, fingerprint, key, path)
         return _Gen(None, uid, provider, LINES, 1, 0, 0, None, fingerprint, key=key)
 
-    def _load_line(self, adapter: Adapter, fingerprint: str) -> None:
-        """The sources that open with this line, with the session keys of their paths in their
-        place, into ``by_line`` (once a run)."""
+    def _index_line(self, adapter: Adapter, fingerprint: str, candidates: dict[int, tuple[str, list[str]]],
+                    at_path: tuple[int, str, str] | None, here: str) -> None:  # fmt: skip
+        """Index a line's sources (all of them, fetched for this file) by the session keys of
+        their paths in place; the file's own path is the source's that it was last read for."""
         sources: dict[int, list[str | None]] = {}
-        for source_id, other in self.conn.execute(
-            "SELECT f.source_id, p.path FROM source_fingerprints f LEFT JOIN source_paths p ON p.source_id = f.source_id "
-            "WHERE f.provider = ? AND f.fingerprint = ?",
-            (adapter.name, fingerprint),
-        ):
-            keys = sources.setdefault(source_id, [])
-            if other is not None and self._exists(other):
-                keys.append(self._session_key(adapter, other))
-        self.by_line.load(adapter.name, fingerprint, sources)
+        for source_id, (_uid, others) in candidates.items():
+            sources[source_id] = [self._session_key(adapter, p) for p in others if self._exists(p)]
+        if at_path is not None and at_path[0] in sources:
+            sources[at_path[0]].append(self._session_key(adapter, here))
+        self.by_line.index(adapter.name, fingerprint, sources)
 
     def _continued(self, source_id: int, uid: str, provider: str, fingerprint: str, path: Path,
                    st: os.stat_result) -> _Gen | None:  # fmt: skip
