@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from orjson import dumps
 from sqlite_utils import Database
 
 from ..errors import ArchiveError
@@ -24,7 +23,6 @@ from ..vendors.base import (
     stable_id,
 )
 from .reader import _open_stream, _read_exactly, _sha_range
-
 
 # the sources that opened with a line, with their other paths: every one (a file whose
 # session key is unknown), or those SourcesByLine names (one lookup each)
@@ -199,7 +197,7 @@ class Generations:
             wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
         rows = (self.conn.execute(_ALL, (here, provider, fingerprint)) if wanted is None
-                else self.conn.execute(_NAMED, (here, provider, fingerprint, dumps(wanted))))  # fmt: skip
+                else self.conn.execute(_NAMED, (here, provider, fingerprint, orjson.dumps(wanted).decode())))  # fmt: skip
         for source_id, uid, other in rows:
             entry = candidates.setdefault(source_id, (uid, []))
             if other is not None:
