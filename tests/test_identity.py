@@ -15,6 +15,7 @@ import pytest
 from archive.db import dump_tables, open_db
 from archive.ingest import IngestOptions, ingest_paths, open_archive, rebuild, restore
 from archive.vendors import get as get_adapter
+from tests.ingest_helpers import portable_dump
 from tests.vendor_home import vendor_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -201,6 +202,34 @@ def test_an_index_emptied_mid_run_decides_as_a_full_one(tmp_path, monkeypatch):
         assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 12
         dumps.append(dump_tables(db))
     assert dumps[0] == dumps[1] == dumps[2]
+
+
+def test_a_run_failing_mid_line_then_continued_ends_as_one_whole_run(tmp_path, monkeypatch):
+    """Crash-safe with the index: a first ingest of sessions sharing a line that fails part-way
+    (the disk full), then continued from what it committed (the line indexed again from the
+    database), ends with the tables one uninterrupted run makes."""
+    from archive.ingest import generations
+
+    monkeypatch.setattr(generations.SourcesByLine, "SHARED", 2)
+    home = tmp_path / "home"
+    body = CLAUDE[0].read_bytes()
+    sid = orjson.loads(body.splitlines()[0])["sessionId"]
+    for n in range(12):
+        other = f"{sid[:-2]}{n:02d}"
+        path = home / ".claude" / "projects" / "-path-to-Demo" / f"{other}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(SUMMARY + b"\n" + body.replace(sid.encode(), other.encode()))
+    whole = _ingest(tmp_path / "whole.db", home)
+    db = open_db(tmp_path / "x.db")
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages + 60}")  # SQLITE_FULL part-way through
+    with pytest.raises(Exception, match="full"):
+        ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9, commit_bytes=1))
+    kept = db.execute("SELECT count(*) FROM sources").fetchone()[0]
+    assert 2 < kept < 12  # the continued run indexes the line from what was committed
+    db.execute(f"PRAGMA max_page_count = {2**31 - 2}")
+    db = _ingest(tmp_path / "x.db", home)
+    assert portable_dump(db) == portable_dump(whole)
 
 
 def test_sources_by_line_name_every_source_a_file_may_continue():

@@ -188,13 +188,14 @@ class Generations:
         # a line many sessions share, only those the file may continue (SourcesByLine;
         # fetching all of them for each file made ingest quadratic in those sessions)
         at_path = self._source_for_path(path)
-        key = self._session_key(adapter, here)
         if len(self.by_line) > self.by_line.LIMIT:
             self.by_line = SourcesByLine()
         run = self.by_line
-        wanted = run.wanted(provider, fingerprint, key) if run.indexed(provider, fingerprint) else None
-        if wanted is not None and at_path is not None:
-            wanted.append(at_path[0])
+        wanted = None
+        if run.indexed(provider, fingerprint):
+            wanted = run.wanted(provider, fingerprint, self._session_key(adapter, here))
+            if wanted is not None and at_path is not None:
+                wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
         rows = (self.conn.execute(_ALL, (here, provider, fingerprint)) if wanted is None
                 else self.conn.execute(_NAMED, (here, provider, fingerprint, orjson.dumps(wanted).decode())))  # fmt: skip
@@ -204,7 +205,7 @@ class Generations:
                 entry[1].append(other)
         if len(candidates) > run.SHARED and not run.indexed(provider, fingerprint):
             self._index_line(adapter, fingerprint, candidates, at_path, here)
-            keep = run.wanted(provider, fingerprint, key)
+            keep = run.wanted(provider, fingerprint, self._session_key(adapter, here))
             if keep is not None:  # the rest are other sessions' files in their place
                 named = {*keep, *(at_path[:1] if at_path else ())}
                 candidates = {s: c for s, c in candidates.items() if s in named}
@@ -213,6 +214,7 @@ class Generations:
             return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
                 at_path[0], at_path[1], provider, fingerprint, register=False
             )
+        key = self._session_key(adapter, here)
         for source_id, (uid, others) in candidates.items():
             # another session's file still in its place is not read (its bytes, its
             # generations): only a source whose other paths are gone (moved, renamed,

@@ -182,7 +182,7 @@ class LineWriter:
             self.conn.execute(
                 "INSERT INTO source_fingerprints VALUES (?, ?, ?)", (gen.provider, gen.fingerprint, gen.source_id)
             )
-            self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, gen.key if gen.kind == LINES else None)
+            self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, gen.key)  # None for a snapshot
         elif gen.register_fingerprint:
             self.conn.execute(
                 "INSERT OR IGNORE INTO source_fingerprints VALUES (?, ?, ?)",
