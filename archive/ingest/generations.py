@@ -58,9 +58,9 @@ class SourcesByLine:
     A source is passed over for a file when every path of it in place has a known session
     key other than the file's (``same_keys``): it is another session's file. Without this
     index each new file fetched every source that opened with its line and looked at each
-    one's paths, so a first ingest was quadratic in the sessions sharing a line (every Kimi
-    CLI ``wire.jsonl`` opens with the same one), and each night's new files paid for all the
-    sessions before them.
+    one's paths, so a first ingest was quadratic in the sessions sharing a line (a vendor
+    whose every session log opens with the same header record), and each night's new files
+    paid for all the sessions before them.
 
     A line is indexed the first time a file of the run opens with it and finds more than
     ``SHARED`` sources (``Generations._index_line``): a line fewer sessions share is fetched
