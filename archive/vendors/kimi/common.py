@@ -31,6 +31,7 @@ gets ``kimi-<stable id of its source>``. Never raises on input.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from typing import Any
@@ -48,6 +49,11 @@ SUBAGENTS = "subagents"
 def session_parts(path: str | Path) -> tuple[str, str | None] | None:
     """(session uuid, agent id or None) of a file in a Kimi session folder, from its path;
     None when the path is not in one."""
+    return _session_parts(str(path))
+
+
+@lru_cache(maxsize=1024)  # asked about each file four to five times in a run (discovery, identity, parsers)
+def _session_parts(path: str) -> tuple[str, str | None] | None:
     parts = Path(path).parts
     if len(parts) >= 4 and parts[-3] == SUBAGENTS and UUID_RE.match(parts[-4]):
         return parts[-4], parts[-2]
