@@ -162,6 +162,9 @@ class Projector:
         self._fact_threads: set[str] = set()  # threads with thread_facts rows in this flush
         self._uids: dict[int, str] = {}
         self._created: dict[str, tuple[str | None, str | None]] = {}
+        # dirty threads a ranking folded in this flush: folded again when it ends, so that the
+        # next copies read their row instead of folding them each time (``flush``)
+        self._ranked: set[str] = set()
         self.live: Live | None = None  # an ingest run's file index and signals, computed as messages are written
 
     # -- rows of one line
@@ -253,6 +256,7 @@ class Projector:
         if thread_id not in self._created:
             if thread_id in self.dirty_threads:
                 fold_thread(self.conn, thread_id)
+                self._ranked.add(thread_id)
             row = self.conn.execute(
                 "SELECT created_at, json_extract(metadata, '$.emittedFrom') FROM threads WHERE id = ?", (thread_id,)
             ).fetchone()
@@ -392,6 +396,11 @@ class Projector:
             self._reports = []
         if self._blocks:
             self._write_blocks()
+        if self._ranked:
+            for tid in sorted(self._ranked & self.dirty_threads):
+                fold_thread(conn, tid)
+                self.dirty_threads.discard(tid)
+            self._ranked = set()
 
     def _write_blocks(self) -> None:
         """Row by row when every new id is above the full-text index's watermark: each row is
@@ -423,7 +432,7 @@ class Projector:
         self._owned, self._linked = set(), set()
         self._messages = []
         self._shared, self._moved, self._sharers, self._fact_threads = set(), set(), set(), set()
-        self._created = {}
+        self._created, self._ranked = {}, set()
 
     def _resolve_lineage(self) -> None:
         """Recompute ``thread_lineage`` of the threads whose lineage this flush may change, and

@@ -168,3 +168,88 @@ def test_a_message_moving_between_keys_of_its_own_thread_keeps_the_threads_linea
     assert conn.execute("SELECT source_id FROM messages WHERE id = 'own-t2'").fetchone() == (4,)
     assert conn.execute(lineage).fetchall() == [("t2", "t1", "b", "fork")]
     conn.execute("COMMIT")
+
+
+def _counting_folds(monkeypatch) -> list[str]:
+    import archive.projection as projection
+
+    folded: list[str] = []
+    real = projection.fold_thread
+
+    def counted(conn, thread_id):
+        folded.append(thread_id)
+        return real(conn, thread_id)
+
+    monkeypatch.setattr(projection, "fold_thread", counted)
+    return folded
+
+
+def test_a_thread_written_by_several_files_is_folded_once_a_transaction(tmp_path, monkeypatch):
+    """A session spread over several files (Kimi CLI's context and wire, Mistral Vibe's 17, a
+    Claude Code session and its subagents') was folded after each file; its row is now
+    folded once, when the transaction commits."""
+    from tests.ingest_helpers import canonical_lines, ingest, write_lines
+
+    lines = canonical_lines("t", 12, seed=4)
+    paths = []
+    for i in range(4):  # the thread record in the first file, three messages in each
+        paths.append(tmp_path / f"part{i}.jsonl")
+        write_lines(paths[-1], (lines[:1] if i == 0 else []) + lines[1 + 3 * i : 4 + 3 * i])
+    folded = _counting_folds(monkeypatch)
+    db, s = ingest(tmp_path / "x.db", paths)
+    assert s.failed == 0 and s.messages_added == 12
+    assert folded.count("t") == 1
+    row = db.execute("SELECT title, created_at, cwd FROM threads WHERE id = 't'").fetchone()
+    assert row == ("thread t", "2026-01-01T00:00:00Z", "/work/t")
+
+
+def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, monkeypatch):
+    """Every vendor's fixtures, each Claude Code session copied beside itself, and threads
+    without a createdAt sharing messages (ranked by the folded row): the same tables as when
+    every flush folded its threads at once."""
+    import shutil
+
+    import orjson
+
+    from archive.db import dump_tables
+    from archive.ingest import IngestOptions, ingest_paths
+    from tests.ingest_helpers import NEVER_IDLE, canonical_lines, write_lines
+    from tests.vendor_home import build_home, vendor_env
+
+    home = tmp_path / "home"
+    build_home(home)
+    for f in sorted((home / ".claude" / "projects").glob("*/*.jsonl")):
+        shutil.copyfile(f, f.with_name(f.stem + "-copy.jsonl"))
+    given = tmp_path / "given"
+    bare = [orjson.loads(x) for x in canonical_lines("d", 6, seed=3)[1:]]  # no thread record
+    for m in bare:
+        m.pop("usage", None)
+    for name, thread in (("d1", "zd"), ("d2", "d")):
+        write_lines(given / f"{name}.jsonl", [orjson.dumps({**m, "threadId": thread}) for m in bare])
+    early = {"v": 1, "id": "e-own", "threadId": "e", "role": "user", "ts": "2025-06-01T00:00:00Z",
+             "content": [{"type": "text", "text": "older than the copies"}]}  # fmt: skip
+    write_lines(given / "e1.jsonl", [orjson.dumps(early)])
+    write_lines(given / "e2.jsonl", [orjson.dumps({**m, "threadId": "e"}) for m in bare])
+    real_flush = Projector.flush
+
+    def flush_and_fold(self):  # what every file's write did before: fold what the flush wrote
+        real_flush(self)
+        for tid in sorted(self.dirty_threads):
+            fold_thread(self.conn, tid)
+        self.dirty_threads.clear()
+
+    dumps = {}
+    for arm in ("each flush", "each transaction"):
+        if arm == "each flush":
+            monkeypatch.setattr(Projector, "flush", flush_and_fold)
+        else:
+            monkeypatch.setattr(Projector, "flush", real_flush)
+        db = open_db(tmp_path / f"{arm}.db")
+        assert ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9)).failed == 0
+        assert ingest_paths(db, sorted(given.glob("*.jsonl")), NEVER_IDLE).failed == 0
+        d = dump_tables(db)
+        d.pop("ingest_runs", None)
+        dumps[arm] = d
+    assert dumps["each flush"] == dumps["each transaction"]
+    owners = {r[1] for r in dumps["each transaction"]["messages"] if r[0].startswith("d-m")}
+    assert len(owners) == 1

@@ -181,7 +181,7 @@ class Engine(Generations, LineWriter):
         unclaimed = Unclaimed() if not paths and not self.options.providers else None
         found: Iterable[Candidate] = discover(list(paths) if paths else None, adapters, env, self.summary.problems, unchanged, unclaimed)
         if not paths:  # then the project folders (issue 36): after the roots, so this run's cwds count
-            found = itertools.chain(found, project_roots.candidates(
+            found = itertools.chain(found, self._folded(), project_roots.candidates(
                 self.conn, adapters, env, lambda s: s in seen_paths or unchanged(s), Candidate))  # fmt: skip
         for cand in found:
             self.summary.files_seen += 1
@@ -262,10 +262,34 @@ class Engine(Generations, LineWriter):
         if self._tx_bytes >= o.commit_bytes or time.monotonic() - self._tx_started >= o.commit_seconds:
             self._commit_tx()
 
+    def _fold(self) -> None:
+        """Fold the threads the transaction's files wrote (``threads`` rows), once a thread.
+
+        A thread whose rows come in several files (a context and its wire log, a journal and
+        its snapshots, a session and its subagents' files) was folded after each of them. Nothing in the file loop reads a dirty thread's row but the
+        ranking of copies, which folds it itself (``Projector._created_at``); what reads rows
+        after the loop (the project folders' walk, the end of the run) comes after this.
+        A failure part-way rolls the transaction back: a commit after it would keep half."""
+        if not self.conn.in_transaction:
+            return
+        try:
+            self.projector.refold()
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _folded(self) -> Iterator[Candidate]:
+        """Nothing, once the transaction's threads are folded (a chained walk reads them)."""
+        self._fold()
+        yield from ()
+
     def _commit_tx(self) -> None:
         if self.conn.in_transaction:
             tm = self.options.timings
             t = time.perf_counter()
+            self._fold()
+            if tm is not None:
+                t = _lap(tm, "insert", t)
             index_text(self.conn)
             if tm is not None:
                 t = _lap(tm, "fts", t)

@@ -237,10 +237,9 @@ class LineWriter:
                 apply(gen.provider, (sid, g, offset), self.names.map_rows(gen.provider, rows))
             if tm is not None:
                 t = _lap(tm, "insert", t)
-            self.projector.flush()
+            self.projector.flush()  # its threads are folded when the transaction commits (Engine._fold)
             if tm is not None:
                 t = _lap(tm, "insert", t)
-            self.projector.refold()
             if batch:
                 self._tx_bytes += end_off - first_off
                 gen.end_offset = end_off
