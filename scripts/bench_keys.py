@@ -38,7 +38,13 @@ sys.path.insert(0, str(REPO))
 
 from archive.db import open_db
 from archive.ingest.options import _INGEST_PRAGMAS
-from archive.projection import _USAGE_UPSERT
+from archive.projection import (
+    _BLOCK_COLS,
+    _BLOCK_INSERT,
+    _MSG_COLS,
+    _MSG_MARKS,
+    _USAGE_UPSERT,
+)
 
 USAGE_COLS = ("key", "thread_id", "message_id", "provider", "model", "ts", "input_tokens", "output_tokens",
               "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "extra", "source_id", "generation", "offset")  # fmt: skip
@@ -53,10 +59,9 @@ def load(archive: Path, batch: int) -> dict[str, Any]:
     """The rows of ``archive`` in ingest order, cut into batches of ``batch`` messages, each with
     the blocks, occurrences and usage naming its messages."""
     src = sqlite3.connect(archive)
-    mcols = _cols(src, "messages")
-    bcols = [c for c in _cols(src, "blocks") if c != "id"]
     ocols = _cols(src, "message_occurrences")
-    msgs = src.execute("SELECT * FROM messages ORDER BY rowid").fetchall()
+    # the columns and statements Projector.flush writes (projection.py)
+    msgs = src.execute(f"SELECT {_MSG_COLS} FROM messages ORDER BY rowid").fetchall()
     mid_of = {m[0]: i + 1 for i, m in enumerate(msgs)}
     n = max(1, (len(msgs) + batch - 1) // batch)
     batches: list[dict[str, list[Any]]] = [{"m": [], "b": [], "o": [], "u": []} for _ in range(n)]
@@ -67,14 +72,14 @@ def load(archive: Path, batch: int) -> dict[str, Any]:
 
     for m in msgs:
         at(m[0])["m"].append(m)
-    for b in src.execute(f"SELECT {', '.join(bcols)} FROM blocks ORDER BY id"):
+    for b in src.execute(f"SELECT {_BLOCK_COLS} FROM blocks ORDER BY id"):
         at(b[0])["b"].append(b)
     for o in src.execute("SELECT * FROM message_occurrences ORDER BY rowid"):
         at(o[4])["o"].append(o)
     for u in src.execute(f"SELECT {', '.join(USAGE_COLS)} FROM usage ORDER BY rowid"):
         at(u[2])["u"].append(u)
     out = {
-        "mcols": mcols, "bcols": bcols, "ocols": ocols, "mid_of": mid_of, "batches": batches,
+        "ocols": ocols, "mid_of": mid_of, "batches": batches,
         "sources": src.execute("SELECT id, uid, provider, kind FROM sources").fetchall(),
         "tcols": _cols(src, "threads"), "threads": src.execute("SELECT * FROM threads").fetchall(),
         "counts": {t: src.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES},
@@ -125,20 +130,19 @@ def replay(rows: dict[str, Any], variant: str, path: Path) -> dict[str, Any]:
         integer_keys(conn)
     for pragma in (*_INGEST_PRAGMAS, "temp_store = MEMORY"):  # as ingest's file loop (engine.py)
         conn.execute(f"PRAGMA {pragma}")
-    mcols, bcols, ocols, mid_of = rows["mcols"], rows["bcols"], rows["ocols"], rows["mid_of"]
+    ocols, mid_of = rows["ocols"], rows["mid_of"]
     conn.execute("BEGIN")
     conn.executemany("INSERT INTO sources (id, uid, provider, kind) VALUES (?, ?, ?, ?)", rows["sources"])
     tcols = rows["tcols"]
     conn.executemany(f"INSERT INTO threads ({', '.join(tcols)}) VALUES ({', '.join('?' * len(tcols))})", rows["threads"])
     conn.execute("COMMIT")
     if variant == "int":
-        insert_m = f"INSERT INTO messages (mid, {', '.join(mcols)}) VALUES ({', '.join('?' * (len(mcols) + 1))})"
+        insert_m = f"INSERT INTO messages (mid, {_MSG_COLS}) VALUES (?, {_MSG_MARKS})"
         upsert = _USAGE_UPSERT.replace("m.id = ", "m.mid = ")
     else:
-        insert_m = f"INSERT INTO messages ({', '.join(mcols)}) VALUES ({', '.join('?' * len(mcols))})"
+        insert_m = f"INSERT INTO messages ({_MSG_COLS}) VALUES ({_MSG_MARKS})"
         upsert = _USAGE_UPSERT
     insert_o = f"INSERT OR IGNORE INTO message_occurrences ({', '.join(ocols)}) VALUES ({', '.join('?' * len(ocols))})"
-    insert_b = f"INSERT INTO blocks ({', '.join(bcols)}) VALUES ({', '.join('?' * len(bcols))})"
     secs = dict.fromkeys(("messages", "occurrences", "blocks", "usage", "commit"), 0.0)
 
     def timed(name: str, sql: str, args: list[Any]) -> None:
@@ -158,7 +162,7 @@ def replay(rows: dict[str, Any], variant: str, path: Path) -> dict[str, Any]:
             m, bl, oc, us = b["m"], b["b"], b["o"], b["u"]
         timed("messages", insert_m, m)
         timed("occurrences", insert_o, oc)
-        timed("blocks", insert_b, bl)
+        timed("blocks", _BLOCK_INSERT, bl)
         timed("usage", upsert, us)
         if i % 10 == 9:
             t = time.process_time()

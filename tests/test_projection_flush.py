@@ -4,6 +4,8 @@ replicated sessions) are not folded again when their lineage did not change."""
 
 from __future__ import annotations
 
+import pytest
+
 from archive.db import open_db
 from archive.model import Message, Text, Usage
 from archive.projection import Projector, fold_thread, resolve_lineage
@@ -171,7 +173,7 @@ def test_a_message_moving_between_keys_of_its_own_thread_keeps_the_threads_linea
 
 
 def _counting_folds(monkeypatch) -> list[str]:
-    import archive.projection as projection
+    from archive import projection
 
     folded: list[str] = []
     real = projection.fold_thread
@@ -212,7 +214,7 @@ def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, mo
     import orjson
 
     from archive.db import dump_tables
-    from archive.ingest import IngestOptions, ingest_paths
+    from archive.ingest import IngestOptions, ingest_paths, rebuild
     from tests.ingest_helpers import NEVER_IDLE, canonical_lines, write_lines
     from tests.vendor_home import build_home, vendor_env
 
@@ -250,6 +252,48 @@ def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, mo
         d = dump_tables(db)
         d.pop("ingest_runs", None)
         dumps[arm] = d
+        if arm == "each transaction":  # and rebuild gives them (a thread of copies only, "d", included)
+            rebuild(db)
+            again = dump_tables(db)
+            again.pop("ingest_runs", None)
+            assert again == d
     assert dumps["each flush"] == dumps["each transaction"]
+    assert "d" in {r[0] for r in dumps["each transaction"]["threads"]}
     owners = {r[1] for r in dumps["each transaction"]["messages"] if r[0].startswith("d-m")}
     assert len(owners) == 1
+
+
+def test_a_fold_failing_at_commit_keeps_nothing_of_the_transaction(tmp_path, monkeypatch):
+    """The threads are folded when the transaction commits; a failure there rolls it back (a
+    commit after it would keep threads half folded), and the next run reads the files again
+    into the tables of a whole run."""
+    from archive import projection
+    from archive.db import dump_tables
+    from archive.ingest import ingest_paths
+    from tests.ingest_helpers import NEVER_IDLE, canonical_lines, ingest, write_lines
+
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"s{i}.jsonl")
+        write_lines(paths[-1], canonical_lines(f"t{i}", 4, seed=i))
+    real = projection.fold_thread
+    calls = []
+
+    def failing(conn, thread_id):
+        calls.append(thread_id)
+        if len(calls) == 2:
+            raise RuntimeError("disk trouble")
+        return real(conn, thread_id)
+
+    monkeypatch.setattr(projection, "fold_thread", failing)
+    db = open_db(tmp_path / "x.db")
+    with pytest.raises(RuntimeError):
+        ingest_paths(db, paths, NEVER_IDLE)
+    for table in ("sources", "messages", "threads"):
+        assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    monkeypatch.setattr(projection, "fold_thread", real)
+    assert ingest_paths(db, paths, NEVER_IDLE).messages_added == 12
+    whole, _ = ingest(tmp_path / "whole.db", paths)
+    mine, theirs = dump_tables(db), dump_tables(whole)
+    for t in ("threads", "messages", "blocks", "usage", "thread_facts"):
+        assert mine[t] == theirs[t], t

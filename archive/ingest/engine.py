@@ -266,10 +266,11 @@ class Engine(Generations, LineWriter):
         """Fold the threads the transaction's files wrote (``threads`` rows), once a thread.
 
         A thread whose rows come in several files (a context and its wire log, a journal and
-        its snapshots, a session and its subagents' files) was folded after each of them. Nothing in the file loop reads a dirty thread's row but the
-        ranking of copies, which folds it itself (``Projector._created_at``); what reads rows
-        after the loop (the project folders' walk, the end of the run) comes after this.
-        A failure part-way rolls the transaction back: a commit after it would keep half."""
+        its snapshots, a session and its subagents' files) was folded after each of them.
+        Nothing in the file loop reads a dirty thread's row but the ranking of copies, which
+        folds it itself (``Projector._created_at``); what reads rows after the loop (the
+        project folders' walk, the end of the run) comes after this. A failure part-way rolls
+        the transaction back: a commit after it would keep half."""
         if not self.conn.in_transaction:
             return
         try:

@@ -74,9 +74,10 @@ def rederive(engine: Engine, sources: list[tuple[int, str, str, str]]) -> None:
             )
     engine.projector.flush()
     for tid in sorted(threads | engine.projector.dirty_threads):
-        exists = conn.execute(
-            "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ?",
-            (tid, tid),
+        exists = conn.execute(  # a thread holding only copies of others' messages (a fork) stays, as at ingest
+            "SELECT 1 FROM thread_facts WHERE thread_id = ? UNION SELECT 1 FROM messages WHERE thread_id = ? "
+            "UNION SELECT 1 FROM message_occurrences WHERE thread_id = ?",
+            (tid, tid, tid),
         ).fetchone()
         if exists:
             fold_thread(conn, tid)
