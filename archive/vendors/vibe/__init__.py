@@ -32,7 +32,7 @@ from . import history
 from .common import NAME
 from .emit import emit_session, resume_hint
 from .legacy import FOLDER_RE, LegacyMessagesParser, LegacyMetaParser
-from .unified import SNAPSHOT_FILES, UUID_RE, JournalParser, SnapshotParser, session_of
+from .unified import SNAPSHOT_FILES, UUID_RE, JournalParser, SnapshotParser, session_of, session_parts
 
 # the files of a unified session's own folder: all kept, so a restored session is one Vibe opens
 SESSION_FILES = ("meta.json", "CURRENT", "scheduled-loops.json")
@@ -99,11 +99,10 @@ class VibeAdapter(Adapter):
 
     def snapshot_key(self, path: Path) -> str:
         # generations/<n>/manifest.json repeats in every session: the session folder is the key
-        session = session_of(str(path))
+        session, parts = session_parts(str(path))
         if session is not None:
-            rest = Path(path).parts[Path(path).parts.index(session) + 1:]
-            return "/".join((session, *rest))
-        return "/".join(path.parts[-2:])
+            return "/".join((session, *parts[parts.index(session) + 1:]))
+        return "/".join(parts[-2:])
 
     def session_key(self, path: Path) -> str | None:
         session = session_of(str(path))

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,18 @@ SNAPSHOT_FILES = ("manifest.json", "checkpoint.json", "projection-state.json", "
 
 def session_of(path: str) -> str | None:
     """The session uuid of a file under ``unified/<uuid>/``."""
+    return session_parts(path)[0]
+
+
+@lru_cache(maxsize=1024)  # asked about each file four to six times in a run (discovery, identity, parsers)
+def session_parts(path: str) -> tuple[str | None, tuple[str, ...]]:
+    """The session uuid of a file under ``unified/<uuid>/`` (or None), and the path's parts."""
     parts = Path(path).parts
     if "unified" in parts:
         i = len(parts) - 1 - parts[::-1].index("unified")
         if i + 1 < len(parts) and UUID_RE.match(parts[i + 1]):
-            return parts[i + 1]
-    return None
+            return parts[i + 1], parts
+    return None, parts
 
 
 def ms_ts(value: Any) -> str | None:
@@ -304,8 +311,10 @@ class SnapshotParser:
 
     def __init__(self, source: SourceInfo, state: JsonObject | None = None) -> None:
         self.source = source
-        self.thread = session_of(source.path) or "vibe-" + stable_id(source.source_id, "session")
-        self.name = Path(source.path).name
+        session, parts = session_parts(source.path)
+        self.thread = session or "vibe-" + stable_id(source.source_id, "session")
+        self.name = parts[-1] if parts else ""
+        self.in_chunks = len(parts) > 1 and parts[-2] == "chunks"
 
     def state(self) -> JsonObject:
         return {}
@@ -328,7 +337,7 @@ class SnapshotParser:
                                       ("agent", nonempty_str(sm.get("agent_name")))) if v is not None}
             yield ThreadFact(self.thread, {"metadata": meta})
         else:
-            yield Report(METADATA, f"snapshot {self.name if not Path(self.source.path).parent.name == 'chunks' else 'chunk'}",
+            yield Report(METADATA, f"snapshot {'chunk' if self.in_chunks else self.name}",
                          "a snapshot of state the journal holds (kept in the source layer)")
 
 
