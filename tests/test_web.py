@@ -233,6 +233,22 @@ def test_home_lists_sessions_by_label_with_children_folded(ds: Any, archive_path
     assert "started (UTC)" in html and "2026-03-01 10:00" in html
 
 
+def test_a_session_page_gives_the_figures_the_list_gives(ds: Any):
+    """The sessions list counts a session with its subagents; the session's page says its own
+    figures and, beside them, the list's (they differed with nothing to say why)."""
+    html = ok(ds, "/")
+    row = html[html.index(f'data-thread="{PARENT}"'):].split("</tr>", 1)[0]
+    _errors, _active, listed, tokens, _cost = re.findall(r'<td class="num">([^<]*)</td>', row)
+    page = ok(ds, f"/-/sesh/thread/{PARENT}")
+    own = re.search(r"<dt>messages</dt><dd>([\d,]+)</dd>", page).group(1)
+    line = re.search(r'<dt>with its (?:child thread|\d+ child threads)</dt><dd class="sesh-session-total">([\d,]+) messages, ([\d,]+) tokens', page)
+    assert line is not None, "the page says nothing of the subagent's messages"
+    assert line.group(1) == listed and int(own.replace(",", "")) < int(listed.replace(",", ""))
+    assert line.group(2) == tokens
+    for alone in (SIDECHAIN, LONG):  # a subagent's figures count with its session's; a thread without children
+        assert "sesh-session-total" not in ok(ds, f"/-/sesh/thread/{alone}")
+
+
 def test_home_filters_and_sorts(ds: Any):
     def rows(query: str) -> list[str]:
         return re.findall(r'<tr class="sesh-session" data-thread="([^"]+)">', ok(ds, "/-/sesh/sessions?" + query))
