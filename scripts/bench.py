@@ -579,6 +579,9 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
       corpus's (all bytes over ``with`` less the same fixed cost) costs more than its share.
       Its cost per message beside it (ms per message added): a store of small rows holds more
       messages a byte, and the generic per-message work (insert, FTS, derive) is paid per row.
+      And per file (ms per source read: a file, or a database's session): every source pays
+      the same statements, so a vendor that spreads a session over many files (a Mistral Vibe
+      3.x session is 17) pays them more often for the same messages.
 
     Every run is kept (``with_seconds``, ``differences`` pair by pair, each vendor's
     ``runs_seconds``) so the report gives the spread (min / median / max) of ``runs`` rounds,
@@ -607,20 +610,23 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
         runs_ = alone[names[v]]
         cpu = statistics.median(r["cpu_seconds"] for r in runs_)
         net = max(cpu - base, 1e-3)
-        messages = runs_[0]["messages_added"]
+        messages, files = runs_[0]["messages_added"], runs_[0]["files_changed"]
         vendors[names[v]] = {"bytes": d["bytes"], "seconds": cpu, "runs_seconds": [r["cpu_seconds"] for r in runs_],
                              "messages": messages, "ms_per_message": 1000 * net / max(messages, 1),
+                             "files": files, "ms_per_file": 1000 * net / max(files, 1),
                              "wall_seconds": statistics.median(r["wall_seconds"] for r in runs_), "net_seconds": net,
                              "mb_per_s": d["bytes"] / MB / net, "byte_share": d["bytes"] / total}
     _fresh(work / "share.db")
     corpus_mb_s = total / MB / max(t_with - base, 1e-3)
     corpus_ms_message = 1000 * max(t_with - base, 1e-3) / max(everything["messages_added"], 1)
+    corpus_ms_file = 1000 * max(t_with - base, 1e-3) / max(everything["files_changed"], 1)
     for d in vendors.values():
         d["ratio_to_corpus"] = d["mb_per_s"] / corpus_mb_s
         d["message_ratio_to_corpus"] = corpus_ms_message / d["ms_per_message"]
     return {
         "runs": runs, "bytes": total, "new_vendors": list(NEW_VENDORS), "new_bytes": new_bytes,
         "fixed_seconds": base, "messages": everything["messages_added"], "corpus_ms_per_message": corpus_ms_message,
+        "files": everything["files_changed"], "corpus_ms_per_file": corpus_ms_file,
         "with_seconds": with_, "without_seconds": without,
         "median_with": t_with, "median_without": t_without, "corpus_mb_per_s": corpus_mb_s,
         "differences": [w - o for w, o in zip(with_, without)], "fixed_runs": fixed,
@@ -685,7 +691,8 @@ def fmt_shares(s: dict[str, Any]) -> str:
         f"vendor shares (first ingests, CPU seconds, median of {s['runs']}): every vendor {s['median_with']:.1f} s, without the new six "
         f"{s['median_without']:.1f} s; the six hold {100 * s['new_byte_share']:.1f}% of the bytes and take "
         f"{100 * s['new_time_share']:.1f}% of the time ({s['new_mb_per_s']:.1f} MB/s vs the corpus's "
-        f"{s['corpus_mb_per_s']:.1f} MB/s, {s['corpus_ms_per_message']:.2f} ms a message; fixed cost of a run "
+        f"{s['corpus_mb_per_s']:.1f} MB/s, {s['corpus_ms_per_message']:.2f} ms a message, {s['corpus_ms_per_file']:.2f} ms a "
+        f"file; fixed cost of a run "
         f"{s['fixed_seconds']:.2f} s)",
     ]
     lines.append(f"  the six alone, each less the fixed cost, sum to {s['new_alone_seconds']:.1f} s "
@@ -699,7 +706,8 @@ def fmt_shares(s: dict[str, Any]) -> str:
         new = " (new)" if name in s["new_vendors"] else ""
         lines.append(f"  {name}{new}: {d['bytes'] / MB:,.1f} MB in {d['net_seconds']:.2f} s = {d['mb_per_s']:.1f} MB/s "
                      f"({d['ratio_to_corpus']:.2f}x the corpus's); {d['messages']:,} messages, "
-                     f"{d['ms_per_message']:.2f} ms each ({d['message_ratio_to_corpus']:.2f}x the corpus's speed per message)"
+                     f"{d['ms_per_message']:.2f} ms each ({d['message_ratio_to_corpus']:.2f}x the corpus's speed per message); "
+                     f"{d['files']:,} files, {d['ms_per_file']:.2f} ms each"
                      + (f"; runs {_spread(d['runs_seconds'])} s" if len(d.get("runs_seconds", ())) > 1 else ""))  # fmt: skip
     return "\n".join(lines)
 

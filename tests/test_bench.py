@@ -84,11 +84,14 @@ def test_bench_vendor_shares(tmp_path):
     # the cost per message beside the cost per byte (a vendor of small rows has more messages a byte)
     assert s["messages"] == sum(v["messages"] for v in s["vendors"].values()) > 0
     assert all(v["ms_per_message"] > 0 and v["message_ratio_to_corpus"] > 0 for v in s["vendors"].values())
+    # and per file: every source pays the same statements, and some vendors spread a session over many
+    assert s["files"] == sum(v["files"] for v in s["vendors"].values()) > len(s["vendors"])
+    assert all(v["ms_per_file"] > 0 for v in s["vendors"].values())
     spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     text = bench.fmt_shares(s)
-    assert "difference, pair by pair" in text and "ms each" in text and "ms a message" in text
+    assert "difference, pair by pair" in text and "ms each" in text and "ms a message" in text and "ms a file" in text
 
 
 @pytest.mark.slow
