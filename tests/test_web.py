@@ -249,6 +249,37 @@ def test_a_session_page_gives_the_figures_the_list_gives(ds: Any):
         assert "sesh-session-total" not in ok(ds, f"/-/sesh/thread/{alone}")
 
 
+def test_a_fork_with_a_subagent_counts_its_own_messages_as_the_list_does(tmp_path: Path):
+    """A fork's page shows the history it inherits (``count``), but the session line, like the
+    sessions list, counts the fork's own messages and its subagent's."""
+    from archive.pricing import load_prices
+    from archive.web.conversation import load_page
+    from archive.web.sessions import SessionFilters, sessions
+
+    def msg(mid: str, tid: str, role: str, second: int) -> dict[str, Any]:
+        return {"v": 1, "id": mid, "threadId": tid, "role": role, "ts": f"2026-06-01T00:00:{second:02d}Z",
+                "content": [{"type": "text", "text": f"{mid} text"}]}  # fmt: skip
+
+    records = [
+        {"v": 1, "id": "orig", "createdAt": "2026-06-01T00:00:00Z"},
+        msg("o1", "orig", "user", 1), msg("o2", "orig", "assistant", 2),
+        {"v": 1, "id": "fork", "createdAt": "2026-06-01T00:00:03Z", "parentThreadId": "orig", "originMessageId": "o2",
+         "metadata": {"forkedFrom": "orig"}},
+        msg("f1", "fork", "user", 4), msg("f2", "fork", "assistant", 5),
+        {"v": 1, "id": "fork-sub", "createdAt": "2026-06-01T00:00:06Z", "parentThreadId": "fork", "originMessageId": "f2"},
+        msg("s1", "fork-sub", "user", 7),
+    ]  # fmt: skip
+    src = tmp_path / "forks.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [src], NEVER_IDLE)
+    page = load_page(db.conn, "fork", 1, load_prices(), {})
+    assert page is not None and page["count"] == 4  # o1, o2 inherited, then f1, f2
+    assert page["session"] is not None and page["session"]["count"] == 3 and page["session"]["children"] == 1
+    listed = {r["id"]: r["messages"] for r in sessions(db.conn, SessionFilters(), load_prices())["rows"]}
+    assert listed["fork"] == page["session"]["count"]
+
+
 def test_home_filters_and_sorts(ds: Any):
     def rows(query: str) -> list[str]:
         return re.findall(r'<tr class="sesh-session" data-thread="([^"]+)">', ok(ds, "/-/sesh/sessions?" + query))

@@ -177,9 +177,10 @@ def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE
             for n, mid, ts, text in rows if text]  # fmt: skip
 
 
-def _with_children(cur: sqlite3.Cursor, thread: dict[str, Any], count: int, prices: PriceTable) -> dict[str, Any] | None:
+def _with_children(cur: sqlite3.Cursor, thread: dict[str, Any], prices: PriceTable) -> dict[str, Any] | None:
     """A session's figures with its subagents' (child threads that are not forks), as the
-    sessions list counts them (``sessions.py``): None when it has no such child with messages."""
+    sessions list counts them (``sessions.py``: its own messages, not the history a fork
+    inherits): None when it has no such child with messages."""
     if not cur.execute(f"SELECT {is_session_sql('t')} FROM threads t WHERE t.id = ?", (thread["id"],)).fetchone()[0]:
         return None  # a subagent: its figures count with its session's
     kids = f"SELECT c.id FROM threads c WHERE c.parent_thread_id = ? AND NOT {is_fork_sql('c')}"
@@ -191,7 +192,8 @@ def _with_children(cur: sqlite3.Cursor, thread: dict[str, Any], count: int, pric
                   (thread["id"], thread["id"]))  # fmt: skip
     tokens, total_cost, unpriced = thread_cost(usage, prices)
     children = cur.execute(f"SELECT count(*) FROM ({kids})", (thread["id"],)).fetchone()[0]
-    return {"count": count + more, "children": children, "tokens": tokens, "cost": total_cost, "unpriced": unpriced}
+    own = cur.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (thread["id"],)).fetchone()[0]
+    return {"count": own + more, "children": children, "tokens": tokens, "cost": total_cost, "unpriced": unpriced}
 
 
 def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: PriceTable, labels: dict[str, str],
@@ -254,7 +256,7 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
         "tokens": tokens, "cost": total_cost, "unpriced": unpriced,
         "responses": sum(u["responses"] or 0 for u in usage),
         "models": [u["model"] for u in usage if u["model"]],
-        "session": _with_children(cur, thread, count, prices),
+        "session": _with_children(cur, thread, prices),
         "relatives": [{**r, "label": r["title"] or labels.get(r["id"])
                        or (f"agent {r['agent_id']}" if r["agent_id"] else r["id"])} for r in relatives],
         "toc": toc,
