@@ -40,16 +40,21 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
-from datasette import Response, hookimpl
-from datasette.database import QueryInterrupted
 from markupsafe import Markup, escape
 from sqlite_utils import Database as SqliteDatabase
+
+from .web.datasette_import import standard_sqlite
+
+with standard_sqlite():  # imported before Datasette (the tests, a script): it takes sqlite3, as serve's
+    from datasette import Response, hookimpl
+    from datasette.database import QueryInterrupted
 
 from .db import ArchiveError
 from .pricing import PriceTable, load_prices
@@ -670,6 +675,11 @@ def prepare_connection(conn: sqlite3.Connection, database: str, datasette: Any) 
 
 @hookimpl
 def startup(datasette: Any) -> None:
+    from datasette.utils.sqlite import using_pysqlite3
+
+    if using_pysqlite3:  # Datasette started by its own command, in an environment with pysqlite3
+        print("sesh-archive: this Datasette reads databases with pysqlite3; the sesh-archive pages need Python's "
+              "own sqlite3 module and will fail: serve the archive with `sesh-archive serve`", file=sys.stderr)  # fmt: skip
     # Build the Markdown parser and load the common lexers before the first page asks:
     # measured 0.3-0.5 s of the first conversation page otherwise.
     render_markdown("*warm* `up`\n\n```bash\nls\n```\n\n```json\n{}\n```\n\n```diff\n+a\n```")

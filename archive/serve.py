@@ -18,6 +18,9 @@ Invariants:
   is the name Datasette gives the database.
 * The project's plugin (``archive.datasette_plugin``) is registered here explicitly, so
   the conversation page works whether or not the package's entry point is installed.
+* Datasette reads the archive with Python's own ``sqlite3`` module, the one the archive is
+  written with, even where ``pysqlite3`` is installed (Datasette prefers it when it can import
+  it): the pages' rows and errors are that module's (``archive.web.datasette_import``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import webbrowser
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from .web.datasette_import import standard_sqlite
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8001
@@ -68,7 +73,8 @@ def exposed(host: str) -> bool:
 
 def register_plugin() -> None:
     """Register ``archive.datasette_plugin`` once (the entry point may already have)."""
-    from datasette.plugins import pm
+    with standard_sqlite():
+        from datasette.plugins import pm
 
     from . import datasette_plugin
 
@@ -78,7 +84,8 @@ def register_plugin() -> None:
 
 def make_datasette(db_path: str | Path, host: str = DEFAULT_HOST, allow_hosts: tuple[str, ...] = (),
                    show_secrets: bool = False) -> Any:  # fmt: skip
-    from datasette.app import Datasette
+    with standard_sqlite():
+        from datasette.app import Datasette
 
     from .web.hosts import allowed_hosts
 

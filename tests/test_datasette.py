@@ -366,3 +366,32 @@ def test_datasette_never_opens_a_write_connection(archive_path: Path):
     plugins = {p["name"] for p in run(fetch(ds, "/-/plugins.json"))[0].json()}
     # registered by make_datasette, or through the entry point once the package is installed
     assert len(plugins) == 1 and plugins <= {"archive.datasette_plugin", "sesh-archive"}
+
+
+def test_serve_keeps_datasette_on_the_standard_sqlite_module(tmp_path: Path):
+    """Datasette takes ``pysqlite3`` when it can import it (people install it for a newer
+    SQLite), and then every conversation page failed with a 500: the pages build
+    ``sqlite3.Row`` and catch ``sqlite3.OperationalError`` of Python's own module. ``serve``
+    imports Datasette with ``pysqlite3`` hidden, and gives it back to the rest of the process.
+    A stand-in ``pysqlite3`` (a different module object) is importable in the child."""
+    fake = tmp_path / "site" / "pysqlite3"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("from sqlite3 import *\nfrom sqlite3 import sqlite_version, connect\nSTAND_IN = True\n")
+    (fake / "dbapi2.py").write_text("from sqlite3 import *\n")
+    child = (
+        "import sys, sqlite3\n"
+        "import sqlite_utils  # it may import pysqlite3 first, as the CLI does\n"
+        "from archive.serve import make_datasette\n"
+        f"ds = make_datasette({str(tmp_path / 'a.db')!r})\n"
+        "import datasette.utils.sqlite as u, datasette.database as d\n"
+        "import pysqlite3\n"
+        "print(u.using_pysqlite3, u.sqlite3 is sqlite3, d.sqlite3 is sqlite3, getattr(pysqlite3, 'STAND_IN', False))\n"
+    )
+    open_db(tmp_path / "a.db").conn.close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "True", "True"]  # Datasette on sqlite3; pysqlite3 still importable
