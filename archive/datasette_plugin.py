@@ -300,7 +300,10 @@ async def thread_page(datasette: Any, request: Any) -> Response:
         rel = [r[0] for r in conn.execute(
             "SELECT id FROM threads WHERE (id = ? OR id = (SELECT parent_thread_id FROM threads WHERE id = ?) "
             "OR parent_thread_id = ?) AND title IS NULL", (thread_id, thread_id, thread_id))]  # fmt: skip
-        return conversation.load_page(conn, thread_id, n, prices(), first_prompts(conn, rel, width=140))
+        data = conversation.load_page(conn, thread_id, n, prices(), first_prompts(conn, rel, width=140))
+        if data is not None:  # beside its own figures, the session's as the sessions list gives them
+            data["session"] = sessions.with_children(conn, thread_id, prices())
+        return data
 
     try:
         data = await db.execute_fn(load)

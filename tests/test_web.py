@@ -254,7 +254,7 @@ def test_a_fork_with_a_subagent_counts_its_own_messages_as_the_list_does(tmp_pat
     sessions list, counts the fork's own messages and its subagent's."""
     from archive.pricing import load_prices
     from archive.web.conversation import load_page
-    from archive.web.sessions import SessionFilters, sessions
+    from archive.web.sessions import SessionFilters, sessions, with_children
 
     def msg(mid: str, tid: str, role: str, second: int) -> dict[str, Any]:
         return {"v": 1, "id": mid, "threadId": tid, "role": role, "ts": f"2026-06-01T00:00:{second:02d}Z",
@@ -275,9 +275,10 @@ def test_a_fork_with_a_subagent_counts_its_own_messages_as_the_list_does(tmp_pat
     ingest_paths(db, [src], NEVER_IDLE)
     page = load_page(db.conn, "fork", 1, load_prices(), {})
     assert page is not None and page["count"] == 4  # o1, o2 inherited, then f1, f2
-    assert page["session"] is not None and page["session"]["count"] == 3 and page["session"]["children"] == 1
+    session = with_children(db.conn, "fork", load_prices())
+    assert session is not None and session["count"] == 3 and session["children"] == 1
     listed = {r["id"]: r["messages"] for r in sessions(db.conn, SessionFilters(), load_prices())["rows"]}
-    assert listed["fork"] == page["session"]["count"]
+    assert listed["fork"] == session["count"]
 
 
 def test_home_filters_and_sorts(ds: Any):

@@ -36,7 +36,6 @@ from sqlite_utils import Database
 
 from ..pricing import PriceTable, cost
 from ..projection import one_line
-from ..query_core import is_fork_sql, is_session_sql
 from ..thread_view import MessagePages
 from .markup import code_html, diff_html, edit_diff, render_markdown
 
@@ -177,25 +176,6 @@ def prompts(conn: sqlite3.Connection, thread_id: str, page_size: int = PAGE_SIZE
             for n, mid, ts, text in rows if text]  # fmt: skip
 
 
-def _with_children(cur: sqlite3.Cursor, thread: dict[str, Any], prices: PriceTable) -> dict[str, Any] | None:
-    """A session's figures with its subagents' (child threads that are not forks), as the
-    sessions list counts them (``sessions.py``: its own messages, not the history a fork
-    inherits): None when it has no such child with messages."""
-    if not cur.execute(f"SELECT {is_session_sql('t')} FROM threads t WHERE t.id = ?", (thread["id"],)).fetchone()[0]:
-        return None  # a subagent: its figures count with its session's
-    kids = f"SELECT c.id FROM threads c WHERE c.parent_thread_id = ? AND NOT {is_fork_sql('c')}"
-    more = cur.execute(f"SELECT count(*) FROM messages WHERE thread_id IN ({kids})", (thread["id"],)).fetchone()[0]
-    if not more:
-        return None
-    usage = _rows(cur, "SELECT model, " + ", ".join(f"sum({f}) AS {f}" for f in TOKEN_FIELDS)
-                  + f" FROM usage_totals WHERE thread_id = ? OR thread_id IN ({kids}) GROUP BY model",
-                  (thread["id"], thread["id"]))  # fmt: skip
-    tokens, total_cost, unpriced = thread_cost(usage, prices)
-    children = cur.execute(f"SELECT count(*) FROM ({kids})", (thread["id"],)).fetchone()[0]
-    own = cur.execute("SELECT count(*) FROM messages WHERE thread_id = ?", (thread["id"],)).fetchone()[0]
-    return {"count": own + more, "children": children, "tokens": tokens, "cost": total_cost, "unpriced": unpriced}
-
-
 def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: PriceTable, labels: dict[str, str],
               page_size: int = PAGE_SIZE) -> dict[str, Any] | None:  # fmt: skip
     """Everything the page shows, or None when there is no such thread. ``labels``: first
@@ -256,7 +236,6 @@ def load_page(conn: sqlite3.Connection, thread_id: str, page: int, prices: Price
         "tokens": tokens, "cost": total_cost, "unpriced": unpriced,
         "responses": sum(u["responses"] or 0 for u in usage),
         "models": [u["model"] for u in usage if u["model"]],
-        "session": _with_children(cur, thread, prices),
         "relatives": [{**r, "label": r["title"] or labels.get(r["id"])
                        or (f"agent {r['agent_id']}" if r["agent_id"] else r["id"])} for r in relatives],
         "toc": toc,

@@ -92,6 +92,33 @@ def _priced(conn: sqlite3.Connection, ids_json: str, prices: PriceTable) -> dict
     return out
 
 
+def _stats(conn: sqlite3.Connection, ids_json: str) -> dict[str, dict[str, Any]]:
+    """Messages and times per top-level thread (children's messages counted with their root)."""
+    return {r["root"]: r for r in _rows(conn, f"""
+        SELECT {session_root_sql('t')} AS root, count(m.id) AS messages, min(m.ts) AS first_ts,
+               max(m.ts) AS last_ts, min(t.created_at) AS created_at
+        FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
+        WHERE {session_root_sql('t')} IN (SELECT value FROM json_each(?)) GROUP BY 1""", (ids_json,))}  # fmt: skip
+
+
+def with_children(conn: sqlite3.Connection, thread_id: str, prices: PriceTable) -> dict[str, Any] | None:
+    """A session's row of the list (its own messages and its subagents', their tokens and
+    cost; a fork's own, not the history it inherits), for its page to give beside its own
+    figures: None for a subagent, or a session none of whose subagents holds a message."""
+    row = conn.execute(f"SELECT {is_session_sql('t')} FROM threads t WHERE t.id = ?", (thread_id,)).fetchone()
+    if row is None or not row[0]:
+        return None  # a subagent: its figures count with its session's
+    children, theirs = conn.execute(
+        "SELECT count(*), coalesce(sum((SELECT count(*) FROM messages m WHERE m.thread_id = c.id)), 0) "
+        f"FROM threads c WHERE c.parent_thread_id = ? AND NOT {is_fork_sql('c')}", (thread_id,)).fetchone()  # fmt: skip
+    if not theirs:
+        return None
+    ids_json = json.dumps([thread_id])
+    p = _priced(conn, ids_json, prices).get(thread_id, {"tokens": 0, "cost": None})
+    return {"count": _stats(conn, ids_json)[thread_id]["messages"], "children": children, "tokens": p["tokens"],
+            "cost": p["cost"]}  # fmt: skip
+
+
 def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable, around: str = "") -> dict[str, Any]:
     """One page of sessions: ``{rows, total, page, pages}``; each row has the thread's
     fields, ``label``, ``messages``, ``first_ts``, ``last_ts``, ``tokens``, ``cost`` and
@@ -124,11 +151,7 @@ def sessions(conn: sqlite3.Connection, f: SessionFilters, prices: PriceTable, ar
     if keep is not None:
         candidates = [c for c in candidates if c in keep]
     ids_json = json.dumps(candidates)
-    stats = {r["root"]: r for r in _rows(conn, f"""
-        SELECT {session_root_sql('t')} AS root, count(m.id) AS messages, min(m.ts) AS first_ts,
-               max(m.ts) AS last_ts, min(t.created_at) AS created_at
-        FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
-        WHERE {session_root_sql('t')} IN (SELECT value FROM json_each(?)) GROUP BY 1""", (ids_json,))}  # fmt: skip
+    stats = _stats(conn, ids_json)
     priced = _priced(conn, ids_json, prices)
     rows = []
     for tid in candidates:
