@@ -51,6 +51,7 @@ from archive.ingest import PHASES, IngestOptions, discover, ingest_paths  # noqa
 from archive.ingest.reader import _LineReader, _open_stream  # noqa: E402
 from archive.vendors import VENDORS  # noqa: E402
 from archive.vendors.base import RECORDS, SNAPSHOT  # noqa: E402
+from archive.vendors.layouts import LAYOUTS  # noqa: E402
 
 MARKERS = ("zanzibar", "velvet thunder", "xylophone", "quokka")
 COMMON = ("error", "config", "test", "function", "database", "run", "file", "update")
@@ -58,8 +59,19 @@ PEER_DIR = Path("/tmp/sesh-bench-peers")
 MB = 1e6
 
 
+# every variable that could send a run elsewhere than the corpus: each vendor's own (VIBE_HOME,
+# KIMI_SHARE_DIR...), those of the layouts the archive names but does not read, and XDG_*
+_ELSEWHERE = frozenset(
+    {v for a in VENDORS for v in a.env_vars}
+    | {v for layout in LAYOUTS for v in layout.env_vars}
+    | {"XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"}
+)
+
+
 def vendor_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")}
+    """The environment of a run over the corpus ``home``: every vendor at its default place
+    under it, whatever the caller's variables (a user's VIBE_HOME, a test's) point at."""
+    env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
     env["HOME"] = str(home)
     return env
 

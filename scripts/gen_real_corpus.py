@@ -30,6 +30,9 @@ sys.path.insert(0, str(REPO))
 from vendor_home import build_home  # noqa: E402
 
 FIXED_NAMES = ("logs.json",)
+# a folder named by the first 8 characters of its session's UUID, its files' names fixed
+# (Mistral Vibe 2.x: logs/session/session_<YYYYMMDD_HHMMSS>_<id8>/messages.jsonl + meta.json)
+SHORT_ID_FOLDER = re.compile(r"^(session_[0-9]{8}_[0-9]{6}_)([0-9a-f]{8})$")
 UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Cline CLI 3.0.65's session and agent ids: 1796185298768_whbno, agent_1796185304894_0tbq3g
 MS_ID = re.compile(rb"(?<![0-9A-Za-z])[0-9]{13}_[0-9a-z]{5,6}(?![0-9A-Za-z])")
@@ -62,6 +65,13 @@ def replicate(data: bytes, k: int) -> bytes:
     return MS_ID.sub(lambda m: _ms_id_variant(m.group(0), k), UUID.sub(lambda m: _variant(m.group(0), k), data))
 
 
+def _short_folder(part: str, short: dict[str, bytes], k: int) -> str:
+    m = SHORT_ID_FOLDER.match(part)
+    if not k or m is None or m.group(2) not in short:
+        return part
+    return m.group(1) + _variant(short[m.group(2)], k)[:8].decode().lower()
+
+
 def parse_size(text: str) -> int:
     t = text.strip().upper().removesuffix("B")
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
@@ -81,9 +91,13 @@ def main() -> int:
         build_home(base)
         files = sorted(p for p in base.rglob("*") if p.is_file() and "opencode" not in p.parts)
         originals = [(p.relative_to(base), p.read_bytes()) for p in files]
+    # short id -> the UUID it is the start of, so that copy k's folder is named by copy k's UUID
+    uuids = {u.lower().decode(): u for _r, data in originals for u in UUID.findall(data)}
+    short = {u[:8]: full for u, full in uuids.items()}
     total, k = 0, 0
     while total < target:
         for rel, data in originals:
+            rel = Path(*(_short_folder(part, short, k) for part in rel.parts))
             path = args.out_dir / replicate(str(rel).encode(), k).decode()
             if k and path.exists() and path.name in FIXED_NAMES:
                 # a name the vendor fixes (Gemini CLI's and Qwen Code's prompt log): copy k in a

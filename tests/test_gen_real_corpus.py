@@ -1,21 +1,25 @@
 """scripts/gen_real_corpus.py: every copy of the real fixtures is found and read by ingest
 (named as each vendor names its files), and each copy of a session whose id is a UUID is a
 session of its own (nothing deduplicated across copies), and so is each copy of a Cline CLI
-session (ids ``<epoch ms>_<characters>``, replaced too). Other ids that are not UUIDs (clm's
+session (ids ``<epoch ms>_<characters>``, replaced too) and of a Mistral Vibe 2.x session (its folder
+named by the start of its UUID). Other ids that are not UUIDs (clm's
 content-hash ids, a fixture's trimmed id) may stay shared between copies."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 MS_ID = re.compile(r"(?<![0-9A-Za-z])[0-9]{13}_[0-9a-z]{5,6}(?![0-9A-Za-z])")  # Cline CLI's
+SHORT_ID = re.compile(r"[0-9a-f]{8}")
 
 
 def ingest_corpus(tmp: Path, name: str, size: str) -> tuple[Path, sqlite3.Connection]:
@@ -28,7 +32,7 @@ def ingest_corpus(tmp: Path, name: str, size: str) -> tuple[Path, sqlite3.Connec
     return home, sqlite3.connect(db)
 
 
-def figures(home: Path, conn: sqlite3.Connection) -> dict[str, int]:
+def figures(home: Path, conn: sqlite3.Connection) -> dict[str, Any]:
     files = [p for p in home.rglob("*") if p.is_file()]
     return {
         "files": len(files),
@@ -38,6 +42,10 @@ def figures(home: Path, conn: sqlite3.Connection) -> dict[str, int]:
         "uuid threads": sum(1 for (i,) in conn.execute("SELECT id FROM threads") if UUID.search(i)),
         "ms-id threads": sum(1 for (i,) in conn.execute("SELECT id FROM threads") if MS_ID.search(i)),
         "adapter errors": conn.execute("SELECT count(*) FROM reports WHERE kind = 'adapter_error'").fetchone()[0],
+        # Mistral Vibe 2.x: a thread named by the first 8 characters of its session's UUID
+        "short-id threads": sum(1 for (i,) in conn.execute("SELECT id FROM threads") if SHORT_ID.fullmatch(i)),
+        # folders of sessions the run passed over (a copy named so that no reader takes it)
+        "unread": [u["path"] for (p,) in conn.execute("SELECT problems FROM ingest_runs") for u in json.loads(p)["unread"]],
     }
 
 
@@ -53,3 +61,5 @@ def test_every_copy_is_read_as_a_session_of_its_own(tmp_path):
     assert three["uuid threads"] == 3 * one["uuid threads"]
     assert one["ms-id threads"] > 0 and three["ms-id threads"] == 3 * one["ms-id threads"]
     assert three["adapter errors"] == one["adapter errors"] == 0
+    assert three["unread"] == one["unread"] == []
+    assert one["short-id threads"] > 0 and three["short-id threads"] == 3 * one["short-id threads"]
