@@ -13,25 +13,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..hidden_imports import hidden
+
 
 @contextmanager
 def standard_sqlite() -> Iterator[None]:
-    """Hide ``pysqlite3`` while the caller first imports Datasette, then give it back
-    (``sqlite_utils`` may hold it already, and keeps it). A process that imported Datasette
-    earlier (Datasette's own command, loading the plugin by its entry point) keeps its
-    choice; the plugin warns at startup."""
+    """Hide ``pysqlite3`` while the caller first imports Datasette, then give it back. A
+    process that imported Datasette earlier (Datasette's own command, loading the plugin by
+    its entry point) keeps its choice; the plugin warns at startup."""
     if "datasette.utils.sqlite" in sys.modules:
         yield
         return
-    saved = sys.modules.get("pysqlite3", _ABSENT)
-    sys.modules["pysqlite3"] = None  # type: ignore[assignment]  # ``import pysqlite3`` raises ImportError
-    try:
+    with hidden("pysqlite3"):
         yield  # the caller imports Datasette here
-    finally:
-        if saved is _ABSENT:
-            sys.modules.pop("pysqlite3", None)
-        else:
-            sys.modules["pysqlite3"] = saved  # type: ignore[assignment]
-
-
-_ABSENT = object()
