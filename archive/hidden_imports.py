@@ -3,9 +3,9 @@
 ``sqlite_utils`` imports, when they are installed, ``pysqlite3`` (then its ``except
 OperationalError`` clauses are that module's, and miss the errors of the standard library's
 connections the archive opens), ``numpy`` and ``pandas`` (to map their types on insert,
-which the archive never asks of it). With the ``[semantic]`` extra's numpy installed, that
-import was 21 MB of a 1 GB first ingest's peak RSS (161 against 140 MB: OpenBLAS's buffers)
-and about 80 ms of every command's start. ``archive/__init__.py`` imports it first, through
+which the archive never asks of it). With the ``[semantic]`` extra's numpy installed, a 1 GB
+synthetic first ingest peaked at 148-161 MB RSS, 142-145 MB without it (an empty run 60
+against 48 MB; docs/benchmarks.md, stop 56), and it cost about 50 ms of every command's start. ``archive/__init__.py`` imports it first, through
 ``sqlite_utils_alone``; the modules hidden come back at once for whoever imports them later
 (the semantic extra imports numpy when it embeds).
 """
