@@ -260,6 +260,10 @@ class Live:
         self.threads.clear()
         self._pending = []
 
+    def new_source(self, source_id: int, provider: str) -> None:
+        """A source the transaction inserted: its provider, without reading it back."""
+        self._providers[source_id] = provider
+
     def _provider(self, source_id: int) -> str | None:
         if source_id not in self._providers:
             row = self.conn.execute("SELECT provider FROM sources WHERE id = ?", (source_id,)).fetchone()

@@ -232,6 +232,38 @@ def test_a_run_failing_mid_line_then_continued_ends_as_one_whole_run(tmp_path, m
     assert portable_dump(db) == portable_dump(whole)
 
 
+def test_a_path_read_twice_in_one_run_continues_its_source(tmp_path, monkeypatch):
+    """A new file's path is looked up in ``source_paths`` only if the archive held it when the
+    run began or the run wrote it since (``Engine._may_be_stored``). A path met again in the
+    same run, rewritten with another first line in between, is then the source's next
+    generation, as two runs make it, not a second source."""
+    from archive.ingest import engine
+
+    home = tmp_path / "home"
+    body = CLAUDE[0].read_bytes()
+    sid = orjson.loads(body.splitlines()[0])["sessionId"]
+    path = home / ".claude" / "projects" / "-path-to-Demo" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(body)
+    rewritten = SUMMARY + b"\n" + body
+    adapter = get_adapter("claude-code")
+
+    def twice(*_args, **_kwargs):
+        yield engine.Candidate(path, adapter, engine.LINES)
+        path.write_bytes(rewritten)
+        yield engine.Candidate(path, adapter, engine.LINES)
+
+    monkeypatch.setattr(engine, "discover", twice)
+    db = _ingest(tmp_path / "once.db", home)
+    assert db.execute("SELECT count(*), max(current_generation) FROM sources").fetchone() == (1, 2)
+    monkeypatch.undo()
+    path.write_bytes(body)
+    two_runs = _ingest(tmp_path / "two.db", home)
+    path.write_bytes(rewritten)
+    two_runs = _ingest(tmp_path / "two.db", home)
+    assert two_runs.execute("SELECT count(*), max(current_generation) FROM sources").fetchone() == (1, 2)
+
+
 def test_sources_by_line_name_every_source_a_file_may_continue():
     """``SourcesByLine`` leaves out only a source whose paths in place all have known keys
     other than the file's: one with no path in place, one read at a path of unknown key, one

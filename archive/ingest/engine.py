@@ -65,6 +65,7 @@ class Engine(Generations, LineWriter):
         self.path_stats: dict[str, tuple[int, int, int, int, int]] = {}
         self.document_paths: set[str] = set()  # virtual paths of the documents read this run
         self.seen_paths: set[str] = set()  # the paths this run read or found unchanged
+        self.recorded_paths: set[str] = set()  # the paths this run wrote to source_paths (_record_path)
         self._keys: dict[str, dict[str, str | None]] = {}  # session keys of stored paths (generations.py)
         self.by_line = SourcesByLine()
         self.records_index: dict[str, list[tuple[str, Any]]] | None = None  # database path -> its documents' stats
@@ -164,6 +165,7 @@ class Engine(Generations, LineWriter):
         touched: set[int] = set()
         seen_paths: set[str] = set()
         self.seen_paths, self._keys = seen_paths, {}
+        self.recorded_paths = set()
         self.by_line = SourcesByLine()
 
         def unchanged(path: str) -> bool:
@@ -378,7 +380,16 @@ class Engine(Generations, LineWriter):
             (provider, fingerprint),
         ).fetchone()
 
+    def _may_be_stored(self, path: str) -> bool:
+        """Whether ``source_paths`` may hold ``path``: it did when the run started
+        (``path_stats``), or the run wrote it since (``recorded_paths``). A new file's path
+        is in neither, and its lookups are skipped (two statements of a first ingest's
+        dozen-odd a file)."""
+        return path in self.path_stats or path in self.recorded_paths
+
     def _source_for_path(self, path: Path) -> tuple[int, str, str] | None:
+        if not self._may_be_stored(str(path)):
+            return None
         return self.conn.execute(
             "SELECT s.id, s.uid, s.kind FROM source_paths p JOIN sources s ON s.id = p.source_id WHERE p.path = ?",
             (str(path),),
@@ -405,6 +416,8 @@ class Engine(Generations, LineWriter):
         that short, it went to the first vendor that recognised it; once more of it shows
         whose it is, the source (same path, same first line) changes hands, and its stored
         lines are derived again by the right adapter, as one read of the whole file gives."""
+        if not self._may_be_stored(str(path)):
+            return  # a path no source was read at: nothing to hand over
         at = self.conn.execute(
             "SELECT s.id, s.kind, s.provider FROM source_paths p JOIN sources s ON s.id = p.source_id WHERE p.path = ?",
             (str(path),)).fetchone()  # fmt: skip

@@ -42,6 +42,7 @@ class LineWriter:
     (mixed into ``Engine``)."""
 
     by_line: SourcesByLine
+    recorded_paths: set[str]  # the paths written to source_paths this run (Engine._may_be_stored)
 
     def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
         path, adapter = cand.path, cand.adapter
@@ -171,7 +172,9 @@ class LineWriter:
                 reports[r.kind] += 1
         return rows
 
-    def _ensure_source(self, gen: _Gen, path: Path) -> None:
+    def _ensure_source(self, gen: _Gen, path: Path) -> bool:
+        """The source's row, inserted for a new one (then True: the row already names this
+        generation and path, and ``_touch_source`` has nothing to change)."""
         if gen.source_id is None:
             cur = self.conn.execute(
                 "INSERT INTO sources (uid, provider, kind, current_generation, first_path, last_path) "
@@ -183,13 +186,24 @@ class LineWriter:
                 "INSERT INTO source_fingerprints VALUES (?, ?, ?)", (gen.provider, gen.fingerprint, gen.source_id)
             )
             self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, gen.key)  # None for a snapshot
-        elif gen.register_fingerprint:
+            if self.projector.live is not None:
+                self.projector.live.new_source(gen.source_id, gen.provider)
+            return True
+        if gen.register_fingerprint:
             self.conn.execute(
                 "INSERT OR IGNORE INTO source_fingerprints VALUES (?, ?, ?)",
                 (gen.provider, gen.fingerprint, gen.source_id),
             )
             self.by_line.add(gen.source_id, gen.provider, gen.fingerprint, None)
             gen.register_fingerprint = False
+        return False
+
+    def _touch_source(self, gen: _Gen, path: Path) -> None:
+        """The source's newest generation and the path it was last read at."""
+        self.conn.execute(
+            "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
+            (gen.generation, str(path), gen.source_id),
+        )
 
     def _write(
         self,
@@ -208,7 +222,7 @@ class LineWriter:
         t = time.perf_counter() if tm is not None else 0.0
         self._begin()
         try:
-            self._ensure_source(gen, path)
+            new = self._ensure_source(gen, path)
             assert gen.source_id is not None
             sid, g = gen.source_id, gen.generation
             if batch:
@@ -256,10 +270,8 @@ class LineWriter:
                     (sid, g, gen.end_offset, gen.line_count, last_off, last_sha, gen.content_sha,
                      dumps(parser.state())),
                 )
-            conn.execute(
-                "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
-                (g, str(path), sid),
-            )
+            if not new:
+                self._touch_source(gen, path)
             if final:
                 self._record_path(gen, path, st, pending=pending)
             if tm is not None:
@@ -280,7 +292,7 @@ class LineWriter:
         t = time.perf_counter()
         self._begin()
         try:
-            self._ensure_source(gen, path)
+            new = self._ensure_source(gen, path)
             assert gen.source_id is not None
             sid, g = gen.source_id, gen.generation
             h = hashlib.sha256()
@@ -323,10 +335,8 @@ class LineWriter:
                 "last_line_sha = excluded.last_line_sha, parser_state = excluded.parser_state",
                 (sid, g, gen.end_offset, gen.line_count, offset, h.hexdigest(), gen.content_sha, dumps(parser.state())),
             )
-            self.conn.execute(
-                "UPDATE sources SET current_generation = max(current_generation, ?), last_path = ? WHERE id = ?",
-                (g, str(path), sid),
-            )
+            if not new:
+                self._touch_source(gen, path)
             self._tx_bytes += n + term
             if tm is not None:
                 _lap(tm, "insert", t)
@@ -344,6 +354,7 @@ class LineWriter:
     def _record_path(self, gen: _Gen, path: Path, st: os.stat_result, pending: int) -> None:
         if gen.source_id is None:
             return  # nothing committed yet: the file is retried next run
+        self.recorded_paths.add(str(path))
         self.conn.execute(
             "INSERT INTO source_paths (path, source_id, generation, size, mtime_ns, inode, pending, missing) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT(path) DO UPDATE SET source_id = excluded.source_id, "
