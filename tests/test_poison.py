@@ -339,13 +339,19 @@ def test_projection_writes_any_json_value_exactly():
     assert reasons == [("invalid", "integer out of range"), ("invalid", "nested too deep")]
 
 
-def test_taming_checks_depth_not_bracket_count():
+@pytest.mark.parametrize("decoded_up_to", ["default", 0], ids=["decoded", "as-bytes"])
+def test_taming_checks_depth_not_bracket_count(monkeypatch, decoded_up_to):
     """A whole JSON document read as one line (Cline's ``messages.json``) holds thousands of
     brackets at a depth of ten: its rows are not walked by the tamer (issue 35: the walk cost
     Cline a third of its ingest). A line nested ``TAME_DEPTH`` deep still is, wherever the
-    depth hides (after strings holding brackets and escaped quotes, inside a document)."""
+    depth hides (after strings holding brackets and escaped quotes, inside a document).
+    Both ways of measuring a line: decoded (up to ``_DECODED_UP_TO`` bytes) and as bytes."""
     import orjson
 
+    from archive import rows as rows_module
+
+    if decoded_up_to != "default":
+        monkeypatch.setattr(rows_module, "_DECODED_UP_TO", decoded_up_to)
     from archive.model import Message, Text
     from archive.rows import TAME_DEPTH, may_nest_deep, needs_taming
     from archive.vendors.base import MessageRow
