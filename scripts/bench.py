@@ -79,10 +79,15 @@ def vendor_env(home: Path) -> dict[str, str]:
 # ---------------------------------------------------------------- child: one ingest
 
 
+TIMELESS = "SESH_BENCH_TIMELESS"  # set by ``counted``: the child commits by bytes, never by the clock
+
+
 def child_ingest(db: str, home: str, scan: bool = True, providers: tuple[str, ...] = ()) -> None:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     options = IngestOptions(env=vendor_env(Path(home)), timings=timings, scan_secrets=scan, providers=providers)
+    if os.environ.get(TIMELESS):
+        options.commit_seconds = float("inf")
     s = ingest_paths(open_db(db), None, options)
     elapsed = time.perf_counter() - started
     out = s.to_dict()
@@ -121,9 +126,13 @@ def counted(cmd: list[str]) -> dict[str, Any]:
     same whatever else the machine does (two runs of the same ingest differ by about 0.3 %),
     so a share measured in instructions needs no rounds; it counts the work, not the cache
     misses and I/O waits a bigger archive adds (the seconds of the same runs tell those).
-    ``PYTHONHASHSEED`` is fixed so that set and dict orders, and the work, repeat. About 60x
-    slower than the run itself: a 100 MB first ingest takes 10-15 minutes."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    ``PYTHONHASHSEED`` is fixed so that set and dict orders, and the work, repeat, and the
+    child commits by bytes only (``TIMELESS``): 60x slower under callgrind, its 5-second
+    commits fell at other files in each run, and moved a count by up to 0.6% (29 M
+    instructions of a 5.1 G run, a tenth of the six newest vendors' share on real
+    recordings). About 60x slower than the run itself: a 100 MB first ingest takes 10-15
+    minutes."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", TIMELESS: "1"}
     proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
                           capture_output=True, env=env, cwd=REPO)  # fmt: skip
     found = re.search(rb"Collected : (\d+)", proc.stderr)

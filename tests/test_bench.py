@@ -118,6 +118,24 @@ def test_bench_vendor_shares_in_instructions(tmp_path):
 
 
 @pytest.mark.slow
+def test_counted_runs_repeat(tmp_path):
+    """Two counted first ingests of one corpus count the same instructions, to a few in a
+    million: the child commits by bytes, not every 5 s of a run that callgrind slows 60x
+    (``bench.TIMELESS``), so the commits fall after the same files in every run."""
+    corpus = tmp_path / "corpus"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_corpus.py"), str(corpus), "--size", "3MB"],
+                   check=True, capture_output=True)  # fmt: skip
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    me = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--_ingest"]
+    runs = bench.counted_all({k: [*me, str(tmp_path / f"{k}.db"), str(corpus)] for k in ("a", "b")})
+    a, b = runs["a"]["instructions"], runs["b"]["instructions"]
+    assert runs["a"]["messages_added"] == runs["b"]["messages_added"] > 0
+    assert abs(a - b) / a < 2e-5, (a, b)
+
+
+@pytest.mark.slow
 def test_bench_files_index_share_in_instructions(tmp_path):
     """scripts/bench_files.py --instructions (issue 42): the file index's and signals' share of
     a first ingest, counted under callgrind with them and without them."""
