@@ -96,7 +96,9 @@ def drift_warnings(db: Any, since: tuple[int, int]) -> list[str]:
         f"{_VERSION_AT.replace(':s', 's.id').replace(':g', 's.current_generation').replace(':o', '1e18')},"
         " s.last_path, (SELECT count(*) FROM source_lines l WHERE l.source_id = s.id AND l.generation = s.current_generation)"
         " FROM sources s WHERE s.kind = 'lines'"
-        " AND s.id IN (SELECT DISTINCT source_id FROM source_lines WHERE id > ?)"
+        # NOT INDEXED: by the rowid range, the run's own lines; SQLite preferred to scan the
+        # whole (source_id, generation, offset) index, 17 ms a run per 359,000 lines archived
+        " AND s.id IN (SELECT DISTINCT source_id FROM source_lines NOT INDEXED WHERE id > ?)"
         " AND NOT EXISTS (SELECT 1 FROM message_occurrences o WHERE o.source_id = s.id AND o.generation = s.current_generation)"
         # a side file (issue 38) holds prompts or side data, never messages
         " AND NOT EXISTS (SELECT 1 FROM reports r WHERE r.source_id = s.id AND r.kind = 'metadata' AND r.reason IN (?, ?))",
