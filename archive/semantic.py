@@ -229,12 +229,11 @@ def model() -> Model:
 
 
 def available() -> bool:
-    try:
-        import tokenizers  # noqa: F401
-        import wordllama  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether the model's packages are installed, found without importing them (wordllama
+    brings numpy: about 0.16 s that a run with nothing to embed never needs)."""
+    from importlib.util import find_spec
+
+    return find_spec("tokenizers") is not None and find_spec("wordllama") is not None
 
 
 # ---------------------------------------------------------------- chunks
@@ -381,13 +380,16 @@ def update(db: Database, *, progress: Callable[[int, int], None] | None = None,
     import time
 
     t0 = time.perf_counter()
-    m = model()
     conn = db.conn
-    out = Updated(model=m.id)
+    stored = conn.execute("SELECT model FROM semantic_state").fetchone()[0]
+    # loaded (about 0.2-1 s) only for vectors of another model (rebuilt) or blocks to embed:
+    # a nightly run that wrote no text never needs it
+    m = None if stored is not None and stored == installed_model_id() else model()
+    out = Updated(model=m.id if m is not None else stored)
     conn.execute("BEGIN IMMEDIATE")
     try:
         current, dim = conn.execute("SELECT model, dim FROM semantic_state").fetchone()
-        if current != m.id or dim != m.dim:
+        if m is not None and (current != m.id or dim != m.dim):
             out.rebuilt = current is not None
             for table in ("semantic_chunks", "semantic_segments", "semantic_recheck"):
                 conn.execute(f"DELETE FROM {table}")
@@ -421,6 +423,8 @@ def update(db: Database, *, progress: Callable[[int, int], None] | None = None,
                 conn.execute("UPDATE semantic_state SET embedded_upto = max(embedded_upto, ?)", (top,))
                 conn.execute("COMMIT")
                 break
+            if m is None:
+                m = model()
             n = _embed_rows(conn, m, rows)
             if not again:
                 last = rows[-1][0] if len(rows) == batch else top

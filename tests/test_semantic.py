@@ -118,6 +118,32 @@ def test_update_is_incremental_and_equals_a_whole_run(tmp_path: Path) -> None:
     assert len(_vectors(a)) == a.conn.execute("SELECT count(*) FROM semantic_chunks").fetchone()[0]
 
 
+def test_a_run_with_nothing_to_embed_loads_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nightly ingest that wrote no new text neither imports the model's packages nor loads
+    the model (about 0.3 s of every such run): ``update`` settles and moves its watermark
+    without it, and loads it once there is something to embed."""
+    import subprocess
+
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, MIXED[:1])
+    first = semantic.update(db)
+    loaded = []
+
+    def counted() -> semantic.Model:
+        loaded.append(1)
+        return real()
+
+    real = semantic.model
+    monkeypatch.setattr(semantic, "model", counted)
+    again = semantic.update(db)
+    assert again.blocks == 0 and again.model == first.model and not loaded
+    ingest_paths(db, MIXED[1:])
+    assert semantic.update(db).blocks > 0 and loaded == [1]
+    probe = ("import sys; from archive import semantic; assert semantic.available(); "
+             "assert 'wordllama' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=Path(__file__).parent.parent)
+
+
 def test_rebuild_and_a_model_change_leave_no_stale_or_double_chunks(tmp_path: Path) -> None:
     db = open_db(tmp_path / "a.db")
     ingest_paths(db, MIXED)
