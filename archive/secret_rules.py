@@ -2,7 +2,7 @@
 forgets what this finds, and re-exports it).
 
 Detection is Yelp's ``detect-secrets`` (its plugins and heuristic filters) plus the few
-AI-vendor key formats it lacks (``VENDOR_RULES``). ``RULES_VERSION`` changes with either,
+AI-vendor key formats it lacks (``VENDOR_RULES``). ``secrets.RULES_VERSION`` changes with either,
 and ``secrets --rescan`` derives every finding again. ``find`` is the reference matcher
 (``find_reference``: every plugin on every line) made fast: literal gates found with one
 automaton pass decide which plugins run on which lines; the two agree on every input
@@ -11,11 +11,9 @@ automaton pass decide which plugins run on which lines; the two agree on every i
 from __future__ import annotations
 
 import bisect
-import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from detect_secrets.filters import heuristic
@@ -49,9 +47,8 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 
-# Bump when VENDOR_RULES, the plugin list, their settings or the span rules change:
-# ``sesh-archive secrets --rescan`` then derives every finding again.
-RULES_VERSION = 1
+# Bump secrets.RULES_VERSION when VENDOR_RULES, the plugin list, their settings or the span
+# rules change: ``sesh-archive secrets --rescan`` then derives every finding again.
 
 # AI-vendor keys detect-secrets 1.5 has no plugin for (its OpenAI plugin knows only keys
 # carrying the ``T3BlbkFJ`` marker). Formats from the vendors' documentation; a rule named
@@ -521,10 +518,3 @@ def _resolve(text: str, hits: list[Hit]) -> list[Hit]:
             out.append(h)
     return sorted(out, key=lambda h: h.start)
 
-
-def sha(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

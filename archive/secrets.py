@@ -20,72 +20,41 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
 from .vendors.base import file_chunks
 
-from .secret_rules import (  # noqa: F401  re-exported: the rule set and matcher live in secret_rules.py
-    _AC,
-    ALL,
-    _ALL_LITS,
-    _ASSIGN_PLUGINS,
-    _ASSIGNMENT,
-    _automaton,
-    _CASE_BY_WORD,
-    _CASE_LITS,
-    _DIGEST,
-    _ENTROPY,
-    _filtered,
-    find,
-    find_many,
-    find_reference,
-    _gate,
-    _GATE_SETS,
-    _GATES,
-    Hit,
-    _KEYWORD,
-    _keyword_shape,
-    _KW_DENY,
-    _KW_OPERATOR,
-    _KW_RX,
-    _line_at,
-    _line_plugins,
-    _line_plugins_on,
-    _line_starts,
-    LONG_LINE,
-    _LOW_LITS,
-    _LOW_WORDS,
-    MIN_ENTROPY_LENGTH,
-    _now,
-    _occurrences,
-    _occurrences_by_line,
-    _PLUGINS,
-    _PRIORITY,
-    _PRIVATE_END,
-    _QUOTED,
-    _QUOTED_BY_OPENING,
-    _QUOTED_RX,
-    _regex_hit,
-    _resolve,
-    rule_name,
-    RULES_VERSION,
-    _scan,
-    _scan_line,
-    _SERVICE_WORDS,
-    sha,
-    _SHAPES,
-    _TOKEN_TAIL,
-    _VENDOR,
-    _VENDOR_GATES,
-    VENDOR_RULES,
-    _WHOLE,
-    WINDOW,
-)
+# Bump when VENDOR_RULES, the plugin list, their settings or the span rules change
+# (secret_rules.py): ``sesh-archive secrets --rescan`` then derives every finding again.
+RULES_VERSION = 1
+
+# The rule set and matcher live in secret_rules.py, imported on first use rather than with
+# this module: detect-secrets (with requests) and the gates' automaton and regexes cost every
+# command 0.07-0.15 s at start, and most commands (search, show, serve, a nightly ingest that
+# wrote no text) never scan.
+def __getattr__(name: str) -> Any:
+    """``secrets.<name>`` of the rule set's names (``find``, ``find_many``, ``Hit`` ...)."""
+    if not name.startswith("__"):
+        from . import secret_rules
+
+        if hasattr(secret_rules, name):
+            return getattr(secret_rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def sha(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------- the scan, in the writer's transaction
@@ -104,6 +73,8 @@ def scan_new(conn: sqlite3.Connection) -> int:
     added = 0
     top = conn.execute("SELECT coalesce(max(id), 0) FROM blocks").fetchone()[0]
     if top > upto:
+        from .secret_rules import find_many
+
         conn.execute("DELETE FROM secret_findings WHERE block_id > ?", (upto,))  # never twice
         last = upto
         while last < top:
@@ -125,6 +96,8 @@ def scan_new(conn: sqlite3.Connection) -> int:
         conn.execute("UPDATE secret_scan_progress SET blocks_upto = ?", (top,))
     btop = conn.execute("SELECT coalesce(max(rowid), 0) FROM blobs").fetchone()[0]
     if btop > blobs_upto:
+        from .secret_rules import find
+
         conn.execute(
             "DELETE FROM secret_findings WHERE blob_sha256 IN (SELECT sha256 FROM blobs WHERE rowid > ?)", (blobs_upto,)
         )
@@ -147,6 +120,8 @@ def _scan_prompts(conn: sqlite3.Connection, now: str) -> int:
     top = conn.execute("SELECT coalesce(max(rowid), 0) FROM reports").fetchone()[0]
     if top <= upto:
         return 0
+    from .secret_rules import find_many
+
     rows = conn.execute(
         "SELECT source_id, generation, offset, seq, json_extract(detail, '$.thread'), json_extract(detail, '$.prompt') "
         "FROM reports WHERE rowid > ? AND rowid <= ? AND kind = 'metadata' AND reason = 'prompt history'", (upto, top)

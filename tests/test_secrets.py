@@ -156,6 +156,28 @@ def _texts(conn, f) -> str:
     return row[0] if f["field"] == "text" else row[1]
 
 
+def test_the_rule_set_is_imported_when_something_is_scanned() -> None:
+    """detect-secrets and the matcher's tables load at the first scan, not with the CLI (every
+    command paid 0.07-0.15 s for them), nor with ``serve``'s plugin, nor for an ingest that
+    wrote no text; ``secrets.<rule name>`` still reaches them."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, tempfile, pathlib\n"
+        "import archive.cli, archive.datasette_plugin\n"
+        "from archive import secrets\n"
+        "from archive.db import open_db\n"
+        "from archive.ingest import IngestOptions, ingest_paths\n"
+        "home = pathlib.Path(tempfile.mkdtemp())\n"
+        "ingest_paths(open_db(home / 'a.db'), None, IngestOptions(env={'HOME': str(home)}))\n"
+        "assert 'detect_secrets' not in sys.modules and 'archive.secret_rules' not in sys.modules\n"
+        "assert secrets.RULES_VERSION >= 1 and secrets.find_many(['ghp_' + 'a' * 36])[0][0].rule == 'github-token'\n"
+        "assert 'detect_secrets' in sys.modules and secrets.Hit is secrets.find_reference.__globals__['Hit']\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=Path(__file__).parent.parent)
+
+
 def test_every_planted_secret_is_found_with_its_span_on_every_surface(sessions: dict) -> None:
     db = open_db(sessions["db"])
     findings = secrets.list_findings(db.conn)
