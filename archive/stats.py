@@ -17,23 +17,43 @@ from .ingest import lock_held
 _ARCHIVE_TABLES = {"sources", "source_lines", "threads", "messages"}
 
 
+_NEEDS_RECOVERY = ("SQLITE_READONLY_ROLLBACK", "SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTINIT")
+
+
+def _tables(path: Path, mode: str) -> tuple[set[str], bool]:
+    """The file's table names, and whether its migrations are this archive's."""
+    conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        ours = "_sqlite_migrations" in names and conn.execute(
+            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'sesh-archive' LIMIT 1").fetchone() is not None
+    finally:
+        conn.close()
+    return names, ours
+
+
 def check_archive(path: Path) -> None:
     """Raise ``ArchiveError`` (one line) unless ``path`` is an existing archive database.
 
     Opens read-only (``mode=ro``): never creates the file, never migrates, never writes;
-    so a read command pointed at a wrong path leaves nothing behind."""
+    so a read command pointed at a wrong path leaves nothing behind. The one exception is
+    SQLite's own crash recovery (a journal to roll back, a WAL index to rebuild), which a
+    read-only connection refuses and any writable one does first."""
     if not path.exists():
         raise ArchiveError(f"no archive at {path}: run `sesh-archive ingest` first (or give --db)")
     if path.is_dir():
         raise ArchiveError(f"{path} is a folder, not an archive database")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            ours = "_sqlite_migrations" in names and conn.execute(
-                "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'sesh-archive' LIMIT 1").fetchone() is not None
-        finally:
-            conn.close()
+            names, ours = _tables(path, "ro")
+        except sqlite3.DatabaseError as e:
+            if getattr(e, "sqlite_errorname", None) not in _NEEDS_RECOVERY:
+                raise
+            # a writer killed mid-transaction left a journal to roll back (or a WAL index to
+            # rebuild), which a read-only connection may not do: SQLite's own recovery, as any
+            # writable open does it (mode=rw never creates the file). Refusing here refused the
+            # archive on every later run, read commands included.
+            names, ours = _tables(path, "rw")
     except sqlite3.DatabaseError as e:
         raise ArchiveError(f"{path} is not a sesh-archive database ({e})") from None
     # no table but sqlite-utils' bookkeeping, or our own migrations begun: an archive whose

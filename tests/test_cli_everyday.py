@@ -155,6 +155,31 @@ def test_an_archive_stopped_before_its_first_migration_is_ingested_into(tmp_path
     assert json.loads(invoke("--db", str(db2), "threads", "--json")[0])
 
 
+
+def test_an_archive_killed_while_its_file_was_set_up_is_ingested_into(tmp_path: Path) -> None:
+    """SQLite switches a new file to WAL through a rollback journal. Killed in that moment, the
+    first ingest left a file with a journal to roll back, which the read-only check may not do
+    (SQLITE_READONLY_ROLLBACK): every later run, read commands too, said the file was "not a
+    sesh-archive database" (the crash loop met it once in CI). The check now lets SQLite
+    recover it, and the next ingest carries on."""
+    writer = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size = 1')\n"
+        "c.execute('CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY, migration_set TEXT, name TEXT, '\n"
+        "          'applied_at TEXT)')\n"
+        "c.execute('BEGIN')\n"
+        "c.executemany('INSERT INTO _sqlite_migrations (name) VALUES (?)', [(str(i) * 50,) for i in range(5000)])\n"
+        "os._exit(0)  # killed mid-transaction: the journal stays, hot\n"
+    )
+    db = tmp_path / "a.db"
+    subprocess.run([sys.executable, "-c", writer, str(db)], check=True)
+    assert Path(f"{db}-journal").stat().st_size > 0 and db.stat().st_size > 0
+    invoke("--db", str(db), "ingest", str(CLAUDE))
+    assert json.loads(invoke("--db", str(db), "threads", "--json")[0])
+    assert not Path(f"{db}-journal").exists() or Path(f"{db}-journal").stat().st_size == 0
+
+
 # ---------------------------------------------------------------- 3. serve
 
 
