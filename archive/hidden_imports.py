@@ -5,9 +5,10 @@ OperationalError`` clauses are that module's, and miss the errors of the standar
 connections the archive opens), ``numpy`` and ``pandas`` (to map their types on insert,
 which the archive never asks of it). With the ``[semantic]`` extra's numpy installed, a 1 GB
 synthetic first ingest peaked at 148-161 MB RSS, 142-145 MB without it (an empty run 60
-against 48 MB; docs/benchmarks.md, stop 56), and it cost about 50 ms of every command's start. ``archive/__init__.py`` imports it first, through
-``sqlite_utils_alone``; the modules hidden come back at once for whoever imports them later
-(the semantic extra imports numpy when it embeds).
+against 48 MB; docs/benchmarks.md, stop 56), and it cost about 50 ms of every command's
+start. ``archive/__init__.py`` imports it first, through ``sqlite_utils_alone``; the modules
+hidden come back at once for whoever imports them later (the semantic extra imports numpy
+when it embeds).
 """
 
 from __future__ import annotations

@@ -180,7 +180,8 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _NOT_BRACKETS_OR_QUOTES = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
-_DECODED_UP_TO = 1 << 20  # longer lines are measured as bytes: decoding them again costs their size many times over in memory
+# longer lines are measured as bytes: decoding them again costs their size many times over in memory
+_DECODED_UP_TO = 1 << 20
 
 
 def may_nest_deep(line: bytes) -> bool:
@@ -196,8 +197,8 @@ def may_nest_deep(line: bytes) -> bool:
     innermost pairs removed, one or two levels a pass: a line that empties in fewer than
     ``TAME_DEPTH / 2`` passes is shallower than ``TAME_DEPTH``. Any other line with that many
     brackets (not JSON: its quotes need not delimit strings), or brackets that do not pair,
-    count as deep. (The bytes took 0.4 ms for a 111 KB Claude Code line with 201 brackets,
-    most in a tool output: its escapes cost two passes of ``replace``.)"""
+    count as deep. (The bytes took 0.4 ms for a 111 KB session line with 201 brackets, most
+    in a tool output: its escapes cost two passes of ``replace``.)"""
     if line.count(b"{") + line.count(b"[") < TAME_DEPTH:
         return False
     if len(line) <= _DECODED_UP_TO:
@@ -222,7 +223,8 @@ def may_nest_deep(line: bytes) -> bool:
 
 
 def _nests(value: Any, limit: int) -> bool:
-    """Whether a decoded JSON value holds containers ``limit`` deep (itself the first)."""
+    """Whether a decoded JSON value holds containers ``limit`` deep (itself the first;
+    ``limit`` 2 or more)."""
     stack = [(value, 1)]
     while stack:
         v, depth = stack.pop()
@@ -232,7 +234,7 @@ def _nests(value: Any, limit: int) -> bool:
                 if depth + 1 >= limit:
                     return True
                 stack.append((c, depth + 1))
-    return limit <= 1 and type(value) in (dict, list)
+    return False
 
 
 def needs_taming(line: bytes, rows: list[Row]) -> bool:

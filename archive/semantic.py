@@ -220,7 +220,8 @@ _MODEL_LOCK = threading.Lock()
 
 
 def model() -> Model:
-    """The model, loaded once per process (about 1-4 s: the tokenizer's JSON)."""
+    """The model, loaded once per process (the tokenizer's JSON and the weights: 0.25-0.4 s,
+    imports included, on the 2026-12 host; 1-4 s on slower ones)."""
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
@@ -382,7 +383,7 @@ def update(db: Database, *, progress: Callable[[int, int], None] | None = None,
     t0 = time.perf_counter()
     conn = db.conn
     stored = conn.execute("SELECT model FROM semantic_state").fetchone()[0]
-    # loaded (about 0.2-1 s) only for vectors of another model (rebuilt) or blocks to embed:
+    # the model (``model()``) only for vectors of another model (rebuilt) or blocks to embed:
     # a nightly run that wrote no text never needs it
     m = None if stored is not None and stored == installed_model_id() else model()
     out = Updated(model=m.id if m is not None else stored)
