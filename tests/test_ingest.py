@@ -656,3 +656,37 @@ def test_a_thread_belongs_to_the_folder_it_started_in(tmp_path):
     assert s.failed == 0
     got = {r[0]: (r[1], orjson.loads(r[2]).get("lastCwd")) for r in db.execute("SELECT id, cwd, metadata FROM threads")}
     assert got == {sid: ("/work/app", "/work/app/sub"), "01a229dd-0000-7000-8000-00000000cd02": ("/work/tool", "/work/tool/crate")}
+
+
+def test_an_ingest_run_collects_cycles_rarely_and_gives_the_collector_back(tmp_path, monkeypatch):
+    """During a run the objects alive at its start are frozen and the youngest generation is
+    collected far less often (engine._few_collections); afterwards the process's collector
+    is as it was, even when the run fails."""
+    import gc
+
+    from archive import ingest as ingest_mod
+
+    a = tmp_path / "a.jsonl"
+    write_lines(a, canonical_lines("t", 3))
+    real = ingest_mod.Engine._ingest
+    during: list[tuple[tuple[int, int, int], int]] = []
+
+    def spy(self, paths, started):
+        during.append((gc.get_threshold(), gc.get_freeze_count()))
+        return real(self, paths, started)
+
+    monkeypatch.setattr(ingest_mod.Engine, "_ingest", spy)
+    before = gc.get_threshold()
+    ingest(tmp_path / "x.db", [a])
+    (threshold, frozen), = during
+    assert threshold[0] >= 10 * before[0] and threshold[1:] == before[1:]
+    assert frozen > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+    def fail(self, paths, started):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ingest_mod.Engine, "_ingest", fail)
+    with pytest.raises(RuntimeError):
+        ingest(tmp_path / "y.db", [a])
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
