@@ -531,7 +531,7 @@ def _few_collections() -> Iterator[None]:
     instead of 700. Reference counting frees the rows as before; only cycles wait longer.
     Both are undone when the run ends. Time in collections, first ingest (the CLI's, with the
     secret scan and semantic index): replicated real 320 MB, 0.14 s (638) -> 0.05 s (157);
-    20,000 two-line files, 0.28 s (764) -> 0.05 s (222), 3% of that run."""
+    20,000 two-line files, 0.27-0.29 s (757-771) -> 0.05-0.06 s (222), 3% of that run."""
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(GC_YOUNG, threshold[1], threshold[2])
