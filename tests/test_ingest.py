@@ -690,3 +690,25 @@ def test_an_ingest_run_collects_cycles_rarely_and_gives_the_collector_back(tmp_p
     with pytest.raises(RuntimeError):
         ingest(tmp_path / "y.db", [a])
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_collector_is_given_back_once_by_nested_runs_and_a_callers_freeze_is_kept():
+    """``watch`` ingests in a thread of ``serve``: runs that overlap give the collector back
+    when the last one ends, and objects the process froze itself stay frozen."""
+    import gc
+
+    from archive.ingest.engine import GC_YOUNG, _few_collections
+
+    before = gc.get_threshold()
+    with _few_collections():
+        with _few_collections():
+            assert gc.get_threshold()[0] == GC_YOUNG
+        assert gc.get_threshold()[0] == GC_YOUNG and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        with _few_collections():
+            assert gc.get_threshold()[0] == GC_YOUNG
+        assert gc.get_freeze_count() > 0 and gc.get_threshold() == before  # not thawed
+    finally:
+        gc.unfreeze()
