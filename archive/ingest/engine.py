@@ -497,14 +497,15 @@ class Engine(Generations, LineWriter):
             self.conn.execute("COMMIT")
 
     def _warn_empty(self, touched: set[int]) -> None:
-        for sid in sorted(touched):
-            row = self.conn.execute(
-                "SELECT s.last_path, s.kind, (SELECT count(*) FROM message_occurrences o WHERE o.source_id = s.id) + (SELECT "
-                "count(*) FROM reports r WHERE r.source_id = s.id AND r.reason IN (?, ?)) FROM sources s WHERE s.id = ?",
-                (PROMPT_HISTORY, SIDE_FILE, sid),  # a side file holds prompts or side data, never messages
-            ).fetchone()
-            if row and row[1] == LINES and row[2] == 0:
-                self.summary.warnings.append(f"{row[0]}: no messages in this source")
+        """A warning for each line source the run read that holds no message (one statement
+        for all of them: it was one a source)."""
+        for (path,) in self.conn.execute(
+            "SELECT s.last_path FROM sources s WHERE s.id IN (SELECT value FROM json_each(?)) AND s.kind = ? "
+            "AND NOT EXISTS (SELECT 1 FROM message_occurrences o WHERE o.source_id = s.id) AND NOT EXISTS (SELECT 1 "
+            "FROM reports r WHERE r.source_id = s.id AND r.reason IN (?, ?)) ORDER BY s.id",
+            (dumps(sorted(touched)), LINES, PROMPT_HISTORY, SIDE_FILE),  # a side file holds prompts or side data, never messages
+        ):
+            self.summary.warnings.append(f"{path}: no messages in this source")
 
 
 
