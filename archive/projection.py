@@ -19,6 +19,8 @@ Invariants, each what makes ingest order irrelevant (incremental = whole = rebui
 * A usage row is one model response: the row from the largest key wins (the final
   snapshot of a split response).
 * A thread is the fold of its facts in key order; threads are re-folded after each batch.
+* Several files' rows share a flush only where they cannot meet (``Projector.flush``): the
+  tables are those of a flush a file.
 * ``message_from_rows(load(apply(m))) == m`` for every message (lossless round trip):
   attachment bytes move to ``blobs`` and come back as the same base64 text.
 """
@@ -32,6 +34,7 @@ from typing import Any
 import orjson
 
 from .derived import Live
+from .flush_plan import Key, Owner, flush_groups, latest_reports
 from .derived import queue as queue_derived
 from .model import (
     Attachment,
@@ -91,9 +94,6 @@ from .rows import (  # noqa: F401  re-exported: the projection's row helpers liv
     thread_from_row,
     _Token,
 )
-
-Key = tuple[int, int, int, int]
-
 
 # values, blocks, messages and threads <-> rows: archive/rows.py (re-exported here)
 
@@ -166,6 +166,9 @@ class Projector:
         # next copies read their row instead of folding them each time (``flush``)
         self._ranked: set[str] = set()
         self.live: Live | None = None  # an ingest run's file index and signals, computed as messages are written
+        # the lines and bytes whose rows wait for the next flush (ingest's ``_flush_rows``)
+        self.lines_held = self.bytes_held = 0
+        self._parcels: list[tuple[int, int, int, int, int]] = []  # where each file's queued rows start (``parcel``)
 
     # -- rows of one line
     def apply(self, provider: str, key3: tuple[int, int, int], rows: list[Row]) -> None:
@@ -278,22 +281,16 @@ class Projector:
             return (self._uid(ka[0]), *ka[1:]) < (self._uid(kb[0]), *kb[1:])
         return ka < kb
 
-    def _write_messages(self) -> None:
+    def _write_messages(self, owner: Owner | None = None) -> None:
         """The queued messages, with one lookup and one ``executemany``: the occurrence that
         ranks first (``_before``) owns a message; one ranking before the stored one replaces
         it, blocks included. A revision (a later version from the owner's own source and
         thread) replaces the content and keeps the owner's key, so the message keeps its place."""
         queued, self._messages = self._messages, []
         conn = self.conn
-        owner: dict[str, tuple[Key, str]] = {
-            r[0]: ((r[1], r[2], r[3], r[4]), r[5])
-            for r in conn.execute(
-                "SELECT id, source_id, generation, offset, sub, thread_id FROM messages "
-                "WHERE id IN (SELECT value FROM json_each(?))",
-                (dumps(sorted({m.id for m, _k, _lb, _r in queued})),),
-            )
-        }
-        stored = set(owner)
+        if owner is None:
+            owner = self._owners(queued)
+        stored = {m.id for m, _k, _lb, _r in queued if m.id in owner}
         rows: dict[str, tuple[Any, ...]] = {}
         blocks: dict[str, list[tuple[Any, ...]]] = {}
         self._created = {}
@@ -341,6 +338,17 @@ class Projector:
         for out in blocks.values():
             self._blocks.extend(out)
 
+    def _owners(self, queued: list[tuple[Message, Key, tuple[str, ...], bool]]) -> Owner:
+        """The stored owner (key, thread) of each of these messages that is stored."""
+        return {
+            r[0]: ((r[1], r[2], r[3], r[4]), r[5])
+            for r in self.conn.execute(
+                "SELECT id, source_id, generation, offset, sub, thread_id FROM messages "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (dumps(sorted({m.id for m, _k, _lb, _r in queued})),),
+            )
+        }
+
     def _write_usage(self) -> None:
         """The queued usage rows, and the thread of every response carried by a message
         (re)written in this flush (``usage_totals`` follows by its triggers, row by row).
@@ -351,8 +359,9 @@ class Projector:
         conn = self.conn
         # a response's usage belongs to the thread that owns the message carrying it,
         # whichever copy of the line (a fork, a resume) reported it last
-        touched = self._owned | {u[2] for u in self._usage if u[2] is not None}
-        usage, self._usage, self._owned = _latest_reports(conn, self._usage), [], set()
+        queued = self._link_queued(self._usage)
+        touched = self._owned | {u[2] for u in queued if u[2] is not None}
+        usage, self._usage, self._owned = latest_reports(conn, queued), [], set()
         if usage:
             conn.executemany(_USAGE_UPSERT, usage)
         conn.execute(
@@ -363,10 +372,72 @@ class Projector:
             (dumps(sorted(touched)),),
         )
 
+    def _link_queued(self, usage: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The queued usage rows, each that names a response link (``RESPONSE_LINK``) and no
+        message given the message of its thread carrying that link, if one is stored (this
+        flush's messages are): linked before the upsert ranks them, so that which row of a
+        response wins does not depend on which rows shared a flush (``_link_usage`` links
+        the rows stored before their message came)."""
+        wanted: dict[tuple[str, str], str | None] = {}
+        found: list[tuple[int, tuple[str, str]]] = []
+        for i, u in enumerate(usage):
+            if u[2] is None and u[11] is not None and RESPONSE_LINK in u[11]:
+                link = orjson.loads(u[11]).get(RESPONSE_LINK)
+                if isinstance(link, str):
+                    wanted[(u[1], link)] = None
+                    found.append((i, (u[1], link)))
+        if not found:
+            return usage
+        for thread, link, mid in self.conn.execute(
+            "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), (SELECT m.id FROM messages m "
+            "WHERE m.thread_id = json_extract(j.value, '$[0]') "
+            f"AND json_extract(m.extra, '$.{RESPONSE_LINK}') = json_extract(j.value, '$[1]') "
+            "ORDER BY m.source_id, m.generation, m.offset LIMIT 1) FROM json_each(?) j",
+            (dumps([list(k) for k in wanted]),),
+        ):
+            wanted[(thread, link)] = mid
+        out = list(usage)
+        for i, k in found:
+            mid = wanted[k]
+            if mid is not None:
+                out[i] = (*out[i][:2], mid, *out[i][3:])
+        return out
+
+    def parcel(self) -> None:
+        """The rows queued from here on are one file's (``flush`` groups files by them)."""
+        mark = (len(self._facts), len(self._messages), len(self._occurrences), len(self._usage), len(self._reports))
+        if not self._parcels or self._parcels[-1] != mark:
+            self._parcels.append(mark)
+
     def flush(self) -> None:
         """Write the pending rows. The blocks' text reaches the full-text index when the
         transaction commits (``index_text``), or at once for ids under its watermark
-        (``_write_blocks``)."""
+        (``_write_blocks``).
+
+        Rows queued as several files' (``parcel``) are written in groups of files, each
+        group as one flush. A file joins the group before it when its rows cannot meet
+        theirs (``_Touch.meets``: no message in common; where usage is linked to what a
+        thread holds, no thread or usage key in common), and a file that ranks copies (it
+        holds a message already stored, or one message in two threads: the ranking reads
+        the stored rows of their threads) is a group of its own. Every table is then as
+        when each file was flushed on its own, which is how ``rebuild`` reads them
+        (tests/test_projection_flush.py)."""
+        self.lines_held = self.bytes_held = 0
+        marks, self._parcels = self._parcels, []
+        if len(marks) < 2:
+            self._flush_group(None)
+            return
+        queues = (self._facts, self._messages, self._occurrences, self._usage, self._reports)
+        linked, self._linked = self._linked, set()
+        owner = self._owners(self._messages)
+        for group, threads in flush_groups(queues, marks, owner):
+            self._facts, self._messages, self._occurrences, self._usage, self._reports = group
+            self._linked = linked & threads
+            self._flush_group(owner)  # writing its messages brings ``owner`` up to date for the next group
+
+    def _flush_group(self, owner: Owner | None) -> None:
+        """Write the queued rows as one flush (``owner``: the stored owners of the queued
+        messages, kept up to date as they are written; None: looked up)."""
         conn = self.conn
         if self._facts:  # before the messages: ranking copies reads the threads' createdAt
             conn.executemany("INSERT OR REPLACE INTO thread_facts VALUES (?, ?, ?, ?, ?, ?)", self._facts)
@@ -376,7 +447,7 @@ class Projector:
         # never pay for the UPDATE)
         linked, self._linked = self._linked, set()
         if self._messages:
-            self._write_messages()
+            self._write_messages(owner)
         if self._occurrences:
             conn.executemany(
                 "INSERT OR IGNORE INTO message_occurrences (source_id, generation, offset, sub, message_id, thread_id) "
@@ -426,6 +497,8 @@ class Projector:
     def discard(self) -> None:
         """Forget pending rows and dirty threads (the caller rolled its transaction back)."""
         self.dirty_threads.clear()
+        self.lines_held = self.bytes_held = 0
+        self._parcels = []
         if self.live is not None:
             self.live.discard()
         self._blocks, self._occurrences, self._facts, self._usage, self._reports = [], [], [], [], []
@@ -479,40 +552,6 @@ class Projector:
         for tid in sorted(self.dirty_threads):
             fold_thread(self.conn, tid)
         self.dirty_threads.clear()
-
-
-def _latest_reports(conn: sqlite3.Connection, usage: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The queued usage rows without those a later row of the same flush replaces anyway: the
-    same response key from the same source at a larger (generation, offset), whose message is
-    owned by its thread exactly when the earlier row's is (``_USAGE_UPSERT``'s first rank),
-    wins against the earlier row and against whatever the earlier row would have beaten (a
-    response streamed over several lines: 100 MB synthetic, 6.3k of 18.7k rows). Any other
-    row of the same key stays, in order, for the upsert to rank."""
-    counts: dict[str, int] = {}
-    for u in usage:
-        counts[u[0]] = counts.get(u[0], 0) + 1
-    if len(counts) == len(usage):
-        return usage
-    ids = sorted({u[2] for u in usage if counts[u[0]] > 1 and u[2] is not None})
-    owner = dict(conn.execute(
-        "SELECT id, thread_id FROM messages WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)
-    ).fetchall())  # fmt: skip
-    out: list[tuple[Any, ...]] = []
-    last: dict[str, int] = {}
-    for u in usage:
-        i = last.get(u[0])
-        if i is not None:
-            p = out[i]
-            if (
-                p[12] == u[12]
-                and (u[13], u[14]) >= (p[13], p[14])
-                and (owner.get(p[2]) == p[1]) == (owner.get(u[2]) == u[1])
-            ):
-                out[i] = u
-                continue
-        last[u[0]] = len(out)
-        out.append(u)
-    return out
 
 
 _THREAD_KEYS = {

@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("archive", "archive.errors", "archive.model", "archive.lines", "archive.readonly",
                     "archive.coverage", "archive.data", "archive.pg.schema",
                     "archive.web", "archive.web.hosts", "archive.web.markup", "archive.web.datasette_import", "archive.hidden_imports", "archive.vendors*")),
-    ("core", ("archive.db", "archive.migrations", "archive.migration_set", "archive.migrations_1", "archive.migrations_2", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.sql_dialect", "archive.filters", "archive.query_core", "archive.pricing", "archive.projection", "archive.identity",
+    ("core", ("archive.db", "archive.migrations", "archive.migration_set", "archive.migrations_1", "archive.migrations_2", "archive.secrets", "archive.secret_rules", "archive.rows", "archive.sql_dialect", "archive.filters", "archive.query_core", "archive.pricing", "archive.projection", "archive.flush_plan", "archive.identity",
               "archive.unread", "archive.records", "archive.masking", "archive.side_files", "archive.project_roots", "archive.derived", "archive.file_index", "archive.signals", "archive.marks", "archive.semantic",
               "archive.saved_copies")),
     ("ingest", ("archive.ingest*",)),

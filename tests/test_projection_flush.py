@@ -205,18 +205,18 @@ def test_a_thread_written_by_several_files_is_folded_once_a_transaction(tmp_path
     assert row == ("thread t", "2026-01-01T00:00:00Z", "/work/t")
 
 
-def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, monkeypatch):
-    """Every vendor's fixtures, each Claude Code session copied beside itself, and threads
-    without a createdAt sharing messages (ranked by the folded row): the same tables as when
-    every flush folded its threads at once."""
+def _mixed_home(tmp_path):
+    """Every vendor's fixtures with each Claude Code session copied beside itself (copies of
+    one history: forks), and given files: threads without a createdAt sharing messages
+    (ranked by the folded row), one with its own older message, and (``later``, read in a
+    run after them) copies of stored messages ranked by the message before them. Returns
+    (home, given, later)."""
     import shutil
 
     import orjson
 
-    from archive.db import dump_tables
-    from archive.ingest import IngestOptions, ingest_paths, rebuild
-    from tests.ingest_helpers import NEVER_IDLE, canonical_lines, write_lines
-    from tests.vendor_home import build_home, vendor_env
+    from tests.ingest_helpers import canonical_lines, write_lines
+    from tests.vendor_home import build_home
 
     home = tmp_path / "home"
     build_home(home)
@@ -232,6 +232,37 @@ def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, mo
              "content": [{"type": "text", "text": "older than the copies"}]}  # fmt: skip
     write_lines(given / "e1.jsonl", [orjson.dumps(early)])
     write_lines(given / "e2.jsonl", [orjson.dumps({**m, "threadId": "e"}) for m in bare])
+    for i in range(6):  # small sessions of their own: these share flushes
+        write_lines(given / f"f{i}.jsonl", canonical_lines(f"f{i}", 3, seed=10 + i))
+    # a thread whose copies of stored messages rank by the message before them in the same
+    # run (its own, older than the stored ones': it takes them over when that one is stored)
+    shared = [orjson.loads(x) for x in canonical_lines("g", 4, seed=5)[1:]]
+    for m in shared:
+        m.pop("usage", None)
+    write_lines(given / "g0.jsonl", [orjson.dumps({**m, "threadId": "zg"}) for m in shared])
+    later = tmp_path / "later"
+    write_lines(later / "a.jsonl", [orjson.dumps({**early, "id": "g-own", "threadId": "g"})])
+    write_lines(later / "b.jsonl", [orjson.dumps({**m, "threadId": "g"}) for m in shared])
+    return home, given, later
+
+
+def _ingest_mixed(db, home, given, later):
+    from archive.ingest import IngestOptions, ingest_paths
+    from tests.ingest_helpers import NEVER_IDLE
+    from tests.vendor_home import vendor_env
+
+    assert ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9)).failed == 0
+    assert ingest_paths(db, sorted(given.glob("*.jsonl")), NEVER_IDLE).failed == 0
+    assert ingest_paths(db, sorted(later.glob("*.jsonl")), NEVER_IDLE).failed == 0
+
+
+def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, monkeypatch):
+    """Every vendor's fixtures, copies and threads ranked by their folded rows
+    (``_mixed_home``): the same tables as when every flush folded its threads at once."""
+    from archive.db import dump_tables
+    from archive.ingest import rebuild
+
+    home, given, later = _mixed_home(tmp_path)
     real_flush = Projector.flush
 
     def flush_and_fold(self):  # what every file's write did before: fold what the flush wrote
@@ -247,8 +278,7 @@ def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, mo
         else:
             monkeypatch.setattr(Projector, "flush", real_flush)
         db = open_db(tmp_path / f"{arm}.db")
-        assert ingest_paths(db, None, IngestOptions(env=vendor_env(home), idle_seconds=10**9)).failed == 0
-        assert ingest_paths(db, sorted(given.glob("*.jsonl")), NEVER_IDLE).failed == 0
+        _ingest_mixed(db, home, given, later)
         d = dump_tables(db)
         d.pop("ingest_runs", None)
         dumps[arm] = d
@@ -261,6 +291,38 @@ def test_folding_once_a_transaction_gives_the_rows_of_a_fold_a_file(tmp_path, mo
     assert "d" in {r[0] for r in dumps["each transaction"]["threads"]}
     owners = {r[1] for r in dumps["each transaction"]["messages"] if r[0].startswith("d-m")}
     assert len(owners) == 1
+
+
+def test_files_sharing_a_flush_give_the_tables_of_a_flush_a_file(tmp_path, monkeypatch):
+    """Small files' rows wait and are written together (``LineWriter._flush_rows``), in
+    groups of files whose rows cannot meet (``Projector.flush``). On every vendor's fixtures,
+    copies of histories, Kimi CLI's usage linked across files and threads ranked by their
+    folded rows, the tables are those of a flush after every file, and fewer flushes wrote
+    them."""
+    from archive.db import dump_tables
+    from archive.ingest.writer import LineWriter
+
+    home, given, later = _mixed_home(tmp_path)
+    groups = []
+    real_group = Projector._flush_group
+    monkeypatch.setattr(Projector, "_flush_group", lambda self, owner: groups.append(1) or real_group(self, owner))
+    real_rows = LineWriter._flush_rows
+    dumps, counts = {}, {}
+    for arm in ("a flush a file", "files sharing flushes"):
+        if arm == "a flush a file":
+            monkeypatch.setattr(LineWriter, "_flush_rows", lambda self, nbytes, nlines, final: self.projector.flush())
+        else:
+            monkeypatch.setattr(LineWriter, "_flush_rows", real_rows)
+        groups.clear()
+        db = open_db(tmp_path / f"{arm}.db")
+        _ingest_mixed(db, home, given, later)
+        counts[arm] = len(groups)
+        d = dump_tables(db)
+        d.pop("ingest_runs", None)
+        dumps[arm] = d
+    for table in dumps["a flush a file"]:
+        assert dumps["files sharing flushes"][table] == dumps["a flush a file"][table], table
+    assert counts["files sharing flushes"] < counts["a flush a file"] / 2, counts
 
 
 def test_a_fold_failing_at_commit_keeps_nothing_of_the_transaction(tmp_path, monkeypatch):
@@ -297,3 +359,44 @@ def test_a_fold_failing_at_commit_keeps_nothing_of_the_transaction(tmp_path, mon
     mine, theirs = dump_tables(db), dump_tables(whole)
     for t in ("threads", "messages", "blocks", "usage", "thread_facts"):
         assert mine[t] == theirs[t], t
+
+
+def _linked_usage_tables(tmp_path, name: str, together: bool) -> list:
+    """A usage row stored before its message (source 3, linked by ``RESPONSE_LINK``), then
+    the message (source 1) and another row of the same response (source 2) queued as two
+    files' rows: flushed together, or each on its own."""
+    from archive.vendors.base import RESPONSE_LINK
+
+    db = open_db(tmp_path / f"{name}.db")
+    conn = db.conn
+    for i in (1, 2, 3):
+        conn.execute("INSERT INTO sources (id, uid, provider, kind) VALUES (?, ?, 'canonical', 'lines')", (i, f"u{i}"))
+    p = Projector(conn)
+    conn.execute("BEGIN")
+
+    def row(out: int) -> UsageRow:
+        return UsageRow("k", "t", Usage(output_tokens=out, extra={RESPONSE_LINK: "L"}), None, "m1", "2026-12-01T10:00:00Z")
+
+    p.parcel()
+    p.apply("canonical", (3, 1, 0), [row(3)])
+    p.flush()
+    p.parcel()
+    message = Message(id="m", thread_id="t", role="assistant", ts=None, content=[Text("m")], extra={RESPONSE_LINK: "L"})
+    p.put_message(message, (1, 1, 0, 0))
+    if not together:
+        p.flush()
+    p.parcel()
+    p.apply("canonical", (2, 1, 0), [row(2)])
+    p.flush()
+    conn.execute("COMMIT")
+    return conn.execute("SELECT key, thread_id, message_id, output_tokens, source_id FROM usage").fetchall()
+
+
+def test_files_linking_usage_to_one_thread_are_not_flushed_together(tmp_path):
+    """A file whose usage names no message of its own (Kimi CLI's wire) and a file of the
+    same thread carrying response links are written in flushes of their own: linked before
+    it ranks, the second row of the response would win against the stored one, which is
+    linked only after the upsert (``_link_usage``)."""
+    apart = _linked_usage_tables(tmp_path, "apart", together=False)
+    assert apart == [("k", "t", "m", 3, 3)]  # both linked: the larger source uid keeps its row
+    assert _linked_usage_tables(tmp_path, "together", together=True) == apart

@@ -430,6 +430,7 @@ class Engine(Generations, LineWriter):
                 "SELECT 1 FROM source_fingerprints WHERE source_id = ? AND provider = ? AND fingerprint = ?",
                 (sid, old, fingerprint)).fetchone() is None:  # fmt: skip
             return
+        self.projector.flush()  # the source's rows read in this transaction, if any, are read back below
         threads = {r[0] for r in self.conn.execute(
             "SELECT thread_id FROM thread_facts WHERE source_id = ? UNION SELECT thread_id FROM messages WHERE source_id = ?",
             (sid, sid))}  # fmt: skip

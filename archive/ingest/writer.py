@@ -246,12 +246,13 @@ class LineWriter:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     [(sid, g, offset, len(line), terminated, chunk_id) for offset, line, terminated, _r in batch],
                 )
+            self.projector.parcel()
             apply = self.projector.apply
             for offset, _line, _t, rows in batch:
                 apply(gen.provider, (sid, g, offset), self.names.map_rows(gen.provider, rows))
             if tm is not None:
                 t = _lap(tm, "insert", t)
-            self.projector.flush()  # its threads are folded when the transaction commits (Engine._fold)
+            self._flush_rows(batch[-1][0] + len(batch[-1][1]) - batch[0][0] if batch else 0, len(batch), final)
             if tm is not None:
                 t = _lap(tm, "insert", t)
             if batch:
@@ -281,6 +282,19 @@ class LineWriter:
             raise
         if not final:
             self._maybe_commit()  # a long file commits as it goes
+
+    def _flush_rows(self, nbytes: int, nlines: int, final: bool) -> None:
+        """Write the projection's queued rows: after each batch of a long file, and after
+        a file's last batch once the files since the last flush hold a batch's worth of
+        lines or bytes (the memory bound of one batch). Small files share a flush: its
+        statements (one ``executemany`` a table, the owners' lookup, the usage links) are
+        paid once for many files. The rest is written when the transaction commits
+        (``Engine._fold``), where their threads are folded."""
+        p = self.projector
+        p.lines_held += nlines
+        p.bytes_held += nbytes
+        if not final or p.lines_held >= self.options.batch_lines or p.bytes_held >= self.options.batch_bytes:
+            p.flush()
 
     def _write_long(self, gen: _Gen, parser: Any, path: Path, offset: int, long: LongLine) -> None:
         """Store a line over the limit raw, in pieces of its own (read again from the file, a
@@ -324,6 +338,7 @@ class LineWriter:
             )
             if tm is not None:
                 t = _lap(tm, "compress", t)
+            self.projector.parcel()
             self.projector.apply(gen.provider, (sid, g, offset), self._refused(n))
             gen.end_offset = offset + n + term
             gen.line_count += 1
