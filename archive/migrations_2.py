@@ -660,3 +660,16 @@ def m138_42_derived_queue_without_insert_trigger(db: Database) -> None:
     of messages and writes of ``threads`` rows keep their triggers (other writers: rederive,
     forget, rebuild; a thread's row is written when its messages are)."""
     db.executescript("DROP TRIGGER IF EXISTS derived_messages_ai;")
+
+
+@migrations()
+def m139_prompt_logs_have_no_outcome(db: Database) -> None:
+    """A prompt log's thread (Gemini CLI's and Qwen Code's ``logs.json``: the prompts typed in
+    a session, ``metadata.promptLog``) is not a conversation: its signals' ``ending`` is
+    ``log`` and it has no outcome (``archive/signals.py``); it read ``open``, so every one
+    showed as an abandoned session. Its threads are queued to be derived again by the next
+    ingest (``_derived_dirty``)."""
+    db.execute(
+        "INSERT OR IGNORE INTO _derived_dirty SELECT id FROM threads "
+        "WHERE json_extract(metadata, '$.promptLog') = 1"
+    )

@@ -13,9 +13,12 @@ thread):
   (``Adapter.message_signal``).
 * ``ending``: ``completed`` when the last conversation message (not injected context) is
   the assistant's, with text, and every tool call before it has its result; ``errored`` when
-  the last tool result is an error and no assistant text follows it; ``open`` otherwise.
+  the last tool result is an error and no assistant text follows it; ``log`` when every
+  message is one the adapter marks as a log's entry (``log``: Gemini CLI's and Qwen Code's
+  prompt logs, prompts kept apart from their session), which is not a conversation and has
+  no outcome; ``open`` otherwise.
   The **outcome** reads ``open`` against the clock (``OUTCOME_SQL``): ``running`` while the
-  last message is under ``RUNNING_MINUTES`` old, ``abandoned`` after.
+  last message is under ``RUNNING_MINUTES`` old, ``abandoned`` after; a ``log`` has none.
 * ``duration_seconds``: last message time minus first. ``active_seconds``: the sum of the
   gaps between consecutive message times that are at most ``IDLE_SECONDS``; longer gaps are
   the user away.
@@ -43,7 +46,7 @@ SIGNAL_FIELDS = ("tool_calls", "tool_errors", "retries", "same_file_edits", "com
 
 def outcome_sql(alias: str = "s", d: Dialect = SQLITE) -> str:
     """SQL for a thread's outcome from its ``thread_signals`` row ``alias`` (in the local
-    archive or the team database: ``d``)."""
+    archive or the team database: ``d``); NULL for a ``log``."""
     return (f"CASE {alias}.ending WHEN 'completed' THEN 'completed' WHEN 'errored' THEN 'errored' "
             f"WHEN 'open' THEN CASE WHEN {d.since_minutes_ago(f'{alias}.last_ts', RUNNING_MINUTES)} "
             f"THEN 'running' ELSE 'abandoned' END END")  # fmt: skip
@@ -178,7 +181,9 @@ class Tally:
         """The thread's signals; ``changed``: how many times each path was changed
         (``changed_paths`` of its ``file_touches`` rows)."""
         last_conv = self.last_conv
-        if self.last_error_pos > self.last_text_pos:
+        if last_conv is None and self.counts["log"] and self.calls == 0:
+            ending = "log"
+        elif self.last_error_pos > self.last_text_pos:
             ending = "errored"
         elif last_conv is not None and last_conv[0] == "assistant" and last_conv[1] and not self.open_calls:
             ending = "completed"

@@ -163,6 +163,36 @@ def test_everything_the_client_wrote_is_archived(release: str, tmp_path: Path, m
 
 
 @pytest.mark.parametrize("release", list(RELEASES))
+def test_a_prompt_log_is_not_an_abandoned_session(release: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prompt log's thread holds the prompts of a session without its answers: its signals
+    end ``log`` and it has no outcome (it read ``abandoned``), while the sessions beside it
+    keep theirs; an archive derived before (``open``) is derived again by the next ingest
+    after migration m139."""
+    from archive.marks import annotate
+
+    db, _, _home = _ingest_home(tmp_path, release, monkeypatch)
+    logs = [r[0] for r in db.execute("SELECT id FROM threads WHERE json_extract(metadata, '$.promptLog')")]
+    others = [r[0] for r in db.execute("SELECT id FROM threads WHERE json_extract(metadata, '$.promptLog') IS NULL")]
+    assert logs and others
+    signals = {r["id"]: r["signals"] for r in annotate(db.conn, [{"id": t} for t in logs + others])}
+    for t in logs:
+        assert signals[t]["ending"] == "log" and signals[t]["outcome"] is None, t
+    assert {signals[t]["ending"] for t in others} <= {"completed", "errored", "open"}
+    assert any(signals[t]["outcome"] is not None for t in others)
+    # an archive of the release before: the logs read open, as an abandoned session
+    db.execute("UPDATE thread_signals SET ending = 'open' WHERE thread_id IN (SELECT value FROM json_each(?))",
+               (orjson.dumps(logs).decode(),))
+    db.execute("DELETE FROM _sqlite_migrations WHERE name = 'm139_prompt_logs_have_no_outcome'")
+    db.conn.commit()
+    db.conn.close()
+    again, summary = ingest(tmp_path / "a.db", None)  # opened and migrated again
+    assert summary.files_changed == 0
+    ending = dict(again.execute("SELECT thread_id, ending FROM thread_signals WHERE thread_id IN (SELECT value FROM json_each(?))",
+                                (orjson.dumps(logs).decode(),)).fetchall())  # fmt: skip
+    assert set(ending.values()) == {"log"}
+
+
+@pytest.mark.parametrize("release", list(RELEASES))
 def test_rerun_rebuild_restore_and_a_checkpoint_saved_again(release: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     vendor = release.split("-")[0]

@@ -74,8 +74,9 @@ def panel(conn: sqlite3.Connection, thread_id: str, file_url: Any) -> Markup:
     s = row["signals"]
     parts = []
     if s:
+        label = s["outcome"] or s["ending"]  # a prompt log has no outcome: its ending, ``log``
         parts.append(
-            f'<span class="sesh-badge sesh-outcome-{escape(s["outcome"])}">{escape(s["outcome"])}</span> '
+            f'<span class="sesh-badge sesh-outcome-{escape(label)}">{escape(label)}</span> '
             f'{s["tool_calls"]} tool calls, {s["tool_errors"]} errors, {s["retries"]} retries, '
             f'{s["same_file_edits"]} repeat edits, {s["compactions"]} compactions, '
             f'{s["interrupted_turns"]} interrupted turns &middot; active {_minutes(s["active_seconds"])} '

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -22,7 +23,7 @@ from ...model import JsonObject, Message, Thread
 from ..base import LINES, SNAPSHOT, Adapter, EmitOptions, EmitResult, SourceInfo, env_path, relative_to_marker
 from .emit import emit_session, resume_hint
 from .parse import NAME, GeminiParser
-from .saved import saved_resume_hint
+from .saved import prompt_log_signal, saved_resume_hint
 
 
 class GeminiAdapter(Adapter):
@@ -43,6 +44,9 @@ class GeminiAdapter(Adapter):
                   "read_many_files": "read", "list_directory": "search", "glob": "search", "grep_search": "search",
                   "search_file_content": "search", "web_fetch": "web", "google_web_search": "web",
                   "write_todos": "plan"}  # fmt: skip
+
+    def message_signal(self, role: str, text: str | None, extra: Mapping[str, Any]) -> str | None:
+        return prompt_log_signal(extra)
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "GEMINI_CLI_HOME") or home

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -191,6 +191,12 @@ def _checkpoint(provider: str, source: SourceInfo, history: list[Any], doc_extra
             provenance=Provenance(provider=provider, session_id=thread, source_id=f"content:{i}"),
             extra=extra or None,
         ))  # fmt: skip
+
+
+def prompt_log_signal(extra: Mapping[str, Any]) -> str | None:
+    """``log`` for an entry of the prompt log (``Adapter.message_signal``): its thread holds
+    the prompts typed in a session, not the conversation, and has no outcome."""
+    return "log" if extra.get("promptLog") is True else None
 
 
 def _prompt_log(provider: str, entries: list[Any]) -> Iterator[Row]:

@@ -25,7 +25,7 @@ from .emit import emit_session, resume_hint
 from . import side
 from ..gemini import saved_document
 from ..gemini.parse import GeminiParser
-from ..gemini.saved import saved_resume_hint
+from ..gemini.saved import prompt_log_signal, saved_resume_hint
 from .parse import NAME, QwenParser
 
 
@@ -54,6 +54,9 @@ class QwenAdapter(Adapter):
                   "read_file": "read", "read_many_files": "read", "list_directory": "search", "glob": "search",
                   "grep_search": "search", "search_file_content": "search", "web_fetch": "web", "web_search": "web",
                   "task": "agent", "todo_write": "plan", "exit_plan_mode": "plan"}  # fmt: skip
+
+    def message_signal(self, role: str, text: str | None, extra: Mapping[str, Any]) -> str | None:
+        return prompt_log_signal(extra)  # 0.1.x's logs.json, read as Gemini CLI's
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env_path(env, "QWEN_RUNTIME_DIR") or env_path(env, "QWEN_HOME") or home / ".qwen"
