@@ -400,16 +400,16 @@ class Engine(Generations, LineWriter):
     def _ingest_lines(self, cand: Candidate, st: os.stat_result) -> int | None:
         path, adapter = cand.path, cand.adapter
         idle = (time.time() - st.st_mtime) >= self.options.idle_seconds
-        with _open_stream(path) as f:
+        with _open_stream(path) as f:  # opened once: the first line, then the lines from the offset
             first = _first_line(f, self.max_line)
-        if first is None:
-            return None
-        fingerprint, terminated, line = first
-        if not terminated and not (idle and (line is None or _parses(line))):
-            return None  # no complete first line yet: nothing is recorded, the next run retries
-        self._reidentify(adapter, fingerprint, path)
-        gen = self._choose_generation(adapter, fingerprint, path, st)
-        return self._read_lines(cand, st, gen, idle)
+            if first is None:
+                return None
+            fingerprint, terminated, line = first
+            if not terminated and not (idle and (line is None or _parses(line))):
+                return None  # no complete first line yet: nothing is recorded, the next run retries
+            self._reidentify(adapter, fingerprint, path)
+            gen = self._choose_generation(adapter, fingerprint, path, st)
+            return self._read_lines(cand, st, gen, idle, f if f.seekable() else None)
 
     def _reidentify(self, adapter: Any, fingerprint: str, path: Path) -> None:
         """A file recognised by its content alone (given by hand, outside its vendor's folders)

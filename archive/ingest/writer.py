@@ -7,8 +7,9 @@ import hashlib
 import os
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .. import masking
 from ..projection import dumps, needs_taming, tame_rows
@@ -44,7 +45,9 @@ class LineWriter:
     by_line: SourcesByLine
     recorded_paths: set[str]  # the paths written to source_paths this run (Engine._may_be_stored)
 
-    def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool) -> int | None:
+    def _read_lines(self, cand: Candidate, st: os.stat_result, gen: _Gen, idle: bool,
+                    stream: BinaryIO | None = None) -> int | None:
+        """Read the file from ``gen``'s offset (``stream``: the file already open, seekable)."""
         path, adapter = cand.path, cand.adapter
         parser = adapter.parser(SourceInfo(gen.uid, adapter.name, self._parser_path(gen, path), gen.generation, LINES), gen.state)
         batch: list[tuple[int, bytes, int, list[Row]]] = []
@@ -54,7 +57,7 @@ class LineWriter:
         changed = self._terminate_idle_tail(gen, path)
         mask = masking.incoming_masker(self.conn, gen.source_id)  # values forgotten from this source stay out
         self._masking = gen if mask is not None else None
-        with _open_stream(path) as f:
+        with nullcontext(stream) if stream is not None else _open_stream(path) as f:
             _seek(f, gen.end_offset)
             reader = _LineReader(f, gen.end_offset, path, self.max_line)
             for offset, line in reader if tm is None else _timed_lines(reader, tm):
