@@ -416,7 +416,7 @@ class Projector:
 
         Rows queued as several files' (``parcel``) are written in groups of files, each
         group as one flush. A file joins the group before it when its rows cannot meet
-        theirs (``_Touch.meets``: no message in common; where usage is linked to what a
+        theirs (``flush_plan.Touch.meets``: no message in common; where usage is linked to what a
         thread holds, no thread or usage key in common), and a file that ranks copies (it
         holds a message already stored, or one message in two threads: the ranking reads
         the stored rows of their threads) is a group of its own. Every table is then as
