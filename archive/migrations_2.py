@@ -664,12 +664,12 @@ def m138_42_derived_queue_without_insert_trigger(db: Database) -> None:
 
 @migrations()
 def m139_prompt_logs_have_no_outcome(db: Database) -> None:
-    """A prompt log's thread (Gemini CLI's and Qwen Code's ``logs.json``: the prompts typed in
-    a session, ``metadata.promptLog``) is not a conversation: its signals' ``ending`` is
-    ``log`` and it has no outcome (``archive/signals.py``); it read ``open``, so every one
-    showed as an abandoned session. Its threads are queued to be derived again by the next
-    ingest (``_derived_dirty``)."""
+    """A prompt log's thread (the prompts of a session kept apart from its answers) is not a
+    conversation: its signals' ``ending`` is ``log`` and it has no outcome
+    (``archive/signals.py``); it read ``open``, so every one showed as an abandoned session.
+    The threads whose ending may change (``open``, no assistant message) are queued to be
+    derived again by the next ingest (``_derived_dirty``)."""
     db.execute(
-        "INSERT OR IGNORE INTO _derived_dirty SELECT id FROM threads "
-        "WHERE json_extract(metadata, '$.promptLog') = 1"
+        "INSERT OR IGNORE INTO _derived_dirty SELECT s.thread_id FROM thread_signals s WHERE s.ending = 'open' "
+        "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = s.thread_id AND m.role = 'assistant')"
     )

@@ -135,6 +135,15 @@ _USAGE_UPSERT = """
 """.format(own_x=_OWNS.format(t="excluded"), own_u=_OWNS.format(t="usage"))
 
 
+# the message of a thread carrying a response link (``RESPONSE_LINK``), the first in its files'
+# order: what a usage row naming that link belongs to (``_link_usage``, ``_link_queued``)
+_LINKED_MESSAGE = (
+    "(SELECT m.id FROM messages m WHERE m.thread_id = {thread} "
+    f"AND json_extract(m.extra, '$.{RESPONSE_LINK}') = {{link}} "
+    "ORDER BY m.source_id, m.generation, m.offset LIMIT 1)"
+)
+
+
 # provider -> its adapter's ``line_backed_extra`` (a class attribute: looked up once, not per line)
 _LINE_BACKED: dict[str, tuple[str, ...]] = {}
 
@@ -204,10 +213,9 @@ class Projector:
         vendor wrote the usage in another file than the message) and no message get the
         message of their thread carrying that link, whichever of the two was read first."""
         self.conn.execute(
-            "UPDATE usage SET message_id = (SELECT m.id FROM messages m WHERE m.thread_id = usage.thread_id "
-            f"AND json_extract(m.extra, '$.{RESPONSE_LINK}') = json_extract(usage.extra, '$.{RESPONSE_LINK}') "
-            "ORDER BY m.source_id, m.generation, m.offset LIMIT 1) "
-            "WHERE thread_id IN (SELECT value FROM json_each(?)) AND message_id IS NULL "
+            "UPDATE usage SET message_id = "
+            + _LINKED_MESSAGE.format(thread="usage.thread_id", link=f"json_extract(usage.extra, '$.{RESPONSE_LINK}')")
+            + " WHERE thread_id IN (SELECT value FROM json_each(?)) AND message_id IS NULL "
             f"AND json_extract(extra, '$.{RESPONSE_LINK}') IS NOT NULL",
             (dumps(sorted(threads)),),
         )
@@ -389,10 +397,9 @@ class Projector:
         if not found:
             return usage
         for thread, link, mid in self.conn.execute(
-            "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), (SELECT m.id FROM messages m "
-            "WHERE m.thread_id = json_extract(j.value, '$[0]') "
-            f"AND json_extract(m.extra, '$.{RESPONSE_LINK}') = json_extract(j.value, '$[1]') "
-            "ORDER BY m.source_id, m.generation, m.offset LIMIT 1) FROM json_each(?) j",
+            "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), "
+            + _LINKED_MESSAGE.format(thread="json_extract(j.value, '$[0]')", link="json_extract(j.value, '$[1]')")
+            + " FROM json_each(?) j",
             (dumps([list(k) for k in wanted]),),
         ):
             wanted[(thread, link)] = mid

@@ -14,9 +14,9 @@ thread):
 * ``ending``: ``completed`` when the last conversation message (not injected context) is
   the assistant's, with text, and every tool call before it has its result; ``errored`` when
   the last tool result is an error and no assistant text follows it; ``log`` when every
-  message is one the adapter marks as a log's entry (``log``: Gemini CLI's and Qwen Code's
-  prompt logs, prompts kept apart from their session), which is not a conversation and has
-  no outcome; ``open`` otherwise.
+  message is one the adapter marks as a log's entry (``log``: a prompt log, the prompts of a
+  session kept apart from its answers), which is not a conversation and has no outcome;
+  ``open`` otherwise.
   The **outcome** reads ``open`` against the clock (``OUTCOME_SQL``): ``running`` while the
   last message is under ``RUNNING_MINUTES`` old, ``abandoned`` after; a ``log`` has none.
 * ``duration_seconds``: last message time minus first. ``active_seconds``: the sum of the
