@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -662,21 +663,52 @@ def vendor_shares(work: Path, home: Path, manifest: dict[str, Any], runs: int, s
     }  # fmt: skip
 
 
-def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say: Any) -> dict[str, Any]:
+def holdings(db: Path) -> dict[str, int]:
+    """What an archive holds, measured as the archive stores it rather than as each vendor's
+    files spell it: its sessions (threads, subagents included), its messages, and its content
+    (the UTF-8 bytes of every block's text, tool input and tool output). The same
+    conversation written by two vendors is the same content and sessions, whatever bytes each
+    format spends around it (Claude Code repeats the session id, cwd and version on every
+    line; Vibe 3.x keeps 16 snapshot files beside its journal). ``file_bytes``: the bytes of
+    the files it read, for comparison."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        sessions, messages, content, files = conn.execute(
+            "SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM messages), (SELECT coalesce(sum("
+            "coalesce(length(CAST(text AS BLOB)), 0) + coalesce(length(CAST(input AS BLOB)), 0) + "
+            "coalesce(length(CAST(output AS BLOB)), 0)), 0) FROM blocks), "
+            "(SELECT coalesce(sum(size), 0) FROM source_paths)"
+        ).fetchone()
+    finally:
+        conn.close()
+    return {"sessions": sessions, "messages": messages, "content_bytes": content, "file_bytes": files}
+
+
+def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say: Any, per_vendor: bool = False) -> dict[str, Any]:
     """The six newest vendors' share of a first ingest in instructions (``counted``): one
     first ingest of every vendor, one of every vendor but the six, one of an empty home (the
     fixed cost: interpreter, imports, migrations), each into a fresh database. Their share
-    is ``(with - without) / (with - empty)``, beside their share of the bytes and of the
-    messages; and per MB and per message, what they add against what the other vendors cost
-    on average (``without - empty`` over their bytes and messages)."""
+    is ``(with - without) / (with - empty)``, beside their share of what the home holds:
+    its file bytes, its messages, its content and its sessions (``holdings``); and per unit
+    of each, what they add against what the other vendors cost on average (``without -
+    empty`` over the other vendors' holdings). File bytes measure each format's verbosity
+    as much as what it holds: the generator writes comparable content a message for every
+    vendor, and Claude Code's and Codex's files spend 1.3-2.3x the bytes the newer formats
+    spend on a message. ``per_vendor``: each vendor alone as well (net of the empty home), its cost per
+    unit of each holding."""
     names, everyone, rest, empty = _share_arms(work, manifest)
     me = [sys.executable, str(Path(__file__).resolve()), "--_ingest"]
     arms = {"with": (home, everyone), "without": (home, rest), "empty": (empty, everyone)}
-    cmds = {k: [*me, str(_fresh(work / f"count-{k}.db")), str(h), f"--providers={','.join(p)}"] for k, (h, p) in arms.items()}
-    say("shares in instructions: every vendor, all but the new six, an empty home (under callgrind)")
+    if per_vendor:
+        arms.update({f"alone:{n}": (home, (n,)) for n in everyone})
+    dbs = {k: _fresh(work / f"count-{k.replace(':', '-')}.db") for k in arms}
+    cmds = {k: [*me, str(dbs[k]), str(h), f"--providers={','.join(p)}"] for k, (h, p) in arms.items()}
+    say("shares in instructions: every vendor, all but the new six, an empty home"
+        + (", each vendor alone" if per_vendor else "") + " (under callgrind)")
     runs = counted_all(cmds)
-    for k in arms:
-        _fresh(work / f"count-{k}.db")
+    held = {k: holdings(dbs[k]) for k in arms if k != "empty"}
+    for db in dbs.values():
+        _fresh(db)
     ins = {k: r["instructions"] for k, r in runs.items()}
     msgs = {k: r["messages_added"] for k, r in runs.items()}
     total = sum(d["bytes"] for d in manifest["vendors"].values())
@@ -684,14 +716,25 @@ def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say:
     net_with, net_without = ins["with"] - ins["empty"], ins["without"] - ins["empty"]
     added = ins["with"] - ins["without"]
     new_msgs = msgs["with"] - msgs["without"]
-    return {
+    out: dict[str, Any] = {
         "bytes": total, "new_bytes": new_bytes, "messages": msgs["with"], "new_messages": new_msgs,
-        "instructions": ins, "new_byte_share": new_bytes / total, "new_message_share": new_msgs / max(msgs["with"], 1),
+        "instructions": {k: ins[k] for k in ("with", "without", "empty")},
+        "new_byte_share": new_bytes / total, "new_message_share": new_msgs / max(msgs["with"], 1),
         "new_instruction_share": added / net_with, "new_instruction_share_gross": added / ins["with"],
         "per_mb": {"new": added / (new_bytes / MB), "rest": net_without / ((total - new_bytes) / MB)},
         "per_message": {"new": added / max(new_msgs, 1), "rest": net_without / max(msgs["without"], 1)},
         "wall_seconds_under_callgrind": {k: round(r["wall_seconds"], 1) for k, r in runs.items()},
-    }  # fmt: skip
+    }
+    for unit in ("content_bytes", "sessions"):
+        w, wo = held["with"][unit], held["without"][unit]
+        out[f"new_{unit}_share"] = (w - wo) / max(w, 1)
+        out[f"per_{unit}"] = {"new": added / max(w - wo, 1), "rest": net_without / max(wo, 1)}
+    out["holdings"] = {k: held[k] for k in ("with", "without")}
+    if per_vendor:
+        out["vendors"] = {k.split(":", 1)[1]: {**held[k], "instructions": ins[k] - ins["empty"]}
+                          for k in held if k.startswith("alone:")}
+    return out  # fmt: skip
+
 
 
 def fmt_shares_counted(s: dict[str, Any]) -> str:
@@ -705,7 +748,25 @@ def fmt_shares_counted(s: dict[str, Any]) -> str:
         f"({100 * s['new_instruction_share_gross']:.1f}% of the whole run's)",
         f"  they add {pm['new'] / 1e6:.0f} M instructions a MB ({pm['new'] / pm['rest']:.2f}x what the other vendors cost a MB) and "
         f"{pmsg['new'] / 1e3:.0f} k a message ({pmsg['new'] / pmsg['rest']:.2f}x the others' per message)",
+        f"  they hold {100 * s['new_content_bytes_share']:.1f}% of the content (block text, tool input and output) and "
+        f"{100 * s['new_sessions_share']:.1f}% of the sessions: "
+        f"{s['per_content_bytes']['new'] / s['per_content_bytes']['rest']:.2f}x the others' instructions a content byte, "
+        f"{s['per_sessions']['new'] / s['per_sessions']['rest']:.2f}x a session",
+        *_fmt_vendors_counted(s.get("vendors") or {}),
     ])  # fmt: skip
+
+
+def _fmt_vendors_counted(vendors: dict[str, dict[str, Any]]) -> list[str]:
+    if not vendors:
+        return []
+    lines = ["  each vendor alone (M instructions net of an empty home; per message, per MB of files, per MB of content, "
+             "per session):"]
+    for name, v in sorted(vendors.items(), key=lambda kv: -kv[1]["instructions"]):
+        m = v["instructions"] / 1e6
+        lines.append(f"    {name:14s}{' (new)' if name in NEW_VENDORS else '      '} {m:8.1f} M  "
+                     f"{m / max(v['messages'], 1):6.2f} /msg  {m / max(v['file_bytes'] / MB, 1e-9):7.0f} /file MB  "
+                     f"{m / max(v['content_bytes'] / MB, 1e-9):7.0f} /content MB  {m / max(v['sessions'], 1):6.1f} /session")
+    return lines
 
 
 def _spread(xs: list[float]) -> str:
@@ -777,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shares-runs", type=int, default=1, help="with/without pairs for --shares (default 1)")
     ap.add_argument("--shares-instructions", action="store_true",
                     help="only the six newest vendors' share, counted in instructions under callgrind (deterministic, ~60x slower)")
+    ap.add_argument("--shares-per-vendor", action="store_true",
+                    help="with --shares-instructions: each vendor alone too, its cost per message, file MB, content MB and session")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -809,7 +872,7 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = {"date": datetime.now().isoformat(timespec="seconds"), "python": sys.version.split()[0],
                                   "cpus": os.cpu_count()}  # fmt: skip
         if args.shares_instructions:
-            report["shares_instructions"] = vendor_shares_counted(work, home, manifest, say)
+            report["shares_instructions"] = vendor_shares_counted(work, home, manifest, say, args.shares_per_vendor)
             print(json.dumps(report, indent=2) if args.json else fmt_shares_counted(report["shares_instructions"]))
             return 0
         if args.shares_only:

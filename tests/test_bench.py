@@ -101,8 +101,8 @@ def test_bench_vendor_shares_in_instructions(tmp_path):
     corpus = tmp_path / "corpus"
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(corpus), "--size", "2MB", "--json",
-         "--workdir", str(tmp_path / "work"), "--shares-instructions"],
-        capture_output=True, check=True, timeout=900,
+         "--workdir", str(tmp_path / "work"), "--shares-instructions", "--shares-per-vendor"],
+        capture_output=True, check=True, timeout=1800,
     )  # fmt: skip
     s = json.loads(out.stdout)["shares_instructions"]
     ins = s["instructions"]
@@ -111,10 +111,25 @@ def test_bench_vendor_shares_in_instructions(tmp_path):
     assert 0 < s["new_messages"] < s["messages"] and 0.05 < s["new_byte_share"] < 0.2
     assert 0 < s["new_instruction_share"] < 1 and s["new_instruction_share_gross"] < s["new_instruction_share"]
     assert s["per_mb"]["new"] > 0 and s["per_message"]["rest"] > 0
+    # what the archives hold: the home without the six holds less of everything, and the
+    # shares of content and sessions are the six's part of it
+    held = s["holdings"]
+    for unit in ("sessions", "messages", "content_bytes", "file_bytes"):
+        assert held["with"][unit] > held["without"][unit] > 0, unit
+    assert held["with"]["messages"] == s["messages"]
+    assert s["new_content_bytes_share"] == pytest.approx(1 - held["without"]["content_bytes"] / held["with"]["content_bytes"])
+    assert 0.02 < s["new_sessions_share"] < 0.5
+    # each vendor alone: its holdings add up to the whole home's, its instructions are its own
+    vendors = s["vendors"]
+    assert set(vendors) >= {"claude-code", "codex", "vibe", "kimi", "cline"}
+    for unit in ("sessions", "messages", "content_bytes", "file_bytes"):
+        assert sum(v[unit] for v in vendors.values()) == held["with"][unit], unit
+    assert all(v["instructions"] > 0 for v in vendors.values())
     spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    assert "of the instructions" in bench.fmt_shares_counted(s)
+    text = bench.fmt_shares_counted(s)
+    assert "of the instructions" in text and "of the content" in text and "each vendor alone" in text
 
 
 @pytest.mark.slow
