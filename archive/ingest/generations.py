@@ -193,7 +193,7 @@ class Generations:
         run = self.by_line
         wanted = None
         if run.indexed(provider, fingerprint):
-            wanted = run.wanted(provider, fingerprint, self._session_key(adapter, here))
+            wanted = run.wanted(provider, fingerprint, self._session_key(adapter, here, path))
             if wanted is not None and at_path is not None:
                 wanted.append(at_path[0])
         candidates: dict[int, tuple[str, list[str]]] = {}
@@ -205,7 +205,7 @@ class Generations:
                 entry[1].append(other)
         if len(candidates) > run.SHARED and not run.indexed(provider, fingerprint):
             self._index_line(adapter, fingerprint, candidates, at_path, here)
-            keep = run.wanted(provider, fingerprint, self._session_key(adapter, here))
+            keep = run.wanted(provider, fingerprint, self._session_key(adapter, here, path))
             if keep is not None:  # the rest are other sessions' files in their place
                 named = {*keep, *(at_path[:1] if at_path else ())}
                 candidates = {s: c for s, c in candidates.items() if s in named}
@@ -214,7 +214,7 @@ class Generations:
             return self._continued(at_path[0], at_path[1], provider, fingerprint, path, st) or self._next_generation(
                 at_path[0], at_path[1], provider, fingerprint, register=False
             )
-        key = self._session_key(adapter, here)
+        key = self._session_key(adapter, here, path)
         for source_id, (uid, others) in candidates.items():
             # another session's file still in its place is not read (its bytes, its
             # generations): only a source whose other paths are gone (moved, renamed,
@@ -271,13 +271,14 @@ class Generations:
         it), or there now."""
         return path in self.seen_paths or os.path.exists(path)
 
-    def _session_key(self, adapter: Adapter, path: str) -> str | None:
-        """``adapter.session_key`` of a stored path, computed once a run."""
+    def _session_key(self, adapter: Adapter, path: str, as_path: Path | None = None) -> str | None:
+        """``adapter.session_key`` of a stored path, computed once a run (``as_path``: the
+        same path as a Path, when the caller holds one)."""
         keys = self._keys.setdefault(adapter.name, {})
         if path not in keys:
             if len(keys) >= 100_000:
                 keys.clear()
-            keys[path] = adapter.session_key(Path(path))
+            keys[path] = adapter.session_key(as_path if as_path is not None else Path(path))
         return keys[path]
 
     def _is_copy(self, gen: _Gen, path: Path) -> bool:

@@ -29,7 +29,9 @@ def _open_stream(path: Path) -> Iterator[BinaryIO]:
     if document is not None:
         yield io.BytesIO(document)
         return
-    with open(path, "rb") as raw:
+    # a buffer size given, so that opening does not ask whether the file is a terminal (an
+    # ioctl a file, for files read in reads of CHUNK that bypass the buffer anyway)
+    with open(path, "rb", buffering=io.DEFAULT_BUFFER_SIZE) as raw:
         if path.name.endswith(".zst"):
             import zstandard
 

@@ -115,9 +115,10 @@ class ClaudeCodeAdapter(Adapter):
         return False
 
     def parser(self, source: SourceInfo, state: JsonObject | None = None) -> Any:
-        if side.is_side_file(source.path) and not self._transcript_kind(Path(source.path)):
+        path = Path(source.path)  # once: a Path a file was a measurable part of a small file's cost
+        if side.classify(path) is not None and not self._transcript_kind(path):
             return side.SideFileParser(source, state)
-        if Path(source.path).parent.name == "tool-results":
+        if path.parent.name == "tool-results":
             return ToolResultsFileParser(source, state)
         if source.kind == SNAPSHOT or source.path.endswith(".meta.json"):
             return AgentMetaParser(source, state)

@@ -83,10 +83,6 @@ def classify(path: Path) -> str | None:
     return None
 
 
-def is_side_file(path: str) -> bool:
-    return classify(Path(path)) is not None
-
-
 def stored_form(path: Path, data: bytes) -> bytes:
     """``.claude.json`` -> only its projects' prompt history (see the module docstring); any
     other side file as it is."""
