@@ -6,6 +6,7 @@ computed from the CSS variables of archive/data/static/sesh.css)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from importlib import resources
@@ -120,15 +121,16 @@ def test_live_state_changes_when_an_ingest_adds_messages(tmp_path: Path):
     from archive.ingest import ingest_paths
 
     path = tmp_path / "canon.jsonl"
-    rec = [{"v": 1, "id": "T", "createdAt": "2026-05-01T00:00:00Z"},
-           {"v": 1, "id": "m1", "threadId": "T", "role": "user", "ts": "2026-05-01T00:00:01Z", "content": [{"type": "text", "text": "one"}]}]  # fmt: skip
+    at = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=3)  # a session being written now
+    rec = [{"v": 1, "id": "T", "createdAt": _iso(at)},
+           {"v": 1, "id": "m1", "threadId": "T", "role": "user", "ts": _iso(at), "content": [{"type": "text", "text": "one"}]}]  # fmt: skip
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rec))
     db = open_db(tmp_path / "a.db")
     ingest_paths(db, [path], NEVER_IDLE)
     before = workspace.state(db.conn, "T")
     assert before["messages"] == 1 and before["writing"] is True  # written a moment ago
     with path.open("ab") as f:
-        f.write(orjson.dumps({"v": 1, "id": "m2", "threadId": "T", "role": "assistant", "ts": "2026-05-01T00:00:02Z",
+        f.write(orjson.dumps({"v": 1, "id": "m2", "threadId": "T", "role": "assistant", "ts": _iso(at + dt.timedelta(seconds=1)),
                               "content": [{"type": "text", "text": "two"}]}) + b"\n")  # fmt: skip
     ingest_paths(db, [path], NEVER_IDLE)
     after = workspace.state(db.conn, "T")
@@ -137,6 +139,39 @@ def test_live_state_changes_when_an_ingest_adds_messages(tmp_path: Path):
     later = time.time() + workspace.WRITING_SECONDS + 5
     assert workspace.writing(db.conn, ["T"], now=later) == set()
     assert workspace.writing(db.conn, ["T"]) == {"T"}
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@pytest.mark.parametrize(("age", "zone", "written"), [
+    (dt.timedelta(days=3), "Z", False),  # a home copied today: its sessions of last week are not being written
+    (dt.timedelta(hours=20), "Z", True),  # within a day of the file's change: an agent may still be at it
+    (dt.timedelta(hours=20), "", True),  # a time without a zone, read as UTC
+    (dt.timedelta(days=3), "", False),
+])  # fmt: skip
+def test_a_file_changed_long_after_its_last_message_is_not_being_written(tmp_path: Path, age: dt.timedelta, zone: str,
+                                                                          written: bool) -> None:  # fmt: skip
+    """A file copied or restored now (mtime now) that holds a session whose last message is
+    days old is not a session being written; its mtime alone said it was."""
+    from test_datasette import NEVER_IDLE
+
+    from archive.ingest import ingest_paths
+
+    at = dt.datetime.now(dt.timezone.utc) - age
+    path = tmp_path / "canon.jsonl"
+    rec = [{"v": 1, "id": "T", "createdAt": _iso(at)[:-1] + zone},
+           {"v": 1, "id": "m1", "threadId": "T", "role": "user", "ts": _iso(at)[:-1] + zone,
+            "content": [{"type": "text", "text": "one"}]}]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rec))  # its mtime: now
+    db = open_db(tmp_path / "a.db")
+    try:
+        ingest_paths(db, [path], NEVER_IDLE)
+        assert workspace.state(db.conn, "T")["writing"] is written
+        assert (workspace.writing(db.conn, ["T"]) == {"T"}) is written
+    finally:
+        db.conn.close()
 
 
 def test_live_route_answers_json(ds: Any):

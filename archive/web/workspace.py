@@ -9,7 +9,11 @@ Invariants:
   ``oldest`` sort; other sorts are one run), each row marked with its agent and project.
 * A session is *being written* when a file one of its threads (or its subagents') was read
   from had an mtime within ``WRITING_SECONDS`` of now, as the last ingest saw it
-  (``source_paths.mtime_ns``): the file is still growing, or was moments ago.
+  (``source_paths.mtime_ns``): the file is still growing, or was moments ago. Unless that
+  mtime is more than ``COPIED_SECONDS`` after the last message the file holds: a file
+  copied, restored or touched today that holds a session of last week is not being written
+  (a home copied to a new machine showed every session as being written). Messages without
+  a readable time leave the mtime alone to decide.
 * ``state`` is what a page polls: a version that changes whenever an ingest adds a thread or
   a message or a block (max rowids, which only grow: rows are never rewritten in place by an ingest), and
   the open thread's message count; one indexed aggregate each, cheap enough to ask every second.
@@ -17,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 import time
@@ -28,26 +33,46 @@ from . import sessions
 from .conversation import utc
 
 WRITING_SECONDS = 300  # "being written": the source changed in the last five minutes
+# a file changed this long after the last message it holds was copied or touched, not written;
+# a day: wider than any time zone a vendor's times may be off by
+COPIED_SECONDS = 86_400
 
 
 def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None = None) -> set[str]:
     """The threads among ``thread_ids`` (sessions: their subagents count for them) whose
-    source file changed in the last ``WRITING_SECONDS``."""
+    source file changed in the last ``WRITING_SECONDS``, no later than ``COPIED_SECONDS``
+    after the last message it holds for them."""
     cut = int(((now if now is not None else time.time()) - WRITING_SECONDS) * 1e9)
-    recent = [r[0] for r in conn.execute("SELECT DISTINCT source_id FROM source_paths WHERE mtime_ns >= ? AND missing = 0", (cut,))]
+    recent = dict(conn.execute(
+        "SELECT source_id, max(mtime_ns) FROM source_paths WHERE mtime_ns >= ? AND missing = 0 GROUP BY source_id", (cut,)))  # fmt: skip
     if not recent or not thread_ids:
         return set()
     ids = json.dumps(thread_ids)
     # by the listed threads first (messages_thread_order leads with thread_id), then by source
     rows = conn.execute(
-        f"""SELECT DISTINCT {session_root_sql('t')}, t.id FROM threads t
-            WHERE (t.id IN (SELECT value FROM json_each(:ids)) OR t.parent_thread_id IN (SELECT value FROM json_each(:ids)))
-              AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = t.id
-                          AND m.source_id IN (SELECT value FROM json_each(:recent)))""",
-        {"ids": ids, "recent": json.dumps(recent)},
+        f"""SELECT {session_root_sql('t')}, t.id, m.source_id, max(m.ts) FROM threads t
+            JOIN messages m ON m.thread_id = t.id AND m.source_id IN (SELECT value FROM json_each(:recent))
+            WHERE t.id IN (SELECT value FROM json_each(:ids)) OR t.parent_thread_id IN (SELECT value FROM json_each(:ids))
+            GROUP BY t.id, m.source_id""",
+        {"ids": ids, "recent": json.dumps(list(recent))},
     ).fetchall()  # fmt: skip
     wanted = set(thread_ids)
-    return {x for r in rows for x in r if x in wanted}
+    return {x for root, tid, source_id, last in rows if _written(recent[source_id], last) for x in (root, tid) if x in wanted}
+
+
+def _written(mtime_ns: int, last_ts: str | None) -> bool:
+    """Whether a file changed at ``mtime_ns`` may be being written, its last message at
+    ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after that message (a time
+    without a zone read as UTC; no readable time: the mtime alone decides)."""
+    if not last_ts:
+        return True
+    try:
+        t = dt.datetime.fromisoformat(last_ts.replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return mtime_ns / 1e9 - t.timestamp() <= COPIED_SECONDS
 
 
 def side_list(conn: sqlite3.Connection, f: sessions.SessionFilters, prices: PriceTable, current: str = "",
