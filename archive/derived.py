@@ -243,6 +243,7 @@ class Live:
         self._readers: dict[str | None, file_index._BlockReader] = {}
         self._marks: dict[str | None, bool] = {}
         self._pending: list[tuple[object, ...]] = []
+        self._named: set[str] = set()  # the threads a call of which named a path (their rows in the scratch table)
         attach_scratch(conn)
         try:  # an earlier run's on this connection, interrupted
             conn.execute(f"DELETE FROM {SCRATCH}._live_touches")
@@ -324,6 +325,7 @@ class Live:
                 if found:
                     try:
                         self._pending.append((tid, mid, pos, ts, name, orjson.dumps(found)))
+                        self._named.add(tid)
                     except TypeError:  # a path orjson cannot write (a lone surrogate): read back
                         self.spoil(tid)
                         return
@@ -358,14 +360,13 @@ class Live:
         if not fresh:
             self.conn.execute("DELETE FROM file_touches WHERE thread_id = ?", (thread_id,))
         indexer = file_index.ThreadIndexer(self.conn, thread_id, None, cwd)  # the paths are found already
-        try:
-            found: Iterable[tuple[Any, ...]] = self.conn.execute(
+        found: Iterable[tuple[Any, ...]] = ()  # no call of the thread named a path: nothing to read back
+        if thread_id in self._named:
+            found = self.conn.execute(
                 f"SELECT message_id, position, ts, tool_name, found FROM {SCRATCH}._live_touches WHERE thread_id = ? "
                 "ORDER BY rowid",
                 (thread_id,),
             )
-        except sqlite3.OperationalError:  # no call of the run named a path
-            found = ()
         for mid, pos, ts, name, pairs in found:
             indexer.emit(mid, ts, pos, name, [tuple(p) for p in orjson.loads(pairs)])
         _write_signals(self.conn, thread_id, t.tally.result(indexer.finish()))
@@ -374,6 +375,7 @@ class Live:
     def close(self) -> None:
         self.threads.clear()
         self._pending = []
+        self._named.clear()
         try:
             self.conn.execute(f"DELETE FROM {SCRATCH}._live_touches")
         except sqlite3.OperationalError:
