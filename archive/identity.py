@@ -72,11 +72,16 @@ class ThreadNames:
         self.conn = conn
         self._claims: dict[str, set[str]] = {}
         self.outranked: set[tuple[str, str]] = set()
+        # an archive that held no claim when the command began (a first ingest): every claim
+        # since is made here and cached, so an id not in the cache has none, and no statement
+        # need ask (one a thread); until the cache is dropped (``discard``)
+        self._none_before = conn.execute("SELECT 1 FROM thread_claims LIMIT 1").fetchone() is None
 
     def _claimants(self, vendor_id: str) -> set[str]:
         held = self._claims.get(vendor_id)
         if held is None:
-            held = {r[0] for r in self.conn.execute("SELECT provider FROM thread_claims WHERE thread_id = ?", (vendor_id,))}
+            held = set() if self._none_before else {
+                r[0] for r in self.conn.execute("SELECT provider FROM thread_claims WHERE thread_id = ?", (vendor_id,))}
             self._claims[vendor_id] = held
         return held
 
@@ -91,8 +96,10 @@ class ThreadNames:
         return vendor_id if _winner(held) == provider else namespaced(provider, vendor_id)
 
     def discard(self) -> None:
-        """Forget cached claims (the caller rolled its transaction back)."""
+        """Forget cached claims (the caller rolled its transaction back, or changed claims
+        itself): from now on each id's claims are read from the archive."""
         self._claims.clear()
+        self._none_before = False
 
     def map_rows(self, provider: str, rows: list[Row]) -> list[Row]:
         if not rows:
