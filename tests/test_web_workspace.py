@@ -174,6 +174,32 @@ def test_a_file_changed_long_after_its_last_message_is_not_being_written(tmp_pat
         db.conn.close()
 
 
+@pytest.mark.parametrize("timed_message", [True, False])
+def test_a_file_of_messages_without_times_is_judged_by_its_thread_s_last_activity(tmp_path: Path, timed_message: bool) -> None:
+    """A session whose newest file holds messages without times (Kimi CLI's context), copied
+    today: the thread's last activity, days old (its last timed message, else its start),
+    says it is not being written; its file alone could not say."""
+    from test_datasette import NEVER_IDLE
+
+    from archive.ingest import ingest_paths
+
+    at = _iso(dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3))
+    first, untimed = tmp_path / "first.jsonl", tmp_path / "untimed.jsonl"
+    first.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [
+        {"v": 1, "id": "T", "createdAt": at},
+        {"v": 1, "id": "m1", "threadId": "T", "role": "user", "content": [{"type": "text", "text": "one"}],
+         **({"ts": at} if timed_message else {})}]))  # fmt: skip
+    untimed.write_bytes(orjson.dumps({"v": 1, "id": "m2", "threadId": "T", "role": "assistant",
+                                      "content": [{"type": "text", "text": "two"}]}) + b"\n")  # fmt: skip
+    db = open_db(tmp_path / "a.db")
+    try:
+        ingest_paths(db, [first, untimed], NEVER_IDLE)
+        assert db.execute("SELECT count(*), count(ts) FROM messages WHERE thread_id = 'T'").fetchone() == (2, int(timed_message))
+        assert workspace.writing(db.conn, ["T"]) == set()
+    finally:
+        db.conn.close()
+
+
 def test_live_route_answers_json(ds: Any):
     r = get(ds, f"/-/sesh/live?thread={CANON}")
     assert r.status_code == 200 and r.headers["cache-control"] == "no-store"

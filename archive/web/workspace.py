@@ -10,10 +10,12 @@ Invariants:
 * A session is *being written* when a file one of its threads (or its subagents') was read
   from had an mtime within ``WRITING_SECONDS`` of now, as the last ingest saw it
   (``source_paths.mtime_ns``): the file is still growing, or was moments ago. Unless that
-  mtime is more than ``COPIED_SECONDS`` after the last message the file holds: a file
-  copied, restored or touched today that holds a session of last week is not being written
-  (a home copied to a new machine showed every session as being written). Messages without
-  a readable time leave the mtime alone to decide.
+  mtime is more than ``COPIED_SECONDS`` after the thread's last message: a file copied,
+  restored or touched today that holds a session of last week is not being written (a home
+  copied to a new machine showed every session as being written). The thread's last
+  activity as the session list shows it (its last message's time, else its start), not the
+  file's: some files hold messages without times (Kimi CLI's context). A thread without a
+  readable time leaves the mtime alone to decide.
 * ``state`` is what a page polls: a version that changes whenever an ingest adds a thread or
   a message or a block (max rowids, which only grow: rows are never rewritten in place by an ingest), and
   the open thread's message count; one indexed aggregate each, cheap enough to ask every second.
@@ -33,7 +35,7 @@ from . import sessions
 from .conversation import utc
 
 WRITING_SECONDS = 300  # "being written": the source changed in the last five minutes
-# a file changed this long after the last message it holds was copied or touched, not written;
+# a file changed this long after its thread's last message was copied or touched, not written;
 # a day: wider than any time zone a vendor's times may be off by
 COPIED_SECONDS = 86_400
 
@@ -41,7 +43,7 @@ COPIED_SECONDS = 86_400
 def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None = None) -> set[str]:
     """The threads among ``thread_ids`` (sessions: their subagents count for them) whose
     source file changed in the last ``WRITING_SECONDS``, no later than ``COPIED_SECONDS``
-    after the last message it holds for them."""
+    after the thread's last activity (its last message's time, else its start)."""
     cut = int(((now if now is not None else time.time()) - WRITING_SECONDS) * 1e9)
     recent = dict(conn.execute(
         "SELECT source_id, max(mtime_ns) FROM source_paths WHERE mtime_ns >= ? AND missing = 0 GROUP BY source_id", (cut,)))  # fmt: skip
@@ -50,7 +52,9 @@ def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None =
     ids = json.dumps(thread_ids)
     # by the listed threads first (messages_thread_order leads with thread_id), then by source
     rows = conn.execute(
-        f"""SELECT {session_root_sql('t')}, t.id, m.source_id, max(m.ts) FROM threads t
+        f"""SELECT {session_root_sql('t')}, t.id, m.source_id, coalesce(
+                (SELECT max(x.ts) FROM messages x WHERE x.thread_id = t.id), t.created_at)
+            FROM threads t
             JOIN messages m ON m.thread_id = t.id AND m.source_id IN (SELECT value FROM json_each(:recent))
             WHERE t.id IN (SELECT value FROM json_each(:ids)) OR t.parent_thread_id IN (SELECT value FROM json_each(:ids))
             GROUP BY t.id, m.source_id""",
@@ -61,9 +65,9 @@ def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None =
 
 
 def _written(mtime_ns: int, last_ts: str | None) -> bool:
-    """Whether a file changed at ``mtime_ns`` may be being written, its last message at
-    ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after that message (a time
-    without a zone read as UTC; no readable time: the mtime alone decides)."""
+    """Whether a file changed at ``mtime_ns`` may be being written, its thread's last
+    message at ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after that message
+    (a time without a zone read as UTC; no readable time: the mtime alone decides)."""
     if not last_ts:
         return True
     try:
