@@ -55,7 +55,8 @@ def outcome_sql(alias: str = "s", d: Dialect = SQLITE) -> str:
 OUTCOME_SQL = outcome_sql()
 
 
-def _time(ts: str | None) -> dt.datetime | None:
+def utc_time(ts: str | None) -> dt.datetime | None:
+    """A recorded time as an aware datetime (a time without a zone read as UTC), or None."""
     if not ts:
         return None
     try:
@@ -155,7 +156,7 @@ class Tally:
                 self.first_ts = ts
             if self.last_ts is None or ts > self.last_ts:
                 self.last_ts = ts
-            t = _time(ts)
+            t = utc_time(ts)
             if t is not None:
                 self._at(t)
         if not injected and role in ("user", "assistant") and kind is None:

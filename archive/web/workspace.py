@@ -23,7 +23,6 @@ Invariants:
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sqlite3
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 from ..pricing import PriceTable
 from ..queries import session_root_sql
+from ..signals import utc_time
 from . import sessions
 from .conversation import utc
 
@@ -68,15 +68,8 @@ def _written(mtime_ns: int, last_ts: str | None) -> bool:
     """Whether a file changed at ``mtime_ns`` may be being written, its thread's last
     message at ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after that message
     (a time without a zone read as UTC; no readable time: the mtime alone decides)."""
-    if not last_ts:
-        return True
-    try:
-        t = dt.datetime.fromisoformat(last_ts.replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return mtime_ns / 1e9 - t.timestamp() <= COPIED_SECONDS
+    t = utc_time(last_ts)
+    return t is None or mtime_ns / 1e9 - t.timestamp() <= COPIED_SECONDS
 
 
 def side_list(conn: sqlite3.Connection, f: sessions.SessionFilters, prices: PriceTable, current: str = "",
