@@ -10,12 +10,12 @@ Invariants:
 * A session is *being written* when a file one of its threads (or its subagents') was read
   from had an mtime within ``WRITING_SECONDS`` of now, as the last ingest saw it
   (``source_paths.mtime_ns``): the file is still growing, or was moments ago. Unless that
-  mtime is more than ``COPIED_SECONDS`` after the thread's last message: a file copied,
-  restored or touched today that holds a session of last week is not being written (a home
-  copied to a new machine showed every session as being written). The thread's last
-  activity as the session list shows it (its last message's time, else its start), not the
-  file's: some files hold messages without times (Kimi CLI's context). A thread without a
-  readable time leaves the mtime alone to decide.
+  mtime is more than ``COPIED_SECONDS`` after the thread's last activity as the session list
+  shows it (its last message's time, else its start): a file copied, restored or touched
+  today that holds a session of last week is not being written (a home copied to a new
+  machine showed every session as being written). The thread's, not the file's: some files
+  hold messages without times (Kimi CLI's context). A thread without a readable time leaves
+  the mtime alone to decide.
 * ``state`` is what a page polls: a version that changes whenever an ingest adds a thread or
   a message or a block (max rowids, which only grow: rows are never rewritten in place by an ingest), and
   the open thread's message count; one indexed aggregate each, cheap enough to ask every second.
@@ -35,7 +35,7 @@ from . import sessions
 from .conversation import utc
 
 WRITING_SECONDS = 300  # "being written": the source changed in the last five minutes
-# a file changed this long after its thread's last message was copied or touched, not written;
+# a file changed this long after its thread's last activity was copied or touched, not written;
 # a day: wider than any time zone a vendor's times may be off by
 COPIED_SECONDS = 86_400
 
@@ -66,8 +66,8 @@ def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None =
 
 def _written(mtime_ns: int, last_ts: str | None) -> bool:
     """Whether a file changed at ``mtime_ns`` may be being written, its thread's last
-    message at ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after that message
-    (a time without a zone read as UTC; no readable time: the mtime alone decides)."""
+    activity at ``last_ts``: unless it changed more than ``COPIED_SECONDS`` after it (a time
+    without a zone read as UTC; no readable time: the mtime alone decides)."""
     t = utc_time(last_ts)
     return t is None or mtime_ns / 1e9 - t.timestamp() <= COPIED_SECONDS
 
