@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -671,7 +670,7 @@ def holdings(db: Path) -> dict[str, int]:
     format spends around it (Claude Code repeats the session id, cwd and version on every
     line; Vibe 3.x keeps 16 snapshot files beside its journal). ``file_bytes``: the bytes of
     the files it read, for comparison."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = open_readonly(db).conn
     try:
         sessions, messages, content, files = conn.execute(
             "SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM messages), (SELECT coalesce(sum("
@@ -724,7 +723,7 @@ def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say:
         "per_mb": {"new": added / (new_bytes / MB), "rest": net_without / ((total - new_bytes) / MB)},
         "per_message": {"new": added / max(new_msgs, 1), "rest": net_without / max(msgs["without"], 1)},
         "wall_seconds_under_callgrind": {k: round(r["wall_seconds"], 1) for k, r in runs.items()},
-    }
+    }  # fmt: skip
     for unit in ("content_bytes", "sessions"):
         w, wo = held["with"][unit], held["without"][unit]
         out[f"new_{unit}_share"] = (w - wo) / max(w, 1)
@@ -733,8 +732,7 @@ def vendor_shares_counted(work: Path, home: Path, manifest: dict[str, Any], say:
     if per_vendor:
         out["vendors"] = {k.split(":", 1)[1]: {**held[k], "instructions": ins[k] - ins["empty"]}
                           for k in held if k.startswith("alone:")}
-    return out  # fmt: skip
-
+    return out
 
 
 def fmt_shares_counted(s: dict[str, Any]) -> str:

@@ -10,12 +10,13 @@ Invariants:
 * A session is *being written* when a file one of its threads (or its subagents') was read
   from had an mtime within ``WRITING_SECONDS`` of now, as the last ingest saw it
   (``source_paths.mtime_ns``): the file is still growing, or was moments ago. Unless that
-  mtime is more than ``COPIED_SECONDS`` after the thread's last activity as the session list
-  shows it (its last message's time, else its start): a file copied, restored or touched
+  mtime is more than ``COPIED_SECONDS`` after the thread's last activity (its last message's
+  time, ``thread_signals.last_ts``, one row where a thread's messages would be read every
+  second by a page following it; else its start): a file copied, restored or touched
   today that holds a session of last week is not being written (a home copied to a new
   machine showed every session as being written). The thread's, not the file's: some files
-  hold messages without times (Kimi CLI's context). A thread without a readable time leaves
-  the mtime alone to decide.
+  hold messages without times (a context file kept beside a timed log). A thread without a
+  readable time leaves the mtime alone to decide.
 * ``state`` is what a page polls: a version that changes whenever an ingest adds a thread or
   a message or a block (max rowids, which only grow: rows are never rewritten in place by an ingest), and
   the open thread's message count; one indexed aggregate each, cheap enough to ask every second.
@@ -53,7 +54,7 @@ def writing(conn: sqlite3.Connection, thread_ids: list[str], now: float | None =
     # by the listed threads first (messages_thread_order leads with thread_id), then by source
     rows = conn.execute(
         f"""SELECT {session_root_sql('t')}, t.id, m.source_id, coalesce(
-                (SELECT max(x.ts) FROM messages x WHERE x.thread_id = t.id), t.created_at)
+                (SELECT s.last_ts FROM thread_signals s WHERE s.thread_id = t.id), t.created_at)
             FROM threads t
             JOIN messages m ON m.thread_id = t.id AND m.source_id IN (SELECT value FROM json_each(:recent))
             WHERE t.id IN (SELECT value FROM json_each(:ids)) OR t.parent_thread_id IN (SELECT value FROM json_each(:ids))
