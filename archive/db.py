@@ -30,6 +30,16 @@ __all__ = ["ArchiveError", "default_db_path", "dump_tables", "open_db", "open_re
 
 BUSY_TIMEOUT_MS = 30_000
 
+# CPython 3.11's sqlite3 sends every parameter that is not exactly an int, float, str or
+# bytearray through its adapter protocol, and for None and bytes, with no adapter registered,
+# that protocol raises and clears an AttributeError with a formatted message for each value
+# bound (88,000 of them in a first ingest of 15 MB of sessions: 2% of its instructions). A
+# registered adapter is found before that. Both give the value back unchanged: ``{}.get`` is a
+# C function returning None for any argument, ``bytes(b)`` is ``b``. Process-wide, like every
+# sqlite3 adapter; Python 3.12 no longer raises there, and these cost nothing there.
+sqlite3.register_adapter(type(None), {}.get)
+sqlite3.register_adapter(bytes, bytes)
+
 
 
 
