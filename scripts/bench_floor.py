@@ -17,7 +17,13 @@ Per round, each in a child process, interleaved so that the machine's load falls
   row a message and a block with a primary key only, the FTS5 index over the same text
   built once (``child_least``);
 * ``agentsview``: ``agentsview sync --full`` on the same corpus (``bench.py --peers``'s
-  install).
+  install);
+* ``halves`` (``--halves``): the corpus's session folders dealt into two homes of about the
+  same bytes and files (hard links), each ingested by this checkout into an archive of its own, both
+  at once; then the lighter half's tables copied into an empty database as ``sqlite floor``
+  does, the least that merging it into the other would cost. The most a second core gives
+  today's per-file code with no change to it: links between sessions of different folders
+  are not resolved, and nothing is merged.
 
 Issue 37's target is an ingest at ``--target`` times agentsview's speed (1.5 on the synthetic
 corpus, 3 on replicated real sessions). The report says what of that time the floors take:
@@ -40,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +300,66 @@ def child_least(home: str, archive: str, dst: str) -> None:
 # ---------------------------------------------------------------- parent
 
 
+def _units(home: Path, parts: int) -> list[tuple[int, list[Path]]]:
+    """``home``'s files in units of about a ``parts``-th of its bytes at most: a folder larger
+    than that is opened into its entries, a session file and the folder of the same stem
+    beside it (Claude Code's subagents) kept in one unit. (bytes, files) each."""
+
+    def files(p: Path) -> list[Path]:
+        return [p] if p.is_file() else [f for f in sorted(p.rglob("*")) if f.is_file()]
+
+    def size(ps: list[Path]) -> int:
+        return sum(f.stat().st_size for p in ps for f in files(p))
+
+    limit = size([home]) / parts
+    units, out = [[home]], []
+    while units:
+        unit = units.pop()
+        if len(unit) == 1 and unit[0].is_dir() and size(unit) > limit:
+            groups: dict[str, list[Path]] = {}
+            for entry in sorted(unit[0].iterdir()):
+                groups.setdefault(entry.name.split(".")[0] if entry.name[:1] != "." else entry.name, []).append(entry)
+            units += groups.values()
+        else:
+            fs = [f for p in unit for f in files(p)]
+            out.append((sum(f.stat().st_size for f in fs), fs))
+    return out
+
+
+def make_halves(home: Path, into: Path) -> tuple[Path, Path]:
+    """Two homes under ``into`` sharing ``home``'s files by hard links, the units
+    (``_units``) dealt largest first to the lighter home, by their share of the bytes plus
+    their share of the files."""
+    halves = [into / "half-1", into / "half-2"]
+    units = _units(home, 16)
+    total_bytes, total_files = sum(u[0] for u in units) or 1, sum(len(u[1]) for u in units) or 1
+    load = [0.0, 0.0]
+    # a file costs about what its bytes do on real sessions (stop 57): bytes and files weigh alike
+    for weight, fs in sorted(((n / total_bytes + len(fs) / total_files, fs) for n, fs in units), key=lambda u: -u[0]):
+        i = load.index(min(load))
+        load[i] += weight
+        for f in fs:
+            target = halves[i] / f.relative_to(home)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(f, target)
+    return halves[0], halves[1]
+
+
+def run_halves(halves: tuple[Path, Path], dbs: tuple[Path, Path], copy_db: Path) -> dict[str, Any]:
+    """Both halves ingested at once, each into its own archive; then the lighter one's tables
+    copied (``child_floor``)."""
+    for db in dbs:
+        for f in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            f.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(bench.run_ingest, dbs, halves))
+    wall = time.perf_counter() - started
+    lighter = min(range(2), key=lambda i: runs[i]["process_seconds"])
+    copy = _child("--_floor", str(dbs[lighter]), str(copy_db))
+    return {"seconds": wall, "each": [r["process_seconds"] for r in runs], "copy_seconds": copy["seconds"]}
+
+
 def _child(*args: str) -> dict[str, Any]:
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], check=True, capture_output=True, cwd=REPO)
     return json.loads(out.stdout)
@@ -318,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print the rounds as JSON too")
     ap.add_argument("--no-peers", action="store_true", help="without agentsview (it installs from PyPI)")
+    ap.add_argument("--halves", action="store_true",
+                    help="also ingest two halves of the corpus at once, an archive each (the most a second core gives today's code)")
     ap.add_argument("--target", type=float, default=1.5,
                     help="the speed to reach, as a multiple of agentsview's (issue 37: 1.5 synthetic, 3 real)")
     args = ap.parse_args(argv)
@@ -325,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
         db, floor_db, least_db = Path(tmp) / "ingest.db", Path(tmp) / "floor.db", Path(tmp) / "least.db"
+        halves = make_halves(args.corpus, Path(tmp)) if args.halves else None
         for n in range(1, args.rounds + 1):
             r: dict[str, Any] = {"load_before": _load()}
             for f in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
@@ -333,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
             r["floor"] = _child("--_floor", str(db), str(floor_db))
             r["producer"] = _child("--_producer", str(args.corpus))
             r["least"] = _child("--_least", str(args.corpus), str(db), str(least_db))
+            if halves:
+                r["halves"] = run_halves(halves, (Path(tmp) / "half-1.db", Path(tmp) / "half-2.db"), floor_db)
             r["agentsview"] = (
                 {"ok": False, "error": "not run (--no-peers)"} if args.no_peers
                 else bench.run_peer("agentsview", args.corpus, corpus_bytes)
@@ -343,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"round {n}: ingest {r['ingest']['process_seconds']:.1f} s, sqlite floor {r['floor']['seconds']:.1f} s, "
                 f"producer {r['producer']['seconds']:.1f} s, least {r['least']['seconds']:.1f} s, agentsview "
                 + (f"{r['agentsview']['seconds']:.1f} s" if r["agentsview"].get("ok") else r["agentsview"].get("error", "?"))
+                + (f", halves at once {r['halves']['seconds']:.1f} s (+ copy {r['halves']['copy_seconds']:.1f} s)" if halves else "")
                 + f" (load {r['load_before']:.1f} -> {r['load_after']:.1f})",
                 file=sys.stderr,
             )
@@ -379,6 +452,11 @@ def report(rounds: list[dict[str, Any]], corpus_bytes: int, corpus: Path, target
     lines.append(row("least work, any store: read, decode, zstd, scan, one row a message and block, FTS", least))
     lines.append(row("  of which Python (read, decode, zstd, scan)", least_py))
     lines.append(row("  of which SQLite (rows, FTS built once, checkpoint)", least_sql))
+    if "halves" in rounds[0]:
+        both = med(r["halves"]["seconds"] for r in rounds)
+        copy = med(r["halves"]["copy_seconds"] for r in rounds)
+        lines.append(row("two halves at once, an archive each (this checkout, two processes, nothing merged)", both))
+        lines.append(row("  and the lighter half's tables copied (the least a merge costs)", both + copy))
     if av:
         lines.append(row("agentsview sync --full", av))
         goal = av / target

@@ -44,7 +44,7 @@ def test_floor_copy_and_report(tmp_path):
     assert copied["fts rows"] == copied["blocks"]
     assert floor["seconds"] > 0 and "blocks_fts (rebuilt)" in floor["phases"]
     # the whole bench, without the peer (it would install from PyPI)
-    out = run(str(SCRIPTS / "bench_floor.py"), "--corpus", str(corpus), "--rounds", "1", "--no-peers", "--json")
+    out = run(str(SCRIPTS / "bench_floor.py"), "--corpus", str(corpus), "--rounds", "1", "--no-peers", "--json", "--halves")
     report, _, rounds_json = out.stdout.partition("\n[")
     (r,) = json.loads("[" + rounds_json)
     # the producer reads exactly the line files the ingest read (documents of a database have
@@ -69,6 +69,9 @@ def test_floor_copy_and_report(tmp_path):
     assert set(least["phases"]) == {"read and decode", "zstd", "secret scan", "rows", "fts"}
     assert abs(least["python_seconds"] + least["sqlite_seconds"] - least["seconds"]) < 1e-6
     assert not r["agentsview"]["ok"]
+    halves = r["halves"]
+    assert len(halves["each"]) == 2 and max(halves["each"]) <= halves["seconds"] and halves["copy_seconds"] > 0
+    assert "| two halves at once" in report
     for row in ("first ingest", "SQLite floor", "producer", "least work, any store", "  of which Python", "  of which SQLite"):
         assert f"| {row}" in report
     assert "agentsview sync" not in report  # no peer, no ratio to it
@@ -101,3 +104,34 @@ def test_verify_copy_refuses_a_short_copy(tmp_path):
         bench_floor.verify_copy(conn, ["blocks"], ["blocks_fts"])
     conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('rebuild')")
     bench_floor.verify_copy(conn, ["blocks"], ["blocks_fts"])  # whole: no error
+
+
+def test_halves_share_every_file_once(tmp_path):
+    """``make_halves``: every file of the home in exactly one half, by a hard link; a session
+    file and the folder of its stem (subagents) in the same half; both halves hold some."""
+    sys.path.insert(0, str(SCRIPTS))
+    import bench_floor
+
+    home = tmp_path / "home"
+    for p in range(6):
+        folder = home / ".claude" / "projects" / f"-proj-{p}"
+        for s in range(4):
+            (folder / f"s{s}" / "subagents").mkdir(parents=True)
+            (folder / f"s{s}.jsonl").write_bytes(b"x" * (1000 * (p + 1)))
+            (folder / f"s{s}" / "subagents" / "agent-1.jsonl").write_bytes(b"y" * 500)
+    (home / ".codex" / "sessions").mkdir(parents=True)
+    (home / ".codex" / "sessions" / "rollout-1.jsonl").write_bytes(b"z" * 3000)
+    halves = bench_floor.make_halves(home, tmp_path / "out")
+    placed = {}
+    for i, half in enumerate(halves):
+        for f in half.rglob("*"):
+            if f.is_file():
+                rel = f.relative_to(half)
+                assert rel not in placed
+                assert f.stat().st_ino == (home / rel).stat().st_ino
+                placed[rel] = i
+    assert set(placed) == {f.relative_to(home) for f in home.rglob("*") if f.is_file()}
+    assert set(placed.values()) == {0, 1}
+    for rel, i in placed.items():
+        if rel.name == "agent-1.jsonl":
+            assert placed[rel.parent.parent.parent / f"{rel.parent.parent.name}.jsonl"] == i
