@@ -139,6 +139,8 @@ def test_html_shows_diffs_and_nests_child_threads(arch: dict[str, Any]) -> None:
     nested, grand = html.index(f'id="thread-{NESTED}"'), html.index(f'id="thread-{NESTED2}"')
     assert nested < html.index("Run the flamingo test suite.") < grand < html.index("Lint the albatross module.")
     assert html.index('id="msg-e4"') < nested
+    # a canonical thread logs no usage: nothing to price, said as the conversation page says it
+    assert '<dd class="sesh-cost">no usage recorded</dd>' in html and "no price" not in html
 
 
 def test_a_fork_is_named_not_included_and_shows_its_inherited_history(arch: dict[str, Any]) -> None:

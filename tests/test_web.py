@@ -322,6 +322,18 @@ def test_conversation_is_titled_by_its_label_and_shows_cost(ds: Any, archive_pat
     assert "times in UTC" in html and " UTC</time>" in html
 
 
+def test_a_thread_without_usage_says_so_instead_of_no_price(ds: Any, archive_path: Path):
+    """"no price" means tokens with no price to count them by; a thread that logged no usage at
+    all (the canonical long thread here, a prompt log, an old release without token counts)
+    has nothing to price. The sessions list leaves its cell empty; the page says why."""
+    db = open_db(archive_path)
+    assert not db.execute("SELECT count(*) FROM usage_totals WHERE thread_id = ?", [LONG]).fetchone()[0]
+    db.conn.close()
+    html = ok(ds, f"/-/sesh/thread/{LONG}")
+    assert '<dd class="sesh-cost">no usage recorded' in html and "no price" not in html
+    assert '<dd class="sesh-cost">no usage recorded' not in ok(ds, f"/-/sesh/thread/{PARENT}")
+
+
 def test_tool_calls_by_kind_with_their_result_beside_them(ds: Any, archive_path: Path):
     db = open_db(archive_path)
     edit_id, call_id = db.execute("SELECT b.id, b.call_id FROM blocks b JOIN messages m ON m.id = b.message_id "
