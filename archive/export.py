@@ -117,7 +117,7 @@ def _thread_section(db: Database, thread_id: str, redact: bool, blob_uri: Any, d
     if redact:
         data = mask_page(conn, data)
     section = {"id": thread_id, "label": data["label"], "data": data, "thread": data["thread"], "depth": depth,
-               "bubbles": bubbles(data, blob_uri), "forks": [], "tail": []}  # fmt: skip
+               "bubbles": bubbles(data, blob_uri), "forks": [], "tail": [], "omitted": False}  # fmt: skip
     kids = [c for c in descendants(db, thread_id) if conn.execute(
         "SELECT 1 FROM threads WHERE id = ? AND parent_thread_id = ?", (c, thread_id)).fetchone()]  # fmt: skip
     at: dict[str, list[dict[str, Any]]] = {}

@@ -143,6 +143,34 @@ def test_html_shows_diffs_and_nests_child_threads(arch: dict[str, Any]) -> None:
     assert '<dd class="sesh-cost">no usage recorded</dd>' in html and "no price" not in html
 
 
+def test_a_child_thread_no_message_started_is_drawn_after_the_conversation(tmp_path: Path) -> None:
+    """A child thread whose origin message is not among the parent's (none named, as in a
+    Kimi CLI session's subagent, or one the parent does not hold) goes after the parent's
+    messages, drawn like the others (this crashed the export: the template asked it whether
+    it was omitted for depth)."""
+    recs: list[dict[str, Any]] = [
+        {"v": 1, "id": "orphan-parent", "createdAt": "2026-04-02T10:00:00Z", "title": "Parent"},
+        {"v": 1, "id": "p1", "threadId": "orphan-parent", "role": "user", "ts": "2026-04-02T10:00:01Z",
+         "content": [{"type": "text", "text": "Ask the heron."}]},
+        {"v": 1, "id": "orphan-child", "createdAt": "2026-04-02T10:00:02Z", "title": "Heron",
+         "parentThreadId": "orphan-parent"},
+        {"v": 1, "id": "c1", "threadId": "orphan-child", "role": "user", "ts": "2026-04-02T10:00:03Z",
+         "content": [{"type": "text", "text": "Count the egrets."}]},
+        {"v": 1, "id": "stray-child", "createdAt": "2026-04-02T10:00:04Z", "title": "Stray",
+         "parentThreadId": "orphan-parent", "originMessageId": "not-in-the-parent"},
+        {"v": 1, "id": "s1", "threadId": "stray-child", "role": "user", "ts": "2026-04-02T10:00:05Z",
+         "content": [{"type": "text", "text": "Find the stork."}]},
+    ]  # fmt: skip
+    (tmp_path / "t.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    db = open_db(tmp_path / "a.db")
+    ingest_paths(db, [tmp_path / "t.jsonl"], NEVER_IDLE)
+    db.conn.close()
+    html, _ = run("--db", str(tmp_path / "a.db"), "export", "orphan-parent")
+    assert html.index("Ask the heron.") < html.index('id="thread-orphan-child"') < html.index("Count the egrets.")
+    assert html.index("Ask the heron.") < html.index('id="thread-stray-child"') < html.index("Find the stork.")
+    assert "nested too deep" not in html
+
+
 def test_a_fork_is_named_not_included_and_shows_its_inherited_history(arch: dict[str, Any]) -> None:
     html, _ = run("--db", arch["db"], "export", FORK_ORIGINAL)
     assert f"<code>{FORK}</code>: export it on its own" in html and "<details class=\"sesh-child-thread\"" not in html
