@@ -19,9 +19,9 @@ Per round, each in a child process, interleaved so that the machine's load falls
 * ``agentsview``: ``agentsview sync --full`` on the same corpus (``bench.py --peers``'s
   install);
 * ``halves`` (``--halves``): the corpus's session folders dealt into two homes of about the
-  same bytes and files (hard links), each ingested by this checkout into an archive of its own, both
-  at once; then the lighter half's tables copied into an empty database as ``sqlite floor``
-  does, the least that merging it into the other would cost. The most a second core gives
+  same bytes and files (hard links), each ingested by this checkout into an archive of its
+  own, both at once; then the lighter half's tables copied into an empty database as
+  ``sqlite floor`` does, the least that merging it into the other would cost. The most a second core gives
   today's per-file code with no change to it: links between sessions of different folders
   are not resolved, and nothing is merged.
 
@@ -334,7 +334,7 @@ def make_halves(home: Path, into: Path) -> tuple[Path, Path]:
     units = _units(home, 16)
     total_bytes, total_files = sum(u[0] for u in units) or 1, sum(len(u[1]) for u in units) or 1
     load = [0.0, 0.0]
-    # a file costs about what its bytes do on real sessions (stop 57): bytes and files weigh alike
+    # bytes and files weigh alike: on real sessions a file's fixed cost is most of its work
     for weight, fs in sorted(((n / total_bytes + len(fs) / total_files, fs) for n, fs in units), key=lambda u: -u[0]):
         i = load.index(min(load))
         load[i] += weight
