@@ -150,7 +150,11 @@ def merged_claims(conn: sqlite3.Connection) -> set[tuple[str, str]]:
 
 def outranked_sources(conn: sqlite3.Connection, outranked: set[tuple[str, str]]) -> list[str]:
     """Uids of the sources of ``provider`` holding rows of thread ``vendor_id`` (which now
-    belongs to a vendor ranked before it): their rows are re-derived under the new id."""
+    belongs to a vendor ranked before it): their rows are re-derived under the new id. A
+    usage row reporting a message of another vendor's source (a response a session the
+    archive emitted, read back, shares with its original by the response key) belongs in
+    that message's thread: not a row left by a merge, and re-deriving its source would put
+    it back (every command's open rebuilt that source again)."""
     uids: set[str] = set()
     for vendor_id, provider in sorted(outranked):
         for (uid,) in conn.execute(
@@ -158,8 +162,10 @@ def outranked_sources(conn: sqlite3.Connection, outranked: set[tuple[str, str]])
             "SELECT source_id FROM thread_facts WHERE thread_id = ? UNION "
             "SELECT source_id FROM messages WHERE thread_id = ? UNION "
             "SELECT source_id FROM message_occurrences WHERE thread_id = ? UNION "
-            "SELECT source_id FROM usage WHERE thread_id = ?)",
-            (provider, vendor_id, vendor_id, vendor_id, vendor_id),
+            "SELECT u.source_id FROM usage u LEFT JOIN messages m ON m.id = u.message_id "
+            "LEFT JOIN sources ms ON ms.id = m.source_id WHERE u.thread_id = ? "
+            "AND (ms.provider IS NULL OR ms.provider = ?))",
+            (provider, vendor_id, vendor_id, vendor_id, vendor_id, provider),
         ):
             uids.add(uid)
     return sorted(uids)

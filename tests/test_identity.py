@@ -449,3 +449,39 @@ def test_an_archive_where_two_vendors_shared_a_thread_is_split_on_open(tmp_path)
     db.conn.close()
     db = open_archive(tmp_path / "x.db")  # the commands' open: migrations, then the rows re-derived
     assert dump_tables(db) == want
+
+
+@pytest.mark.parametrize("order", ["copy first", "one run"])
+def test_an_emitted_copy_read_back_before_its_original_is_not_split_on_every_open(tmp_path, order):
+    """A canonical copy of a Codex session (``emit --to canonical``) read back before the
+    rollout it came from: the copy is the second claim on the id and its thread is
+    namespaced, but its usage rows report the rollout's responses (same response keys) and
+    stay in the rollout's thread, counted once. Those rows are not left by a merge: the open
+    that splits archives from before the claims must not re-derive the copy again on every
+    command (it did, recording a ``rebuild`` run each time)."""
+    from archive.ingest.rebuild import split_merged
+
+    copy = FIXTURES / "canonical" / "from-codex-01a229dd.jsonl"
+    rollout = FIXTURES / "codex" / "recorded" / "codex-0.171.0-exec-resume.jsonl"
+    db = open_db(tmp_path / "x.db")
+    if order == "copy first":
+        for f in (copy, rollout):
+            ingest_paths(db, [f], IngestOptions())
+    else:
+        ingest_paths(db, [copy, rollout], IngestOptions())
+    shared = "01a229dd-03c9-7373-8563-568dd22f194d"
+    linked = db.execute(
+        "SELECT count(*) FROM usage u JOIN sources s ON s.id = u.source_id JOIN messages m ON m.id = u.message_id "
+        "JOIN sources ms ON ms.id = m.source_id WHERE u.thread_id = ? AND s.provider = 'canonical' AND ms.provider = 'codex'",
+        (shared,),
+    ).fetchone()[0]
+    assert linked == 3  # the case itself: the copy's usage rows report the rollout's messages
+    assert split_merged(db) == []
+    before = dump_tables(db)
+    db.conn.close()
+    for _ in range(2):
+        db = open_archive(tmp_path / "x.db")
+        assert dump_tables(db) == before
+        db.conn.close()
+    db = open_db(tmp_path / "x.db")
+    assert [r[0] for r in db.execute("SELECT command FROM ingest_runs ORDER BY id")] == ["ingest"] * (2 if order == "copy first" else 1)
