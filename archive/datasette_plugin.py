@@ -444,26 +444,27 @@ def _search_request(request: Any) -> search.SearchRequest:
 
 async def _lexical(db: Any, req: search.SearchRequest, grouped: bool) -> tuple[list[Any], Any, Any, Any, str | None]:
     """(hit rows, groups or None, total hits, total sessions, error): FTS5 syntax first, then
-    the words quoted when FTS5 rejects it (a stray operator)."""
+    the words quoted when FTS5 rejects it (a stray operator). The first try's refusal is
+    expected and not logged (Datasette writes every failed query to the terminal)."""
     error = None
     for literal in (False, True):
         try:
             groups = None
             if grouped:
                 sql, params = search.groups_sql(req, literal)
-                groups = [dict(g) for g in (await db.execute(sql, params)).rows]
+                groups = [dict(g) for g in (await db.execute(sql, params, log_sql_errors=literal)).rows]
                 rows = []
                 for g in groups[:search.GROUP_PAGE]:
                     sql, params = search.hits_sql(replace(req, thread=g["thread_id"], offset=0), literal, search.SNIPPETS)
-                    rows += (await db.execute(sql, params)).rows
+                    rows += (await db.execute(sql, params, log_sql_errors=literal)).rows
             else:
                 sql, params = search.hits_sql(req, literal)
-                rows = (await db.execute(sql, params)).rows
+                rows = (await db.execute(sql, params, log_sql_errors=literal)).rows
             totals = []
             for count in (search.count_sql, search.sessions_count_sql):
                 csql, cparams = count(req, literal)
                 try:
-                    totals.append((await db.execute(csql, cparams)).rows[0][0])
+                    totals.append((await db.execute(csql, cparams, log_sql_errors=literal)).rows[0][0])
                 except QueryInterrupted:
                     totals.append(None)  # the hits are there; only the count ran out of time
             return rows, groups, totals[0], totals[1], None

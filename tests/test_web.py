@@ -442,6 +442,9 @@ def test_search_takes_what_people_type(ds: Any, capsys: Any):
     assert ">No matches<" not in html
     grouped = ok(ds, "/-/sesh/search?q=" + "(myapp/hoge.py OR zzzqqq) hoge".replace(" ", "+"))
     assert ">No matches<" not in grouped
+    # a dangling operator: FTS5 refuses it, the words are searched as typed, nothing is logged
+    dangling = ok(ds, "/-/sesh/search?q=hoge+AND")
+    assert re.search(r"[1-9][\d,]* match", dangling)
     captured = capsys.readouterr()
     assert "syntax error" not in captured.out + captured.err and "no such column" not in captured.out + captured.err
 
