@@ -452,15 +452,18 @@ def test_an_archive_where_two_vendors_shared_a_thread_is_split_on_open(tmp_path)
 
 
 @pytest.mark.parametrize("order", ["copy first", "one run"])
-def test_an_emitted_copy_read_back_before_its_original_is_not_split_on_every_open(tmp_path, order):
+def test_an_emitted_copy_read_back_before_its_original_is_not_split_on_every_open(tmp_path, order, monkeypatch):
     """A canonical copy of a Codex session (``emit --to canonical``) read back before the
-    rollout it came from: the copy is the second claim on the id and its thread is
-    namespaced, but its usage rows report the rollout's responses (same response keys) and
-    stay in the rollout's thread, counted once. Those rows are not left by a merge: the open
-    that splits archives from before the claims must not re-derive the copy again on every
-    command (it did, recording a ``rebuild`` run each time)."""
+    rollout it came from, in an archive as the code before the next test's change left it
+    (only the copy re-derived when the rollout claimed the id): the copy's usage rows report
+    the rollout's responses (same response keys) and stay in the rollout's thread, counted
+    once. Those rows are not left by a merge: the open that splits archives from before the
+    claims must not re-derive the copy again on every command (it did, recording a
+    ``rebuild`` run each time)."""
+    from archive.ingest import rederive
     from archive.ingest.rebuild import split_merged
 
+    monkeypatch.setattr(rederive, "sharing_messages", lambda conn, sources: sources)
     copy = FIXTURES / "canonical" / "from-codex-01a229dd.jsonl"
     rollout = FIXTURES / "codex" / "recorded" / "codex-0.171.0-exec-resume.jsonl"
     db = open_db(tmp_path / "x.db")
@@ -485,3 +488,26 @@ def test_an_emitted_copy_read_back_before_its_original_is_not_split_on_every_ope
         db.conn.close()
     db = open_db(tmp_path / "x.db")
     assert [r[0] for r in db.execute("SELECT command FROM ingest_runs ORDER BY id")] == ["ingest"] * (2 if order == "copy first" else 1)
+
+
+@pytest.mark.parametrize("original", ["claude-code/recorded/cc-2.1.197-bash-resume.jsonl",
+                                      "codex/recorded/codex-0.171.0-exec-resume.jsonl"])  # fmt: skip
+@pytest.mark.parametrize("order", ["copy first", "one run", "original first"])
+def test_rebuild_equals_ingest_for_an_emitted_copy_and_its_original(tmp_path, original, order):
+    """An emitted canonical copy carries its original's message ids. Read before the
+    original, the copy first owned them under the shared id; when the original claimed the
+    id, re-deriving the copy alone left the messages with the copy's thread, while a rebuild,
+    applying both sources, gave them to the original's (Claude Code: threads, messages,
+    usage, lineage and signals differed; Codex: usage). The sources that share a message with
+    a re-derived one are derived again with it."""
+    orig = FIXTURES / original
+    copy = FIXTURES / "canonical" / ("from-claude-code-7767af10.jsonl" if "claude" in original else "from-codex-01a229dd.jsonl")
+    db = open_db(tmp_path / "x.db")
+    if order == "one run":
+        ingest_paths(db, [copy, orig], IngestOptions())
+    else:
+        for f in (copy, orig) if order == "copy first" else (orig, copy):
+            ingest_paths(db, [f], IngestOptions())
+    ingested = portable_dump(db)
+    rebuild(db)
+    assert portable_dump(db) == ingested

@@ -6,6 +6,7 @@ It receives the engine; it never creates one (``rebuild.py`` does), so the engin
 
 from __future__ import annotations
 
+import sqlite3
 from typing import TYPE_CHECKING
 
 from sqlite_utils import Database
@@ -35,9 +36,29 @@ def rederive_outranked(engine: Engine) -> None:
         outranked, engine.names.outranked = engine.names.outranked, set()
         uids = outranked_sources(engine.conn, outranked)
         sources = [s for uid in uids for s in source_rows(Database(engine.conn), None, uid) if s[1] == uid]
-        rederive(engine, sources)
+        rederive(engine, sharing_messages(engine.conn, sources))
     index_text(engine.conn)
     summary.lines, summary.reports, engine.projector.messages_added = lines, reports, added
+
+
+def sharing_messages(conn: sqlite3.Connection, sources: list[tuple[int, str, str, str]]) -> list[tuple[int, str, str, str]]:
+    """``sources`` and every other source holding a message id one of them holds, in source
+    order: which thread owns a message two sources carry (an emitted copy read back and its
+    original) is decided as they are applied, so re-deriving one of them alone would keep
+    the owner the old names gave it, where a rebuild, applying both, ranks them afresh."""
+    ids = [s[0] for s in sources]
+    if not ids:
+        return sources
+    marks = ", ".join("?" * len(ids))
+    more = {r[0] for r in conn.execute(
+        f"SELECT DISTINCT o.source_id FROM message_occurrences o WHERE o.message_id IN ("
+        f"SELECT message_id FROM message_occurrences WHERE source_id IN ({marks})) AND o.source_id NOT IN ({marks})",
+        ids + ids)}  # fmt: skip
+    if not more:
+        return sources
+    rows = conn.execute(f"SELECT id, uid, provider, kind FROM sources WHERE id IN ({', '.join('?' * len(more))})",
+                        sorted(more)).fetchall()  # fmt: skip
+    return sorted([*sources, *(tuple(r) for r in rows)])
 
 
 def rederive(engine: Engine, sources: list[tuple[int, str, str, str]]) -> None:
