@@ -57,7 +57,7 @@ with standard_sqlite():  # imported before Datasette (the tests, a script): it t
     from datasette.database import QueryInterrupted
 
 from .db import ArchiveError
-from .pricing import PriceTable, load_prices
+from .pricing import PriceTable, load_prices, money
 from .queries import first_prompts
 from . import export, saved_copies, secrets
 from .web import conversation, files, lost, search, sessions, take, usage, workspace
@@ -97,12 +97,6 @@ def highlight(snippet: str) -> Markup:
 def prices() -> PriceTable:
     """The price table (bundled, with ``$SESH_ARCHIVE_PRICES`` laid over it), read once."""
     return load_prices()
-
-
-def money(v: float | None) -> str:
-    if v is None:
-        return "no price"
-    return f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
 
 
 # ---------------------------------------------------------------- page plumbing

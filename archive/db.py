@@ -41,8 +41,6 @@ sqlite3.register_adapter(type(None), {}.get)
 sqlite3.register_adapter(bytes, bytes)
 
 
-
-
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("SESH_ARCHIVE_DB"):

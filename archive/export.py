@@ -48,7 +48,7 @@ from sqlite_utils import Database
 
 from .emit import INSTALLABLE, emit_thread, install_base, thread_sources, write_files
 from .errors import ArchiveError
-from .pricing import PriceTable, load_prices
+from .pricing import PriceTable, load_prices, money
 from .projection import fork_of, load_threads
 from .queries import first_prompts, resolve_thread
 from .render import thread_markdown
@@ -66,12 +66,6 @@ MAX_DEPTH = 8  # child threads of child threads: deeper nesting is listed, not r
 @lru_cache(maxsize=1)
 def _prices() -> PriceTable:
     return load_prices()
-
-
-def _money(v: float | None) -> str:
-    if v is None:
-        return "no price"
-    return f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
 
 
 @lru_cache(maxsize=1)
@@ -159,7 +153,7 @@ def export_html(db: Database, ref: str, redact: bool = True) -> str:
             fork = fork_of(thread_record(db, thread_id)) is not None
             parent = {"id": t.id, "label": label, "fork": fork, "kind": "fork of" if fork else "child of"}
     return _template().render(
-        main=main, parent=parent, css=_css(), utc=utc, money=_money, redacted=redact,
+        main=main, parent=parent, css=_css(), utc=utc, money=money, redacted=redact,
         csp=Markup("default-src 'none'; img-src data:; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"),
     )  # fmt: skip
 

@@ -199,3 +199,14 @@ def cost(price: Price, input: int, output: int, cache_read: int, cache_write: in
     return (
         input * price.input + output * price.output + cache_read * price.cache_read + cache_write * price.cache_write
     ) / 1_000_000
+
+
+def money(v: float | None, tokens: int | None = None) -> str:
+    """A cost as the pages and exports show it: "no price" for tokens no price counts;
+    "no usage recorded" when ``tokens`` is given and 0 (nothing to price: a prompt log, a
+    release that logged no token counts)."""
+    if tokens == 0:
+        return "no usage recorded"
+    if v is None:
+        return "no price"
+    return f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"

@@ -43,22 +43,19 @@ def rederive_outranked(engine: Engine) -> None:
 
 def sharing_messages(conn: sqlite3.Connection, sources: list[tuple[int, str, str, str]]) -> list[tuple[int, str, str, str]]:
     """``sources`` and every other source holding a message id one of them holds, in source
-    order: which thread owns a message two sources carry (an emitted copy read back and its
-    original) is decided as they are applied, so re-deriving one of them alone would keep
-    the owner the old names gave it, where a rebuild, applying both, ranks them afresh."""
-    ids = [s[0] for s in sources]
-    if not ids:
+    order (as ``generations.source_rows`` gives them): which thread owns a message two
+    sources carry (an emitted copy read back and its original) is decided as they are
+    applied, so re-deriving one of them alone would keep the owner the old names gave it,
+    where a rebuild, applying both, ranks them afresh."""
+    if not sources:
         return sources
-    marks = ", ".join("?" * len(ids))
-    more = {r[0] for r in conn.execute(
-        f"SELECT DISTINCT o.source_id FROM message_occurrences o WHERE o.message_id IN ("
-        f"SELECT message_id FROM message_occurrences WHERE source_id IN ({marks})) AND o.source_id NOT IN ({marks})",
-        ids + ids)}  # fmt: skip
-    if not more:
-        return sources
-    rows = conn.execute(f"SELECT id, uid, provider, kind FROM sources WHERE id IN ({', '.join('?' * len(more))})",
-                        sorted(more)).fetchall()  # fmt: skip
-    return sorted([*sources, *(tuple(r) for r in rows)])
+    ids = dumps([s[0] for s in sources])
+    return conn.execute(
+        "SELECT id, uid, provider, kind FROM sources WHERE kind != 'store' AND (id IN (SELECT value FROM json_each(:ids)) "
+        "OR id IN (SELECT o.source_id FROM message_occurrences o WHERE o.message_id IN (SELECT message_id FROM "
+        "message_occurrences WHERE source_id IN (SELECT value FROM json_each(:ids))))) ORDER BY id",
+        {"ids": ids},
+    ).fetchall()
 
 
 def rederive(engine: Engine, sources: list[tuple[int, str, str, str]]) -> None:
